@@ -1,0 +1,34 @@
+# Two commands for a newcomer: `make demo` and `make test`. Each installs what it needs
+# into .local/ (git-ignored) first.
+SHELL := /bin/bash
+CARGO ?= cargo
+
+.PHONY: demo test tools lint unit-tests doc-tests template-checks bench quickstart
+
+tools:
+	scripts/install-tools.sh all
+
+demo: tools
+	scripts/demo.sh
+
+quickstart:
+	$(CARGO) run --quiet -p breaker-runtime --example quickstart
+
+test: tools lint unit-tests doc-tests template-checks
+	@echo "make test: every check passed"
+
+lint:
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+
+unit-tests:
+	$(CARGO) nextest run --workspace --lib --bins --tests --examples --locked --no-fail-fast
+
+doc-tests:
+	$(CARGO) test --workspace --doc --locked
+
+template-checks:
+	scripts/check-template.sh
+
+bench:
+	$(CARGO) bench -p breaker-runtime --bench hot_path

@@ -1,0 +1,275 @@
+//! `CircuitBreakerConfig`: thresholds, timeouts and their validation.
+
+use std::time::Duration;
+
+use crate::CircuitBreakerConfigError;
+use crate::clock::Clock;
+use crate::testing::ManualClock;
+
+/// How a circuit trips, recovers and talks to its store.
+///
+/// `Default` gives the Powertools defaults: 5 failures to open, 30 s before a probe,
+/// 3 probe successes to close, the shared state re-read at most every 5 s.
+///
+/// ```
+/// use std::time::Duration;
+/// use breaker_runtime::CircuitBreakerConfig;
+///
+/// let config = CircuitBreakerConfig::builder()
+///     .failure_threshold(3)
+///     .recovery_timeout(Duration::from_secs(60))
+///     .success_threshold(2)
+///     .local_cache_max_age(Duration::from_secs(2))
+///     .build()?;
+/// assert_eq!(config.failure_threshold(), 3);
+/// assert_eq!(CircuitBreakerConfig::default().recovery_timeout(), Duration::from_secs(30));
+/// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CircuitBreakerConfig {
+    pub(crate) failure_threshold: u32,
+    pub(crate) success_threshold: u32,
+    pub(crate) recovery_timeout: Duration,
+    pub(crate) local_cache_max_age: Duration,
+    pub(crate) recovery_jitter: Duration,
+    pub(crate) store_timeout: Duration,
+    pub(crate) store_error_backoff: Duration,
+    pub(crate) probe_lease: Duration,
+    pub(crate) clock: Clock,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            success_threshold: 3,
+            recovery_timeout: Duration::from_secs(30),
+            local_cache_max_age: Duration::from_secs(5),
+            recovery_jitter: Duration::ZERO,
+            store_timeout: Duration::from_millis(1000),
+            store_error_backoff: Duration::from_secs(5),
+            probe_lease: Duration::from_secs(30),
+            clock: Clock::System,
+        }
+    }
+}
+
+impl CircuitBreakerConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfigBuilder {
+            config: Self::default(),
+        }
+    }
+
+    /// Consecutive counted failures that open the circuit.
+    pub fn failure_threshold(&self) -> u32 {
+        self.failure_threshold
+    }
+
+    /// Consecutive probe successes that close the circuit.
+    pub fn success_threshold(&self) -> u32 {
+        self.success_threshold
+    }
+
+    /// How long the circuit stays open before one environment probes.
+    pub fn recovery_timeout(&self) -> Duration {
+        self.recovery_timeout
+    }
+
+    /// How long this environment trusts its copy of the shared state.
+    pub fn local_cache_max_age(&self) -> Duration {
+        self.local_cache_max_age
+    }
+
+    /// Upper bound of the random delay each environment adds to the recovery timeout.
+    pub fn recovery_jitter(&self) -> Duration {
+        self.recovery_jitter
+    }
+
+    /// Longest time one store call may take before the breaker fails open.
+    pub fn store_timeout(&self) -> Duration {
+        self.store_timeout
+    }
+
+    /// How long the environment leaves the store alone after a store error.
+    pub fn store_error_backoff(&self) -> Duration {
+        self.store_error_backoff
+    }
+
+    /// How long a probe owner keeps the probe before another environment may take it over.
+    pub fn probe_lease(&self) -> Duration {
+        self.probe_lease
+    }
+}
+
+/// Builds a validated [`CircuitBreakerConfig`]; see [`CircuitBreakerConfig::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct CircuitBreakerConfigBuilder {
+    config: CircuitBreakerConfig,
+}
+
+impl CircuitBreakerConfigBuilder {
+    /// Consecutive counted failures that open the circuit (≥ 1; default 5).
+    pub fn failure_threshold(mut self, failures: u32) -> Self {
+        self.config.failure_threshold = failures;
+        self
+    }
+
+    /// Consecutive probe successes that close the circuit (≥ 1; default 3).
+    pub fn success_threshold(mut self, successes: u32) -> Self {
+        self.config.success_threshold = successes;
+        self
+    }
+
+    /// How long the circuit stays open before a probe (≥ 1 s; default 30 s).
+    pub fn recovery_timeout(mut self, timeout: Duration) -> Self {
+        self.config.recovery_timeout = timeout;
+        self
+    }
+
+    /// How long a copy of the shared state is trusted (≥ 0; default 5 s). Zero reads the
+    /// store before every call.
+    pub fn local_cache_max_age(mut self, max_age: Duration) -> Self {
+        self.config.local_cache_max_age = max_age;
+        self
+    }
+
+    /// Adds a random delay in `[0, jitter]`, fixed per environment, to the recovery timeout,
+    /// so a large fleet does not race for the probe in the same second (default: off).
+    pub fn recovery_jitter(mut self, jitter: Duration) -> Self {
+        self.config.recovery_jitter = jitter;
+        self
+    }
+
+    /// Longest time one store call may take (> 0; default 1 s). Past it the call fails open.
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.config.store_timeout = timeout;
+        self
+    }
+
+    /// How long to leave the store alone after a store error (≥ 0; default 5 s).
+    pub fn store_error_backoff(mut self, backoff: Duration) -> Self {
+        self.config.store_error_backoff = backoff;
+        self
+    }
+
+    /// How long the probe owner holds the probe before another environment may take it
+    /// over (≥ 1 s; default 30 s). Make it longer than your slowest protected call.
+    pub fn probe_lease(mut self, lease: Duration) -> Self {
+        self.config.probe_lease = lease;
+        self
+    }
+
+    /// Replaces the system clock, for deterministic tests.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.config.clock = clock.as_clock();
+        self
+    }
+
+    /// Checks every value and returns the config, or an error naming the first bad field.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let err = CircuitBreakerConfig::builder()
+    ///     .recovery_timeout(Duration::from_millis(200))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "recovery_timeout must be at least 1s, got 200ms");
+    /// ```
+    pub fn build(self) -> Result<CircuitBreakerConfig, CircuitBreakerConfigError> {
+        let c = &self.config;
+        at_least_one("failure_threshold", c.failure_threshold)?;
+        at_least_one("success_threshold", c.success_threshold)?;
+        at_least(
+            "recovery_timeout",
+            c.recovery_timeout,
+            Duration::from_secs(1),
+        )?;
+        at_least("store_timeout", c.store_timeout, Duration::from_millis(1))?;
+        at_least("probe_lease", c.probe_lease, Duration::from_secs(1))?;
+        Ok(self.config)
+    }
+}
+
+fn at_least_one(field: &'static str, value: u32) -> Result<(), CircuitBreakerConfigError> {
+    if value >= 1 {
+        return Ok(());
+    }
+    Err(CircuitBreakerConfigError::OutOfRange {
+        field,
+        minimum: "1".into(),
+        value: value.to_string(),
+    })
+}
+
+fn at_least(
+    field: &'static str,
+    value: Duration,
+    minimum: Duration,
+) -> Result<(), CircuitBreakerConfigError> {
+    if value >= minimum {
+        return Ok(());
+    }
+    Err(CircuitBreakerConfigError::OutOfRange {
+        field,
+        minimum: format!("{minimum:?}"),
+        value: format!("{value:?}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_match_powertools() {
+        let c = CircuitBreakerConfig::default();
+        assert_eq!(c.failure_threshold(), 5);
+        assert_eq!(c.recovery_timeout(), Duration::from_secs(30));
+        assert_eq!(c.success_threshold(), 3);
+        assert_eq!(c.local_cache_max_age(), Duration::from_secs(5));
+        assert_eq!(c.recovery_jitter(), Duration::ZERO);
+        assert!(c.store_timeout() <= Duration::from_secs(1));
+    }
+
+    #[test]
+    fn every_bad_field_is_named_with_its_value() {
+        let cases = [
+            (
+                CircuitBreakerConfig::builder().failure_threshold(0),
+                "failure_threshold must be at least 1, got 0",
+            ),
+            (
+                CircuitBreakerConfig::builder().success_threshold(0),
+                "success_threshold must be at least 1, got 0",
+            ),
+            (
+                CircuitBreakerConfig::builder().recovery_timeout(Duration::from_millis(999)),
+                "recovery_timeout must be at least 1s, got 999ms",
+            ),
+            (
+                CircuitBreakerConfig::builder().store_timeout(Duration::ZERO),
+                "store_timeout must be at least 1ms, got 0ns",
+            ),
+            (
+                CircuitBreakerConfig::builder().probe_lease(Duration::from_millis(10)),
+                "probe_lease must be at least 1s, got 10ms",
+            ),
+        ];
+        for (builder, message) in cases {
+            assert_eq!(builder.build().unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn zero_cache_age_is_valid() {
+        let c = CircuitBreakerConfig::builder()
+            .local_cache_max_age(Duration::ZERO)
+            .build()
+            .unwrap();
+        assert_eq!(c.local_cache_max_age(), Duration::ZERO);
+    }
+}

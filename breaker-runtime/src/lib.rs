@@ -1,0 +1,51 @@
+//! # breaker
+//!
+//! A circuit breaker for AWS Lambda. Annotate a function with `#[circuit_breaker]`; when the
+//! downstream it calls keeps failing, every execution environment of the fleet stops calling
+//! it (the open state is shared through one DynamoDB item), and rejected calls go to an
+//! `on_circuit_open` callback or fail fast with [`CircuitBreakerOpenError`].
+//!
+//! ```
+//! use std::sync::Arc;
+//! use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+//! use breaker_runtime::store::InMemoryStore;
+//!
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! let breaker = CircuitBreaker::new("downstream", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+//! let answer: Result<u32, anyhow::Error> = breaker.call(|| async { Ok(42) }).await;
+//! assert_eq!(answer.unwrap(), 42);
+//! assert_eq!(breaker.state(), CircuitState::Closed);
+//! # }
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod blocking;
+mod breaker;
+mod clock;
+mod config;
+mod default_store;
+mod environment;
+mod error;
+mod machine;
+mod state;
+mod store_call;
+
+pub mod store;
+pub mod testing;
+
+pub use breaker::CircuitBreaker;
+pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+pub use default_store::{default_store, set_default_store};
+pub use error::{CircuitBreakerConfigError, CircuitBreakerOpenError};
+pub use state::{CircuitInfo, CircuitState, CircuitTransition};
+
+#[cfg(feature = "macros")]
+pub use breaker_macro::circuit_breaker;
+
+/// What `#[circuit_breaker]` expands to. Not public API: no semver guarantees.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::breaker::{CircuitBreaker, Permit};
+    pub use crate::machine::Outcome;
+}

@@ -1,0 +1,96 @@
+//! The public value types that describe a circuit.
+
+use std::fmt;
+
+/// The state of a circuit, as stored in the shared record.
+///
+/// ```
+/// use breaker_runtime::CircuitState;
+/// assert_eq!(CircuitState::HalfOpen.to_string(), "HALF_OPEN");
+/// assert_eq!(CircuitState::parse("OPEN"), Some(CircuitState::Open));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum CircuitState {
+    /// Calls go through; failures are counted.
+    #[default]
+    Closed,
+    /// Calls are rejected until the recovery timeout elapses.
+    Open,
+    /// One environment probes the downstream; every other call is rejected.
+    HalfOpen,
+}
+
+impl CircuitState {
+    /// The name stored in DynamoDB: `CLOSED`, `OPEN` or `HALF_OPEN`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Closed => "CLOSED",
+            Self::Open => "OPEN",
+            Self::HalfOpen => "HALF_OPEN",
+        }
+    }
+
+    /// Parses a stored name; `None` for anything else.
+    pub fn parse(stored: &str) -> Option<Self> {
+        match stored {
+            "CLOSED" => Some(Self::Closed),
+            "OPEN" => Some(Self::Open),
+            "HALF_OPEN" => Some(Self::HalfOpen),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for CircuitState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a rejected call (and an `on_circuit_open` callback) learns about the circuit.
+///
+/// ```
+/// use breaker_runtime::{CircuitInfo, CircuitState};
+/// let info = CircuitInfo {
+///     name: "payment-backend".into(),
+///     state: CircuitState::Open,
+///     failure_count: 5,
+///     opened_at: Some(1_700_000_000),
+/// };
+/// assert_eq!(info.clone(), info);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CircuitInfo {
+    /// The circuit's id (the `name` of the attribute).
+    pub name: String,
+    /// The state this environment believes the circuit is in.
+    pub state: CircuitState,
+    /// Consecutive failures: of the environment that tripped it while open, local ones while closed.
+    pub failure_count: u32,
+    /// Unix seconds when the circuit opened; `None` while closed.
+    pub opened_at: Option<u64>,
+}
+
+/// A state change committed by this environment, handed to `on_transition` hooks.
+///
+/// ```
+/// use breaker_runtime::{CircuitState, CircuitTransition};
+/// let t = CircuitTransition {
+///     circuit_name: "ce".into(),
+///     from_state: CircuitState::Closed,
+///     to_state: CircuitState::Open,
+///     opened_at: Some(1_700_000_000),
+/// };
+/// assert_eq!(t.to_state, CircuitState::Open);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CircuitTransition {
+    /// The circuit's id.
+    pub circuit_name: String,
+    /// The state before the transition.
+    pub from_state: CircuitState,
+    /// The state after the transition.
+    pub to_state: CircuitState,
+    /// Unix seconds when the circuit (last) opened; `None` once closed.
+    pub opened_at: Option<u64>,
+}

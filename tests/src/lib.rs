@@ -1,0 +1,1 @@
+//! Shared support for the workspace-level tests: local services, fault proxy, helpers.
