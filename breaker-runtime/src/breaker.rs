@@ -344,7 +344,8 @@ impl Drop for Permit<'_> {
 }
 
 /// Counts an `Err` only if the classifier says so.
-pub(crate) fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Outcome {
+#[doc(hidden)]
+pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Outcome {
     match result {
         Ok(_) => Outcome::Success,
         Err(e) if counts(e) => Outcome::Failure,
@@ -353,7 +354,8 @@ pub(crate) fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool)
 }
 
 /// Polls `future`, turning a panic into `Err(payload)`. Pinned on the stack: no allocation.
-pub(crate) async fn catch_unwind_future<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
+#[doc(hidden)]
+pub async fn catch_unwind_future<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
     let mut future = pin!(future);
     std::future::poll_fn(
         |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
