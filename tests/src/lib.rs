@@ -1,1 +1,3 @@
 //! Shared support for the workspace-level tests: local services, fault proxy, helpers.
+
+pub mod stores;
