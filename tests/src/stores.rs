@@ -4,8 +4,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
-    CircuitRecord, Close, InMemoryStore, ProbeElection, Reopen, StateStore, StoreError, StoreFuture, Trip,
-    WriteOutcome,
+    CircuitRecord, Close, InMemoryStore, ProbeElection, Reopen, StateStore, StoreError,
+    StoreFuture, Trip, WriteOutcome,
 };
 
 /// What a [`ScriptedStore`] does with each call.
@@ -41,7 +41,10 @@ impl ScriptedStore {
 
     /// Changes the behaviour from now on.
     pub fn set(&self, behaviour: Behaviour) {
-        *self.behaviour.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = behaviour;
+        *self
+            .behaviour
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = behaviour;
     }
 
     /// Reads so far (answered or not).
@@ -63,10 +66,15 @@ impl ScriptedStore {
         &'a self,
         delegate: impl Future<Output = Result<T, StoreError>> + Send + 'a,
     ) -> StoreFuture<'a, T> {
-        let behaviour = *self.behaviour.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let behaviour = *self
+            .behaviour
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match behaviour {
             Behaviour::Healthy => Box::pin(delegate),
-            Behaviour::Failing => Box::pin(std::future::ready(Err(StoreError::new("scripted failure")))),
+            Behaviour::Failing => {
+                Box::pin(std::future::ready(Err(StoreError::new("scripted failure"))))
+            }
             Behaviour::Hanging => Box::pin(std::future::pending()),
         }
     }
@@ -81,15 +89,27 @@ impl StateStore for ScriptedStore {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.behave(self.inner.trip(circuit, trip))
     }
-    fn elect_probe<'a>(&'a self, circuit: &'a str, election: &'a ProbeElection) -> StoreFuture<'a, WriteOutcome> {
+    fn elect_probe<'a>(
+        &'a self,
+        circuit: &'a str,
+        election: &'a ProbeElection,
+    ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.behave(self.inner.elect_probe(circuit, election))
     }
-    fn close_if_owner<'a>(&'a self, circuit: &'a str, close: &'a Close) -> StoreFuture<'a, WriteOutcome> {
+    fn close_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        close: &'a Close,
+    ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.behave(self.inner.close_if_owner(circuit, close))
     }
-    fn reopen_if_owner<'a>(&'a self, circuit: &'a str, reopen: &'a Reopen) -> StoreFuture<'a, WriteOutcome> {
+    fn reopen_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        reopen: &'a Reopen,
+    ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::SeqCst);
         self.behave(self.inner.reopen_if_owner(circuit, reopen))
     }

@@ -24,7 +24,9 @@ fn config(clock: &ManualClock, failures: u32, successes: u32) -> CircuitBreakerC
 }
 
 async fn fail(breaker: &CircuitBreaker) -> Result<(), Error> {
-    breaker.call(|| async { Err::<(), Error>("downstream 503".into()) }).await
+    breaker
+        .call(|| async { Err::<(), Error>("downstream 503".into()) })
+        .await
 }
 
 async fn succeed(breaker: &CircuitBreaker, entered: &AtomicUsize) -> Result<(), Error> {
@@ -50,18 +52,33 @@ async fn trips_after_threshold_rejects_without_calling_then_recovers() {
     for _ in 0..2 {
         assert!(fail(&breaker).await.is_err());
     }
-    assert_eq!(breaker.state(), CircuitState::Closed, "two failures stay closed");
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Closed,
+        "two failures stay closed"
+    );
     assert!(fail(&breaker).await.is_err());
     assert_eq!(breaker.state(), CircuitState::Open);
-    let stored = store.read("svc").await.unwrap().expect("trip wrote a record");
+    let stored = store
+        .read("svc")
+        .await
+        .unwrap()
+        .expect("trip wrote a record");
     assert_eq!(stored.state, CircuitState::Open);
     assert_eq!(stored.failure_count, 3);
     assert_eq!(stored.opened_at, Some(clock.unix_millis() / 1000));
 
     clock.advance(Duration::from_secs(29));
     let rejected = succeed(&breaker, &entered).await;
-    assert!(is_rejection(&rejected), "open before recovery rejects: {rejected:?}");
-    assert_eq!(entered.load(Ordering::SeqCst), 0, "the protected call never ran while open");
+    assert!(
+        is_rejection(&rejected),
+        "open before recovery rejects: {rejected:?}"
+    );
+    assert_eq!(
+        entered.load(Ordering::SeqCst),
+        0,
+        "the protected call never ran while open"
+    );
     let Err(e) = rejected else { unreachable!() };
     let info = &e.downcast_ref::<CircuitBreakerOpenError>().unwrap().circuit;
     assert_eq!(info.name, "svc");
@@ -73,10 +90,15 @@ async fn trips_after_threshold_rejects_without_calling_then_recovers() {
     clock.advance(Duration::from_secs(1));
     succeed(&breaker, &entered).await.expect("first probe runs");
     assert_eq!(breaker.state(), CircuitState::HalfOpen);
-    succeed(&breaker, &entered).await.expect("second probe runs");
+    succeed(&breaker, &entered)
+        .await
+        .expect("second probe runs");
     assert_eq!(breaker.state(), CircuitState::Closed);
     assert_eq!(entered.load(Ordering::SeqCst), 2);
-    assert_eq!(store.read("svc").await.unwrap().unwrap().state, CircuitState::Closed);
+    assert_eq!(
+        store.read("svc").await.unwrap().unwrap().state,
+        CircuitState::Closed
+    );
 }
 
 #[tokio::test]
@@ -87,12 +109,18 @@ async fn a_failed_probe_reopens_with_a_new_opened_at() {
     assert!(fail(&breaker).await.is_err());
     let first_open = store.read("svc").await.unwrap().unwrap().opened_at.unwrap();
     clock.advance(Duration::from_secs(30));
-    assert!(!is_rejection(&fail(&breaker).await), "the probe ran and failed");
+    assert!(
+        !is_rejection(&fail(&breaker).await),
+        "the probe ran and failed"
+    );
     let reopened = store.read("svc").await.unwrap().unwrap();
     assert_eq!(reopened.state, CircuitState::Open);
     assert_eq!(reopened.opened_at, Some(first_open + 30));
     assert_eq!(reopened.half_open_owner, None);
-    assert!(is_rejection(&fail(&breaker).await), "open again after the failed probe");
+    assert!(
+        is_rejection(&fail(&breaker).await),
+        "open again after the failed probe"
+    );
 }
 
 #[tokio::test]
@@ -115,13 +143,17 @@ async fn ignored_errors_change_nothing() {
     let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 2, 1));
     let counts = |e: &Error| !e.to_string().starts_with("400");
     for _ in 0..50 {
-        let r: Result<(), Error> = breaker.call_with(counts, || async { Err("400 bad request".into()) }).await;
+        let r: Result<(), Error> = breaker
+            .call_with(counts, || async { Err("400 bad request".into()) })
+            .await;
         assert!(!is_rejection(&r));
     }
     assert_eq!(breaker.state(), CircuitState::Closed);
     assert!(fail(&breaker).await.is_err());
     // An ignored error between two counted ones does not reset the count either.
-    let _ = breaker.call_with(counts, || async { Err::<(), Error>("400".into()) }).await;
+    let _ = breaker
+        .call_with(counts, || async { Err::<(), Error>("400".into()) })
+        .await;
     assert!(fail(&breaker).await.is_err());
     assert_eq!(breaker.state(), CircuitState::Open);
 }
@@ -163,8 +195,17 @@ async fn hooks_fire_once_per_committed_transition_and_panicking_hooks_are_contai
     assert!(is_rejection(&fail(&breaker).await));
     clock.advance(Duration::from_secs(30));
     succeed(&breaker, &entered).await.expect("probe");
-    assert_eq!(breaker.state(), CircuitState::Closed, "the panicking hook did not undo the transition");
-    let transitions: Vec<_> = seen.lock().unwrap().iter().map(|t| (t.from_state, t.to_state)).collect();
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Closed,
+        "the panicking hook did not undo the transition"
+    );
+    let transitions: Vec<_> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|t| (t.from_state, t.to_state))
+        .collect();
     assert_eq!(
         transitions,
         vec![
@@ -188,19 +229,36 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
 
     // Another environment trips the shared record.
     let opened_at = clock.unix_millis() / 1000;
-    store.trip("svc", &Trip { failure_count: 5, opened_at, expiration: opened_at + 3630 }).await.unwrap();
+    store
+        .trip(
+            "svc",
+            &Trip {
+                failure_count: 5,
+                opened_at,
+                expiration: opened_at + 3630,
+            },
+        )
+        .await
+        .unwrap();
 
     clock.advance(Duration::from_millis(4_999));
-    succeed(&breaker, &entered).await.expect("still trusting the cached closed state");
+    succeed(&breaker, &entered)
+        .await
+        .expect("still trusting the cached closed state");
     clock.advance(Duration::from_millis(1));
-    assert!(is_rejection(&succeed(&breaker, &entered).await), "the cache expired and the trip is seen");
+    assert!(
+        is_rejection(&succeed(&breaker, &entered).await),
+        "the cache expired and the trip is seen"
+    );
     assert_eq!(entered.load(Ordering::SeqCst), 2);
 }
 
 #[tokio::test]
 async fn healthy_calls_read_the_store_once_per_cache_age_and_never_write() {
     let clock = ManualClock::new();
-    let store = Arc::new(breaker_tests::stores::ScriptedStore::new(breaker_tests::stores::Behaviour::Healthy));
+    let store = Arc::new(breaker_tests::stores::ScriptedStore::new(
+        breaker_tests::stores::Behaviour::Healthy,
+    ));
     let breaker = CircuitBreaker::new("svc", store.clone(), config(&clock, 5, 1));
     let entered = AtomicUsize::new(0);
     for second in 0..60 {
@@ -232,5 +290,8 @@ async fn info_reports_local_failures_while_closed() {
     assert!(fail(&breaker).await.is_err());
     assert!(fail(&breaker).await.is_err());
     let info = breaker.info().await;
-    assert_eq!((info.state, info.failure_count, info.opened_at), (CircuitState::Closed, 2, None));
+    assert_eq!(
+        (info.state, info.failure_count, info.opened_at),
+        (CircuitState::Closed, 2, None)
+    );
 }

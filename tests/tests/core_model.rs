@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 use proptest::prelude::*;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -68,23 +70,35 @@ impl Model {
                 let next = match call {
                     Call::Ok => Model::Closed { failures: 0 },
                     Call::Ignored => self,
-                    _ if failures + 1 >= p.failure_threshold => Model::Open { opened_at_secs: now_secs },
-                    _ => Model::Closed { failures: failures + 1 },
+                    _ if failures + 1 >= p.failure_threshold => Model::Open {
+                        opened_at_secs: now_secs,
+                    },
+                    _ => Model::Closed {
+                        failures: failures + 1,
+                    },
                 };
                 (true, next)
             }
-            Model::Open { opened_at_secs } if now_millis < (opened_at_secs + p.recovery_secs) * 1000 => {
+            Model::Open { opened_at_secs }
+                if now_millis < (opened_at_secs + p.recovery_secs) * 1000 =>
+            {
                 (false, self)
             }
             Model::Open { .. } => Model::HalfOpen { successes: 0 }.call(call, now_millis, p),
             Model::HalfOpen { successes } => {
                 let next = match call {
-                    Call::Ok if successes + 1 >= p.success_threshold => Model::Closed { failures: 0 },
-                    Call::Ok => Model::HalfOpen { successes: successes + 1 },
+                    Call::Ok if successes + 1 >= p.success_threshold => {
+                        Model::Closed { failures: 0 }
+                    }
+                    Call::Ok => Model::HalfOpen {
+                        successes: successes + 1,
+                    },
                     Call::Ignored => self,
                     _ => {
                         debug_assert!(counted);
-                        Model::Open { opened_at_secs: now_secs }
+                        Model::Open {
+                            opened_at_secs: now_secs,
+                        }
                     }
                 };
                 (true, next)
@@ -93,7 +107,12 @@ impl Model {
     }
 }
 
-fn run(breaker: &CircuitBreaker, call: Call, nested_rejected: &AtomicUsize, probing: bool) -> (bool, bool) {
+fn run(
+    breaker: &CircuitBreaker,
+    call: Call,
+    nested_rejected: &AtomicUsize,
+    probing: bool,
+) -> (bool, bool) {
     let entered = AtomicUsize::new(0);
     let result = catch_unwind(AssertUnwindSafe(|| {
         breaker.call_blocking_with(
@@ -117,8 +136,13 @@ fn run(breaker: &CircuitBreaker, call: Call, nested_rejected: &AtomicUsize, prob
         )
     }));
     let panicked = result.is_err();
-    let rejected = matches!(&result, Ok(Err(e)) if e.downcast_ref::<CircuitBreakerOpenError>().is_some());
-    assert_eq!(entered.load(Ordering::SeqCst) == 1, !rejected, "ran iff not rejected");
+    let rejected =
+        matches!(&result, Ok(Err(e)) if e.downcast_ref::<CircuitBreakerOpenError>().is_some());
+    assert_eq!(
+        entered.load(Ordering::SeqCst) == 1,
+        !rejected,
+        "ran iff not rejected"
+    );
     (!rejected, panicked)
 }
 

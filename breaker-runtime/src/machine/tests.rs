@@ -50,9 +50,27 @@ fn election_at(now: u64, expected_opened_at: Option<u64>) -> ProbeElection {
 fn admission_table() {
     let opened = T0 / 1000;
     let cases: Vec<(&str, CircuitRecord, u64, bool, Admission)> = vec![
-        ("closed runs", CircuitRecord::closed(), T0, false, Admission::Run),
-        ("closed runs even with a probe flag", CircuitRecord::closed(), T0, true, Admission::Run),
-        ("open before recovery rejects", open_at(opened), T0 + 29_999, false, Admission::Reject),
+        (
+            "closed runs",
+            CircuitRecord::closed(),
+            T0,
+            false,
+            Admission::Run,
+        ),
+        (
+            "closed runs even with a probe flag",
+            CircuitRecord::closed(),
+            T0,
+            true,
+            Admission::Run,
+        ),
+        (
+            "open before recovery rejects",
+            open_at(opened),
+            T0 + 29_999,
+            false,
+            Admission::Reject,
+        ),
         (
             "open at recovery elects",
             open_at(opened),
@@ -60,8 +78,20 @@ fn admission_table() {
             false,
             Admission::Elect(election_at(T0 + 30_000, Some(opened))),
         ),
-        ("open at recovery with a local probe rejects", open_at(opened), T0 + 30_000, true, Admission::Reject),
-        ("half-open owned by me probes", half_open(ME, opened, opened + 40), T0 + 35_000, false, Admission::Probe),
+        (
+            "open at recovery with a local probe rejects",
+            open_at(opened),
+            T0 + 30_000,
+            true,
+            Admission::Reject,
+        ),
+        (
+            "half-open owned by me probes",
+            half_open(ME, opened, opened + 40),
+            T0 + 35_000,
+            false,
+            Admission::Probe,
+        ),
         (
             "half-open owned by me, probe running, rejects",
             half_open(ME, opened, opened + 40),
@@ -99,7 +129,11 @@ fn admission_table() {
         ),
     ];
     for (name, record, now, in_flight, expected) in cases {
-        assert_eq!(admit(&record, ME, now, &policy(), in_flight), expected, "{name}");
+        assert_eq!(
+            admit(&record, ME, now, &policy(), in_flight),
+            expected,
+            "{name}"
+        );
     }
 }
 
@@ -108,8 +142,14 @@ fn jitter_delays_recovery() {
     let mut jittered = policy();
     jittered.recovery_millis = 30_000 + 2_500;
     let record = open_at(T0 / 1000);
-    assert_eq!(admit(&record, ME, T0 + 32_499, &jittered, false), Admission::Reject);
-    assert!(matches!(admit(&record, ME, T0 + 32_500, &jittered, false), Admission::Elect(_)));
+    assert_eq!(
+        admit(&record, ME, T0 + 32_499, &jittered, false),
+        Admission::Reject
+    );
+    assert!(matches!(
+        admit(&record, ME, T0 + 32_500, &jittered, false),
+        Admission::Elect(_)
+    ));
 }
 
 #[test]
@@ -119,39 +159,78 @@ fn closed_failures_trip_at_the_threshold() {
     let trip = on_closed_failure(3, T0 + 1_500, &policy()).expect("third failure trips");
     assert_eq!(
         trip,
-        Trip { failure_count: 3, opened_at: T0 / 1000 + 1, expiration: T0 / 1000 + 1 + 30 + 3600 }
+        Trip {
+            failure_count: 3,
+            opened_at: T0 / 1000 + 1,
+            expiration: T0 / 1000 + 1 + 30 + 3600
+        }
     );
-    assert_eq!(on_closed_failure(7, T0, &policy()).map(|t| t.failure_count), Some(7));
+    assert_eq!(
+        on_closed_failure(7, T0, &policy()).map(|t| t.failure_count),
+        Some(7)
+    );
 }
 
 #[test]
 fn probe_outcomes() {
     let now = T0 + 31_000;
     let exp = now / 1000 + 30 + 3600;
-    assert_eq!(on_probe_outcome(Outcome::Success, 1, ME, now, &policy()), ProbeStep::Continue);
+    assert_eq!(
+        on_probe_outcome(Outcome::Success, 1, ME, now, &policy()),
+        ProbeStep::Continue
+    );
     assert_eq!(
         on_probe_outcome(Outcome::Success, 2, ME, now, &policy()),
-        ProbeStep::Close(Close { owner: ME.into(), expiration: exp })
+        ProbeStep::Close(Close {
+            owner: ME.into(),
+            expiration: exp
+        })
     );
     assert_eq!(
         on_probe_outcome(Outcome::Failure, 1, ME, now, &policy()),
-        ProbeStep::Reopen(Reopen { owner: ME.into(), opened_at: now / 1000, failure_count: 1, expiration: exp })
+        ProbeStep::Reopen(Reopen {
+            owner: ME.into(),
+            opened_at: now / 1000,
+            failure_count: 1,
+            expiration: exp
+        })
     );
-    assert_eq!(on_probe_outcome(Outcome::Ignored, 1, ME, now, &policy()), ProbeStep::Continue);
+    assert_eq!(
+        on_probe_outcome(Outcome::Ignored, 1, ME, now, &policy()),
+        ProbeStep::Continue
+    );
 }
 
 #[test]
 fn records_after_won_writes() {
     let opened = T0 / 1000;
-    let trip = Trip { failure_count: 3, opened_at: opened, expiration: 1 };
-    assert_eq!(applied(&CircuitRecord::closed(), Write::Trip(&trip)), open_at(opened));
+    let trip = Trip {
+        failure_count: 3,
+        opened_at: opened,
+        expiration: 1,
+    };
+    assert_eq!(
+        applied(&CircuitRecord::closed(), Write::Trip(&trip)),
+        open_at(opened)
+    );
 
     let election = election_at(T0 + 30_000, Some(opened));
-    assert_eq!(applied(&open_at(opened), Write::Elect(&election)), half_open(ME, opened, opened + 40));
+    assert_eq!(
+        applied(&open_at(opened), Write::Elect(&election)),
+        half_open(ME, opened, opened + 40)
+    );
 
-    assert_eq!(applied(&half_open(ME, opened, opened + 40), Write::Close), CircuitRecord::closed());
+    assert_eq!(
+        applied(&half_open(ME, opened, opened + 40), Write::Close),
+        CircuitRecord::closed()
+    );
 
-    let reopen = Reopen { owner: ME.into(), opened_at: opened + 31, failure_count: 1, expiration: 1 };
+    let reopen = Reopen {
+        owner: ME.into(),
+        opened_at: opened + 31,
+        failure_count: 1,
+        expiration: 1,
+    };
     let reopened = applied(&half_open(ME, opened, opened + 40), Write::Reopen(&reopen));
     assert_eq!(reopened.state, CircuitState::Open);
     assert_eq!(reopened.opened_at, Some(opened + 31));
@@ -162,10 +241,18 @@ fn records_after_won_writes() {
 #[test]
 fn lost_writes_adopt_the_stored_record() {
     let opened = T0 / 1000;
-    let trip = Trip { failure_count: 3, opened_at: opened + 5, expiration: 1 };
+    let trip = Trip {
+        failure_count: 3,
+        opened_at: opened + 5,
+        expiration: 1,
+    };
     let theirs = open_at(opened);
     assert_eq!(
-        after_write(&CircuitRecord::closed(), Write::Trip(&trip), WriteOutcome::Lost(Some(theirs.clone()))),
+        after_write(
+            &CircuitRecord::closed(),
+            Write::Trip(&trip),
+            WriteOutcome::Lost(Some(theirs.clone()))
+        ),
         theirs,
         "a lost trip keeps the winner's opened_at"
     );
@@ -177,7 +264,11 @@ fn lost_writes_adopt_the_stored_record() {
     let other_probe = half_open(OTHER, opened, opened + 40);
     let election = election_at(T0 + 30_000, Some(opened));
     assert_eq!(
-        after_write(&open_at(opened), Write::Elect(&election), WriteOutcome::Lost(Some(other_probe.clone()))),
+        after_write(
+            &open_at(opened),
+            Write::Elect(&election),
+            WriteOutcome::Lost(Some(other_probe.clone()))
+        ),
         other_probe
     );
 }
