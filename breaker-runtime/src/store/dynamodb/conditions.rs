@@ -1,0 +1,119 @@
+//! The protocol's conditions as DynamoDB condition expressions.
+//!
+//! Each expression says on the item what `store::conditions` says on the decoded record.
+//! Placeholders are fixed (`#st`, `:open`, ...); [`Expression::bind`] keeps only the names
+//! and values an expression uses, because DynamoDB rejects unused ones.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::AttributeNames;
+
+/// Trip wins when the item decodes as closed: absent, `CLOSED`, or malformed (a state that
+/// is neither `OPEN` nor `HALF_OPEN`, an attribute of the wrong type, a required one
+/// missing), so a broken item heals on the next trip instead of pinning the circuit.
+pub(super) const TRIP: &str = "attribute_not_exists(#st) \
+    OR NOT (#st IN (:open, :half)) \
+    OR (attribute_exists(#fc) AND NOT attribute_type(#fc, :num)) \
+    OR (attribute_exists(#oa) AND NOT attribute_type(#oa, :num)) \
+    OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
+    OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
+    OR (#st = :open AND attribute_not_exists(#oa)) \
+    OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le)))";
+
+/// Election, when this environment read an `opened_at`.
+pub(super) const ELECT: &str = "(#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
+    OR (#st = :half AND #le < :now)";
+
+/// Election, when the record it read had no `opened_at`.
+pub(super) const ELECT_WITHOUT_OPENED_AT: &str = "(#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
+    OR (#st = :half AND #le < :now)";
+
+/// The election's write: half-open, owned by this environment until the lease expires.
+pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl";
+
+/// Close and reopen: only the owner of a half-open item.
+pub(super) const OWNER: &str = "#st = :half AND #ow = :me";
+
+/// An expression's placeholders, bound to attribute names and values.
+#[derive(Debug, Default)]
+pub(super) struct Expression {
+    pub(super) names: HashMap<String, String>,
+    pub(super) values: HashMap<String, AttributeValue>,
+}
+
+impl Expression {
+    /// Binds the placeholders that `expressions` use. `values` are the operation's own
+    /// values (`:me`, `:expected`, ...); the state names and type names are added here.
+    pub(super) fn bind(
+        names: &AttributeNames,
+        expressions: &[&str],
+        values: impl IntoIterator<Item = (&'static str, AttributeValue)>,
+    ) -> Self {
+        let all_names = [
+            ("#st", &names.state),
+            ("#fc", &names.failure_count),
+            ("#oa", &names.opened_at),
+            ("#ow", &names.half_open_owner),
+            ("#le", &names.probe_lease_expiry),
+            ("#ex", &names.expiry),
+        ];
+        let constants = [
+            (":open", s("OPEN")),
+            (":half", s("HALF_OPEN")),
+            (":num", s("N")),
+            (":str", s("S")),
+        ];
+        let used = |placeholder: &str| expressions.iter().any(|e| uses(e, placeholder));
+        Self {
+            names: all_names
+                .into_iter()
+                .filter(|(placeholder, _)| used(placeholder))
+                .map(|(placeholder, name)| (placeholder.to_owned(), name.clone()))
+                .collect(),
+            values: constants
+                .into_iter()
+                .chain(values)
+                .filter(|(placeholder, _)| used(placeholder))
+                .map(|(placeholder, value)| (placeholder.to_owned(), value))
+                .collect(),
+        }
+    }
+}
+
+/// Whether `expression` mentions `placeholder` as a whole token (`:exp` is not in `:expected`).
+fn uses(expression: &str, placeholder: &str) -> bool {
+    expression.match_indices(placeholder).any(|(at, _)| {
+        !expression[at + placeholder.len()..]
+            .starts_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_match_whole_tokens_only() {
+        assert!(uses("#oa = :expected", ":expected"));
+        assert!(!uses("#oa = :expected", ":exp"));
+        assert!(uses("a, :exp)", ":exp"));
+    }
+
+    #[test]
+    fn only_used_names_and_values_are_bound() {
+        let names = super::super::item::tests_support::names();
+        let bound = Expression::bind(&names, &[OWNER], [(":me", s("env")), (":ttl", s("x"))]);
+        let mut keys: Vec<_> = bound.names.keys().cloned().collect();
+        keys.sort();
+        assert_eq!(keys, ["#ow", "#st"]);
+        let mut values: Vec<_> = bound.values.keys().cloned().collect();
+        values.sort();
+        assert_eq!(values, [":half", ":me"]);
+    }
+}

@@ -1,0 +1,250 @@
+//! The item layout: attribute names, and the conversion between items and records.
+//!
+//! The layout is Powertools' (see DESIGN.md): `state` S, `failure_count` N, `opened_at` N,
+//! `half_open_owner` S, `probe_lease_expiry` N, `expiration` N, keyed by the circuit name
+//! (or by a static partition key plus the name as sort key).
+
+use std::collections::HashMap;
+use std::fmt;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::CircuitState;
+use crate::store::CircuitRecord;
+
+/// A DynamoDB item.
+pub(super) type Item = HashMap<String, AttributeValue>;
+
+/// The attribute names of one table, after the builder's overrides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct AttributeNames {
+    pub(super) key: String,
+    /// With a sort key, the partition key holds `static_pk_value` and the sort key the name.
+    pub(super) sort_key: Option<String>,
+    pub(super) static_pk_value: String,
+    pub(super) state: String,
+    pub(super) failure_count: String,
+    pub(super) opened_at: String,
+    pub(super) half_open_owner: String,
+    pub(super) probe_lease_expiry: String,
+    pub(super) expiry: String,
+}
+
+/// Why an item could not be decoded. Names the attribute, for the warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Malformed {
+    pub(super) attribute: String,
+    pub(super) problem: &'static str,
+}
+
+impl fmt::Display for Malformed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "attribute '{}' {}", self.attribute, self.problem)
+    }
+}
+
+impl AttributeNames {
+    /// The primary key of `circuit`'s item.
+    pub(super) fn key(&self, circuit: &str) -> Item {
+        match &self.sort_key {
+            None => HashMap::from([(self.key.clone(), s(circuit))]),
+            Some(sort_key) => HashMap::from([
+                (self.key.clone(), s(&self.static_pk_value)),
+                (sort_key.clone(), s(circuit)),
+            ]),
+        }
+    }
+
+    /// The whole item for `record` (a Put replaces every attribute, so none are left over).
+    pub(super) fn item(&self, circuit: &str, record: &CircuitRecord, expiration: u64) -> Item {
+        let mut item = self.key(circuit);
+        item.insert(self.state.clone(), s(record.state.as_str()));
+        item.insert(self.failure_count.clone(), n(record.failure_count.into()));
+        if let Some(opened_at) = record.opened_at {
+            item.insert(self.opened_at.clone(), n(opened_at));
+        }
+        if let Some(owner) = &record.half_open_owner {
+            item.insert(self.half_open_owner.clone(), s(owner));
+        }
+        if let Some(lease) = record.probe_lease_expiry {
+            item.insert(self.probe_lease_expiry.clone(), n(lease));
+        }
+        item.insert(self.expiry.clone(), n(expiration));
+        item
+    }
+
+    /// Decodes an item. Every known attribute that is present must have its type and a
+    /// valid value; `OPEN` needs `opened_at`, `HALF_OPEN` needs the owner and the lease.
+    /// `failure_count` may be absent (0). The TTL attribute is not read.
+    pub(super) fn decode(&self, item: &Item) -> Result<CircuitRecord, Malformed> {
+        let state = match self.string(item, &self.state)? {
+            None => return Err(self.malformed(&self.state, "is missing")),
+            Some("CLOSED") => CircuitState::Closed,
+            Some("OPEN") => CircuitState::Open,
+            Some("HALF_OPEN") => CircuitState::HalfOpen,
+            Some(_) => {
+                return Err(self.malformed(&self.state, "is not CLOSED, OPEN or HALF_OPEN"));
+            }
+        };
+        let failure_count = match self.number(item, &self.failure_count)? {
+            None => 0,
+            Some(count) => u32::try_from(count)
+                .map_err(|_| self.malformed(&self.failure_count, "is out of range"))?,
+        };
+        let record = CircuitRecord {
+            state,
+            failure_count,
+            opened_at: self.number(item, &self.opened_at)?,
+            half_open_owner: self.string(item, &self.half_open_owner)?.map(str::to_owned),
+            probe_lease_expiry: self.number(item, &self.probe_lease_expiry)?,
+        };
+        match state {
+            CircuitState::Open if record.opened_at.is_none() => {
+                Err(self.malformed(&self.opened_at, "is missing on an OPEN item"))
+            }
+            CircuitState::HalfOpen if record.half_open_owner.is_none() => {
+                Err(self.malformed(&self.half_open_owner, "is missing on a HALF_OPEN item"))
+            }
+            CircuitState::HalfOpen if record.probe_lease_expiry.is_none() => {
+                Err(self.malformed(&self.probe_lease_expiry, "is missing on a HALF_OPEN item"))
+            }
+            _ => Ok(record),
+        }
+    }
+
+    fn malformed(&self, attribute: &str, problem: &'static str) -> Malformed {
+        Malformed {
+            attribute: attribute.to_owned(),
+            problem,
+        }
+    }
+
+    fn string<'i>(&self, item: &'i Item, name: &str) -> Result<Option<&'i str>, Malformed> {
+        match item.get(name) {
+            None => Ok(None),
+            Some(AttributeValue::S(value)) => Ok(Some(value)),
+            Some(_) => Err(self.malformed(name, "is not a string (S)")),
+        }
+    }
+
+    /// A non-negative integer N.
+    fn number(&self, item: &Item, name: &str) -> Result<Option<u64>, Malformed> {
+        match item.get(name) {
+            None => Ok(None),
+            Some(AttributeValue::N(value)) => value
+                .parse()
+                .map(Some)
+                .map_err(|_| self.malformed(name, "is not a non-negative integer")),
+            Some(_) => Err(self.malformed(name, "is not a number (N)")),
+        }
+    }
+}
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+#[cfg(test)]
+pub(super) mod tests_support {
+    use super::AttributeNames;
+
+    /// The default names, on a simple key.
+    pub(in crate::store::dynamodb) fn names() -> AttributeNames {
+        AttributeNames {
+            key: "id".into(),
+            sort_key: None,
+            static_pk_value: String::new(),
+            state: "state".into(),
+            failure_count: "failure_count".into(),
+            opened_at: "opened_at".into(),
+            half_open_owner: "half_open_owner".into(),
+            probe_lease_expiry: "probe_lease_expiry".into(),
+            expiry: "expiration".into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::names;
+    use super::*;
+
+    #[test]
+    fn every_state_round_trips() {
+        let records = [
+            CircuitRecord::closed(),
+            CircuitRecord {
+                state: CircuitState::Open,
+                failure_count: 5,
+                opened_at: Some(1_700_000_000),
+                ..CircuitRecord::closed()
+            },
+            CircuitRecord {
+                state: CircuitState::HalfOpen,
+                failure_count: 5,
+                opened_at: Some(1_700_000_000),
+                half_open_owner: Some("env-1".into()),
+                probe_lease_expiry: Some(1_700_000_060),
+            },
+        ];
+        for record in records {
+            let item = names().item("ce", &record, 42);
+            assert_eq!(item["id"], s("ce"));
+            assert_eq!(item["expiration"], n(42));
+            assert_eq!(names().decode(&item), Ok(record));
+        }
+    }
+
+    #[test]
+    fn composite_key_puts_the_name_in_the_sort_key() {
+        let names = AttributeNames {
+            key: "pk".into(),
+            sort_key: Some("sk".into()),
+            static_pk_value: "circuit_breaker#fn".into(),
+            ..names()
+        };
+        let key = names.key("ce");
+        assert_eq!(key.len(), 2);
+        assert_eq!(key["pk"], s("circuit_breaker#fn"));
+        assert_eq!(key["sk"], s("ce"));
+    }
+
+    #[test]
+    fn bad_items_name_the_attribute() {
+        let cases: [(&[(&str, AttributeValue)], &str); 7] = [
+            (&[], "state"),
+            (&[("state", n(1))], "state"),
+            (&[("state", s("AJAR"))], "state"),
+            (&[("state", s("OPEN"))], "opened_at"),
+            (&[("state", s("OPEN")), ("opened_at", s("x"))], "opened_at"),
+            (
+                &[
+                    ("state", s("OPEN")),
+                    ("opened_at", n(1)),
+                    ("failure_count", AttributeValue::N("-1".into())),
+                ],
+                "failure_count",
+            ),
+            (
+                &[
+                    ("state", s("HALF_OPEN")),
+                    ("opened_at", n(1)),
+                    ("probe_lease_expiry", n(2)),
+                ],
+                "half_open_owner",
+            ),
+        ];
+        for (attributes, bad) in cases {
+            let item: Item = attributes
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), v.clone()))
+                .collect();
+            let error = names().decode(&item).unwrap_err();
+            assert_eq!(error.attribute, bad, "{item:?}");
+        }
+    }
+}

@@ -1,0 +1,372 @@
+//! `DynamoDbStore`: the shared state of every circuit in one DynamoDB table, so a whole
+//! Lambda fleet opens, probes and closes together.
+//!
+//! Every transition is one conditional write whose condition is the protocol's (see
+//! [`conditions`](super::conditions)); a lost write returns the item that beat it
+//! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), or, when the server sends none back
+//! (dynalite), the result of one consistent read. Reads are eventually consistent: the
+//! breaker reads at most once per `local_cache_max_age`, and every write is conditional, so
+//! a stale read costs at most a lost write.
+//!
+//! SDK errors stop here: the breaker sees won, lost, or a [`StoreError`] (and fails open).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::config::retry::RetryConfig;
+use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
+use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use tokio::sync::OnceCell;
+
+use super::{
+    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreError, StoreFuture, Trip,
+    WriteOutcome,
+};
+use crate::CircuitState;
+
+mod builder;
+mod conditions;
+mod item;
+
+pub use builder::DynamoDbStoreBuilder;
+use conditions::Expression;
+use item::{AttributeNames, Item};
+
+/// The fleet-wide store: one item per circuit in a DynamoDB table, in the layout of
+/// Powertools for AWS Lambda (Python), so Python and Rust functions can share a circuit.
+///
+/// The table needs a string partition key (`id` by default), or a string partition key
+/// and a string sort key (see [`DynamoDbStoreBuilder::sort_key_attr`]); enable TTL on
+/// `expiration`. The function needs `dynamodb:GetItem`, `PutItem` and `UpdateItem` on it.
+/// Cheap to clone (clones share one client).
+///
+/// ```no_run
+/// use std::sync::{Arc, LazyLock};
+/// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+/// use breaker_runtime::store::DynamoDbStore;
+///
+/// // Building is synchronous and does no I/O: a static can hold the store.
+/// static STORE: LazyLock<DynamoDbStore> = LazyLock::new(|| {
+///     DynamoDbStore::builder().table_name("circuit-breakers").build().expect("valid store")
+/// });
+///
+/// # #[tokio::main] async fn main() {
+/// let breaker = CircuitBreaker::new("payment-backend", Arc::new(STORE.clone()), CircuitBreakerConfig::default());
+/// let paid: Result<&str, anyhow::Error> = breaker.call(|| async { Ok("paid") }).await;
+/// # }
+/// ```
+///
+/// # Retries and timeouts
+///
+/// The breaker bounds each store call with its `store_timeout` (1 s by default) and fails
+/// open past it. A client the store builds itself (from [`DynamoDbStoreBuilder::sdk_config`]
+/// or the environment) is tuned to fit in that budget: at most 2 attempts with a 20–100 ms
+/// back-off, and a 500 ms connect timeout, so one dropped connection is retried instead of
+/// eating the whole budget. A client passed to [`DynamoDbStoreBuilder::client`] is used as
+/// given.
+#[derive(Debug, Clone)]
+pub struct DynamoDbStore {
+    shared: Arc<Shared>,
+}
+
+/// Where the client comes from.
+#[derive(Debug)]
+enum ClientSource {
+    Given(Client),
+    SdkConfig(Box<SdkConfig>),
+    Environment,
+}
+
+#[derive(Debug)]
+struct Shared {
+    table: String,
+    names: AttributeNames,
+    source: ClientSource,
+    /// Built on first use: loading the AWS config is async and may read the environment.
+    client: OnceCell<Client>,
+}
+
+impl DynamoDbStore {
+    /// A builder; only [`table_name`](DynamoDbStoreBuilder::table_name) is required.
+    ///
+    /// ```
+    /// use breaker_runtime::store::DynamoDbStore;
+    /// let store = DynamoDbStore::builder()
+    ///     .table_name("circuit-breakers")
+    ///     .key_attr("pk")
+    ///     .sort_key_attr("sk")
+    ///     .static_pk_value("circuit_breaker#orders")
+    ///     .build()
+    ///     .unwrap();
+    /// assert_eq!(store.table_name(), "circuit-breakers");
+    /// ```
+    pub fn builder() -> DynamoDbStoreBuilder {
+        DynamoDbStoreBuilder::default()
+    }
+
+    /// The table this store reads and writes.
+    pub fn table_name(&self) -> &str {
+        &self.shared.table
+    }
+}
+
+impl Shared {
+    fn new(table: String, names: AttributeNames, source: ClientSource) -> Self {
+        let client = match &source {
+            ClientSource::Given(client) => OnceCell::new_with(Some(client.clone())),
+            _ => OnceCell::new(),
+        };
+        Self {
+            table,
+            names,
+            source,
+            client,
+        }
+    }
+
+    async fn client(&self) -> &Client {
+        self.client
+            .get_or_init(|| async {
+                match &self.source {
+                    ClientSource::Given(client) => client.clone(),
+                    ClientSource::SdkConfig(config) => own_client(config),
+                    ClientSource::Environment => {
+                        own_client(&aws_config::defaults(BehaviorVersion::latest()).load().await)
+                    }
+                }
+            })
+            .await
+    }
+
+    async fn read(
+        &self,
+        circuit: &str,
+        consistent: bool,
+    ) -> Result<Option<CircuitRecord>, StoreError> {
+        let output = self
+            .client()
+            .await
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(self.names.key(circuit)))
+            .consistent_read(consistent)
+            .send()
+            .await
+            .map_err(|e| self.error("GetItem", &e))?;
+        Ok(output.item().map(|item| self.decode(circuit, item)))
+    }
+
+    /// An item as a record; a malformed one is a closed circuit, with a warning.
+    fn decode(&self, circuit: &str, item: &Item) -> CircuitRecord {
+        self.names.decode(item).unwrap_or_else(|malformed| {
+            tracing::warn!(
+                circuit,
+                table = %self.table,
+                attribute = %malformed.attribute,
+                "circuit breaker item is malformed ({malformed}); treating the circuit as CLOSED"
+            );
+            CircuitRecord::closed()
+        })
+    }
+
+    /// A lost condition: the item that beat the write, from the error or from one read.
+    async fn lost(&self, circuit: &str, old: Option<&Item>) -> Result<WriteOutcome, StoreError> {
+        let current = match old {
+            Some(item) => Some(self.decode(circuit, item)),
+            None => self.read(circuit, true).await?,
+        };
+        Ok(WriteOutcome::Lost(current))
+    }
+
+    /// Replaces the item with `record` if `condition` holds.
+    async fn put(
+        &self,
+        circuit: &str,
+        record: &CircuitRecord,
+        expiration: u64,
+        condition: &str,
+        values: Vec<(&'static str, AttributeValue)>,
+    ) -> Result<WriteOutcome, StoreError> {
+        let expression = Expression::bind(&self.names, &[condition], values);
+        let sent = self
+            .client()
+            .await
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(self.names.item(circuit, record, expiration)))
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(expression.names))
+            .set_expression_attribute_values(Some(expression.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(WriteOutcome::Won),
+            Err(error) => match error.as_service_error() {
+                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
+                    self.lost(circuit, failed.item()).await
+                }
+                _ => Err(self.error("PutItem", &error)),
+            },
+        }
+    }
+
+    async fn elect(
+        &self,
+        circuit: &str,
+        election: &ProbeElection,
+    ) -> Result<WriteOutcome, StoreError> {
+        let condition = match election.expected_opened_at {
+            Some(_) => conditions::ELECT,
+            None => conditions::ELECT_WITHOUT_OPENED_AT,
+        };
+        let mut values = vec![
+            (":me", AttributeValue::S(election.owner.clone())),
+            (":now", number(election.now)),
+            (":lease", number(election.lease_expiry)),
+            (":ttl", number(election.expiration)),
+        ];
+        if let Some(expected) = election.expected_opened_at {
+            values.push((":expected", number(expected)));
+        }
+        let expression =
+            Expression::bind(&self.names, &[condition, conditions::ELECT_UPDATE], values);
+        let sent = self
+            .client()
+            .await
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(self.names.key(circuit)))
+            .update_expression(conditions::ELECT_UPDATE)
+            .condition_expression(condition)
+            .set_expression_attribute_names(Some(expression.names))
+            .set_expression_attribute_values(Some(expression.values))
+            .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(WriteOutcome::Won),
+            Err(error) => match error.as_service_error() {
+                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
+                    self.lost(circuit, failed.item()).await
+                }
+                _ => Err(self.error("UpdateItem", &error)),
+            },
+        }
+    }
+
+    fn error(&self, operation: &str, error: &(dyn std::error::Error + 'static)) -> StoreError {
+        StoreError::new(format!(
+            "DynamoDB {operation} on table '{}' failed: {}",
+            self.table,
+            DisplayErrorContext(error)
+        ))
+    }
+}
+
+/// A client tuned to fit in the breaker's store timeout; see "Retries and timeouts".
+fn own_client(config: &SdkConfig) -> Client {
+    let retry = RetryConfig::standard()
+        .with_max_attempts(2)
+        .with_initial_backoff(Duration::from_millis(20))
+        .with_max_backoff(Duration::from_millis(100));
+    let timeouts = TimeoutConfig::builder()
+        .connect_timeout(Duration::from_millis(500))
+        .build();
+    let config = aws_sdk_dynamodb::config::Builder::from(config)
+        .retry_config(retry)
+        .timeout_config(timeouts)
+        .build();
+    Client::from_conf(config)
+}
+
+fn number(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn owner_values(owner: &str) -> Vec<(&'static str, AttributeValue)> {
+    vec![(":me", AttributeValue::S(owner.to_owned()))]
+}
+
+impl StateStore for DynamoDbStore {
+    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        Box::pin(self.shared.read(circuit, false))
+    }
+
+    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
+        let record = CircuitRecord {
+            state: CircuitState::Open,
+            failure_count: trip.failure_count,
+            opened_at: Some(trip.opened_at),
+            ..CircuitRecord::closed()
+        };
+        Box::pin(async move {
+            self.shared
+                .put(
+                    circuit,
+                    &record,
+                    trip.expiration,
+                    conditions::TRIP,
+                    Vec::new(),
+                )
+                .await
+        })
+    }
+
+    fn elect_probe<'a>(
+        &'a self,
+        circuit: &'a str,
+        election: &'a ProbeElection,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        Box::pin(self.shared.elect(circuit, election))
+    }
+
+    fn close_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        close: &'a Close,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        Box::pin(async move {
+            let values = owner_values(&close.owner);
+            self.shared
+                .put(
+                    circuit,
+                    &CircuitRecord::closed(),
+                    close.expiration,
+                    conditions::OWNER,
+                    values,
+                )
+                .await
+        })
+    }
+
+    fn reopen_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        reopen: &'a Reopen,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        let record = CircuitRecord {
+            state: CircuitState::Open,
+            failure_count: reopen.failure_count,
+            opened_at: Some(reopen.opened_at),
+            ..CircuitRecord::closed()
+        };
+        Box::pin(async move {
+            let values = owner_values(&reopen.owner);
+            self.shared
+                .put(
+                    circuit,
+                    &record,
+                    reopen.expiration,
+                    conditions::OWNER,
+                    values,
+                )
+                .await
+        })
+    }
+}
