@@ -45,7 +45,5 @@ pub use breaker_macro::circuit_breaker;
 
 /// What `#[circuit_breaker]` expands to. Not public API: no semver guarantees.
 #[doc(hidden)]
-pub mod __private {
-    pub use crate::breaker::{CircuitBreaker, Permit, catch_unwind_future, classify};
-    pub use crate::machine::Outcome;
-}
+#[path = "private.rs"]
+pub mod __private;

@@ -1,0 +1,222 @@
+//! Expansion: the guarded fn with its signature untouched and its body wrapped in the
+//! circuit. The generated code names only `<crate>::__private` (plus `core`/`std`), and
+//! every name it introduces starts with `__breaker_`.
+
+use proc_macro2::TokenStream;
+use quote::{quote, quote_spanned};
+use syn::spanned::Spanned;
+use syn::{ItemFn, Type};
+
+use crate::shape::{Kind, Shape};
+use crate::validate::{ConfigSource, Counts, Options};
+
+/// Everything the expansion of one fn needs.
+pub(crate) struct Guard<'a> {
+    pub(crate) options: &'a Options,
+    pub(crate) shape: Shape,
+    /// The arguments to pass to `on_circuit_open`, when it is set.
+    pub(crate) callback_args: Vec<TokenStream>,
+}
+
+impl Guard<'_> {
+    pub(crate) fn expand(self, item: ItemFn) -> TokenStream {
+        let ItemFn {
+            attrs,
+            vis,
+            sig,
+            block,
+        } = item;
+        let private = self.private();
+        let output = self.shape.output.as_ref();
+        let body = match &self.shape.kind {
+            Kind::Sync => {
+                let circuit = self.circuit();
+                let admit = self.admit(false);
+                let run = self.run_sync(quote!(#block));
+                quote!({ #circuit #admit #run })
+            }
+            Kind::Async => {
+                let circuit = self.circuit();
+                let admit = self.admit(true);
+                let future = typed_future(&private, output, quote!(async move #block));
+                let run = self.run_async(future);
+                quote!({ #circuit #admit #run })
+            }
+            Kind::ReturnsFuture { boxed, async_block } => {
+                let circuit = self.circuit();
+                let admit = self.admit(true);
+                let inner = match async_block {
+                    Some(async_block) => quote!(#async_block),
+                    None => quote!(#private::lazy_future(move || #block)),
+                };
+                let run = self.run_async(typed_future(&private, output, inner));
+                let guarded = typed_future(
+                    &private,
+                    output,
+                    quote!(async move { #circuit #admit #run }),
+                );
+                if *boxed {
+                    quote!({ ::std::boxed::Box::pin(#guarded) })
+                } else {
+                    quote!({ #guarded })
+                }
+            }
+        };
+        quote! {
+            #(#attrs)*
+            #vis #sig #body
+        }
+    }
+
+    fn private(&self) -> TokenStream {
+        let krate = &self.options.krate;
+        quote!(#krate::__private)
+    }
+
+    /// The call site's circuit: created on first use, kept in a `static`.
+    fn circuit(&self) -> TokenStream {
+        let private = self.private();
+        let name = &self.options.name;
+        let store = match &self.options.store {
+            Some(expr) => quote_spanned! {expr.span()=> {
+                let __breaker_store = #expr;
+                #[allow(unused_imports)]
+                use #private::{StoreIsArc as _, StoreIsValue as _};
+                (&__breaker_store).__breaker_store_kind().into_store(__breaker_store)
+            }},
+            None => quote!(#private::default_store()),
+        };
+        let config = match &self.options.config {
+            ConfigSource::Default => {
+                quote!(<#private::CircuitBreakerConfig as ::core::default::Default>::default())
+            }
+            ConfigSource::Expr(expr) => quote_spanned!(expr.span()=> #private::config(#expr)),
+            ConfigSource::Inline(t) => {
+                let failure = option(t.failure_threshold);
+                let success = option(t.success_threshold);
+                let recovery = option(t.recovery_timeout_secs);
+                let cache = option(t.local_cache_max_age_secs);
+                quote!(#private::inline_config(#failure, #success, #recovery, #cache))
+            }
+        };
+        let hook = match &self.options.on_transition {
+            Some(path) => quote_spanned!(path.span()=> #private::transition_hook(#path)),
+            None => quote!(::core::option::Option::None),
+        };
+        quote! {
+            static __BREAKER_CIRCUIT: ::std::sync::OnceLock<#private::CircuitBreaker> =
+                ::std::sync::OnceLock::new();
+            let __breaker_circuit = __BREAKER_CIRCUIT
+                .get_or_init(|| #private::circuit(#name, #store, #config, #hook));
+        }
+    }
+
+    /// Asks the circuit for a permit; a rejection returns the callback's value or the error.
+    fn admit(&self, is_async: bool) -> TokenStream {
+        let private = self.private();
+        let (acquire, resolve) = if is_async {
+            (quote!(__breaker_circuit.acquire().await), true)
+        } else {
+            (quote!(__breaker_circuit.acquire_blocking()), false)
+        };
+        let rejected = match &self.options.on_circuit_open {
+            Some(callback) => {
+                let args = &self.callback_args;
+                let call = quote_spanned!(callback.span()=> #callback(#(#args,)* __breaker_info));
+                if resolve {
+                    quote!({
+                        let __breaker_fallback = #call;
+                        #[allow(unused_imports)]
+                        use #private::{FallbackIsFuture as _, FallbackIsValue as _};
+                        return (&__breaker_fallback)
+                            .__breaker_fallback_kind()
+                            .resolve(__breaker_fallback)
+                            .await;
+                    })
+                } else {
+                    quote!(return #call)
+                }
+            }
+            None => {
+                let span = self.shape.output_span;
+                quote_spanned!(span=> return #private::reject(__breaker_info))
+            }
+        };
+        quote! {
+            let __breaker_permit = match #acquire {
+                ::core::result::Result::Ok(__breaker_permit) => __breaker_permit,
+                ::core::result::Result::Err(__breaker_info) => #rejected,
+            };
+        }
+    }
+
+    /// The outcome of `__breaker_result` as the circuit counts it.
+    fn outcome(&self) -> TokenStream {
+        let private = self.private();
+        match &self.options.counts {
+            Counts::Every => quote!({
+                #[allow(unused_imports)]
+                use #private::{ResultOutcome as _, OtherOutcome as _};
+                (&__breaker_result).__breaker_outcome()
+            }),
+            Counts::Handled(path) => {
+                quote_spanned!(path.span()=> #private::classify(&__breaker_result, #path))
+            }
+            Counts::Ignored(path) => quote_spanned!(path.span()=>
+                #private::classify(&__breaker_result, #private::not(#path))),
+        }
+    }
+
+    fn run_sync(&self, block: TokenStream) -> TokenStream {
+        let private = self.private();
+        let outcome = self.outcome();
+        let caught = match &self.shape.output {
+            Some(output) => quote!(#private::catch_unwind_sync::<#output, _>(move || #block)),
+            None => quote!(#private::catch_unwind_sync(move || #block)),
+        };
+        quote! {
+            match #caught {
+                ::core::result::Result::Ok(__breaker_result) => {
+                    __breaker_permit.finish_blocking(#outcome);
+                    __breaker_result
+                }
+                ::core::result::Result::Err(__breaker_panic) => {
+                    __breaker_permit.finish_blocking(#private::Outcome::Failure);
+                    ::std::panic::resume_unwind(__breaker_panic)
+                }
+            }
+        }
+    }
+
+    fn run_async(&self, future: TokenStream) -> TokenStream {
+        let private = self.private();
+        let outcome = self.outcome();
+        quote! {
+            match #private::catch_unwind_future(#future).await {
+                ::core::result::Result::Ok(__breaker_result) => {
+                    __breaker_permit.finish(#outcome).await;
+                    __breaker_result
+                }
+                ::core::result::Result::Err(__breaker_panic) => {
+                    __breaker_permit.finish(#private::Outcome::Failure).await;
+                    ::std::panic::resume_unwind(__breaker_panic)
+                }
+            }
+        }
+    }
+}
+
+/// `future`, with its output type pinned when it can be written, so `?` in the body infers.
+fn typed_future(private: &TokenStream, output: Option<&Type>, future: TokenStream) -> TokenStream {
+    match output {
+        Some(output) => quote!(#private::output_is::<#output, _>(#future)),
+        None => future,
+    }
+}
+
+fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
+    match value {
+        Some(value) => quote!(::core::option::Option::Some(#value)),
+        None => quote!(::core::option::Option::None),
+    }
+}

@@ -1,0 +1,319 @@
+//! What `#[circuit_breaker]` expands to. Not public API: no semver guarantees.
+//!
+//! The expansion resolves at compile time what the attribute cannot see (is the callback
+//! async? is the store already an `Arc`? is the return type a `Result`?) with autoref
+//! specialization: `(&value).__breaker_x_kind()` picks the by-value impl when it applies,
+//! else the autoref fallback, and the tag it returns does the work.
+
+use std::any::Any;
+use std::collections::HashMap;
+use std::future::{Future, IntoFuture, Ready};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
+use std::time::Duration;
+
+pub use crate::breaker::{CircuitBreaker, Permit, catch_unwind_future, classify};
+pub use crate::default_store::default_store;
+pub use crate::machine::Outcome;
+use crate::store::StateStore;
+pub use crate::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitTransition};
+
+// ---------------------------------------------------------------------------------------
+// One circuit per (name, store), shared by every call site that names it.
+
+type Hooks = Arc<RwLock<Vec<fn(CircuitTransition)>>>;
+
+struct Registered {
+    breaker: CircuitBreaker,
+    hooks: Hooks,
+}
+
+/// Keyed by name and the store's address: the entry keeps the store alive, so an address
+/// is never reused while its key exists.
+static REGISTRY: LazyLock<Mutex<HashMap<(&'static str, usize), Registered>>> =
+    LazyLock::new(Mutex::default);
+
+/// The circuit of a call site, created by the first call site that names it with this
+/// store. Later call sites share it (their `config` is not used) and add their hook.
+pub fn circuit(
+    name: &'static str,
+    store: Arc<dyn StateStore>,
+    config: CircuitBreakerConfig,
+    on_transition: Option<fn(CircuitTransition)>,
+) -> CircuitBreaker {
+    let key = (name, Arc::as_ptr(&store).cast::<()>().addr());
+    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
+    let entry = registry.entry(key).or_insert_with(|| {
+        let hooks = Hooks::default();
+        let dispatch = Arc::clone(&hooks);
+        let breaker = CircuitBreaker::new(name, store, config)
+            .with_on_transition(move |transition| run_hooks(&dispatch, transition));
+        Registered { breaker, hooks }
+    });
+    if let Some(hook) = on_transition {
+        entry
+            .hooks
+            .write()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(hook);
+    }
+    entry.breaker.clone()
+}
+
+/// Runs every call site's hook; a panicking hook is logged and the others still run.
+fn run_hooks(hooks: &Hooks, transition: CircuitTransition) {
+    // Copied so no lock is held while user code runs.
+    let hooks = hooks.read().unwrap_or_else(PoisonError::into_inner).clone();
+    for hook in hooks {
+        let transition = transition.clone();
+        if catch_unwind(|| hook(transition)).is_err() {
+            tracing::error!("on_transition hook panicked; the transition stands");
+        }
+    }
+}
+
+/// `on_transition = path`: a `fn(CircuitTransition)`.
+pub fn transition_hook(hook: fn(CircuitTransition)) -> Option<fn(CircuitTransition)> {
+    Some(hook)
+}
+
+// ---------------------------------------------------------------------------------------
+// `persistence_store = expr`: an `Arc` of a store is used as is (so call sites sharing it
+// share one circuit), any other store value is put in a new `Arc`.
+
+/// An `Arc` of a store.
+pub trait ArcOfStore {
+    /// As a trait object, same allocation.
+    fn into_dyn(self) -> Arc<dyn StateStore>;
+}
+
+impl ArcOfStore for Arc<dyn StateStore> {
+    fn into_dyn(self) -> Arc<dyn StateStore> {
+        self
+    }
+}
+
+impl<S: StateStore + 'static> ArcOfStore for Arc<S> {
+    fn into_dyn(self) -> Arc<dyn StateStore> {
+        self
+    }
+}
+
+/// Tag: the store expression is already an `Arc`.
+#[derive(Debug)]
+pub struct ArcStoreTag;
+
+impl ArcStoreTag {
+    /// The `Arc` as a trait object.
+    pub fn into_store(self, store: impl ArcOfStore) -> Arc<dyn StateStore> {
+        store.into_dyn()
+    }
+}
+
+/// Tag: the store expression is a store value.
+#[derive(Debug)]
+pub struct ValueStoreTag;
+
+impl ValueStoreTag {
+    /// The value, in a new `Arc`.
+    pub fn into_store(self, store: impl StateStore + 'static) -> Arc<dyn StateStore> {
+        Arc::new(store)
+    }
+}
+
+/// Picked when the store expression is an `Arc`.
+pub trait StoreIsArc {
+    /// The tag.
+    fn __breaker_store_kind(&self) -> ArcStoreTag {
+        ArcStoreTag
+    }
+}
+impl<A: ArcOfStore> StoreIsArc for A {}
+
+/// Picked otherwise (autoref).
+pub trait StoreIsValue {
+    /// The tag.
+    fn __breaker_store_kind(&self) -> ValueStoreTag {
+        ValueStoreTag
+    }
+}
+impl<S: StateStore + 'static> StoreIsValue for &S {}
+
+// ---------------------------------------------------------------------------------------
+// `config = expr` and inline tunables.
+
+/// What `config =` accepts.
+pub trait IntoConfig {
+    /// The config.
+    fn into_config(self) -> CircuitBreakerConfig;
+}
+
+impl IntoConfig for CircuitBreakerConfig {
+    fn into_config(self) -> CircuitBreakerConfig {
+        self
+    }
+}
+
+impl IntoConfig for &CircuitBreakerConfig {
+    fn into_config(self) -> CircuitBreakerConfig {
+        self.clone()
+    }
+}
+
+/// `config = expr`.
+pub fn config(config: impl IntoConfig) -> CircuitBreakerConfig {
+    config.into_config()
+}
+
+/// The defaults with the inline tunables applied. The macro checked the values at compile
+/// time (thresholds ≥ 1, recovery ≥ 1 s), so no validation can fail here.
+pub fn inline_config(
+    failure_threshold: Option<u32>,
+    success_threshold: Option<u32>,
+    recovery_timeout_secs: Option<u64>,
+    local_cache_max_age_secs: Option<u64>,
+) -> CircuitBreakerConfig {
+    let mut config = CircuitBreakerConfig::default();
+    if let Some(failures) = failure_threshold {
+        config.failure_threshold = failures;
+    }
+    if let Some(successes) = success_threshold {
+        config.success_threshold = successes;
+    }
+    if let Some(secs) = recovery_timeout_secs {
+        config.recovery_timeout = Duration::from_secs(secs);
+    }
+    if let Some(secs) = local_cache_max_age_secs {
+        config.local_cache_max_age = Duration::from_secs(secs);
+    }
+    config
+}
+
+// ---------------------------------------------------------------------------------------
+// Rejection without a callback.
+
+/// A return type that can report a rejected call.
+#[diagnostic::on_unimplemented(
+    message = "`#[circuit_breaker]` without `on_circuit_open` expected a return type `Result<T, E>` with `E: From<CircuitBreakerOpenError>`, found `{Self}`",
+    label = "this return type cannot carry `CircuitBreakerOpenError`",
+    note = "return `Result<T, E>` whose `E` is `anyhow::Error`, `lambda_runtime::Error`, `Box<dyn Error + Send + Sync>` or an error enum with a `#[from] CircuitBreakerOpenError` variant",
+    note = "or add `on_circuit_open = fallback` to return something else when the circuit is open"
+)]
+pub trait OpenCircuitResult {
+    /// The value a rejected call returns.
+    fn open_circuit(circuit: CircuitInfo) -> Self;
+}
+
+impl<T, E: From<CircuitBreakerOpenError>> OpenCircuitResult for Result<T, E> {
+    fn open_circuit(circuit: CircuitInfo) -> Self {
+        Err(CircuitBreakerOpenError { circuit }.into())
+    }
+}
+
+/// `Err(CircuitBreakerOpenError.into())`.
+#[cold]
+pub fn reject<R: OpenCircuitResult>(circuit: CircuitInfo) -> R {
+    R::open_circuit(circuit)
+}
+
+// ---------------------------------------------------------------------------------------
+// `on_circuit_open` of an async fn: an async fn (awaited) or a plain fn (its value).
+
+/// Tag: the callback returned a future.
+#[derive(Debug)]
+pub struct FutureFallbackTag;
+
+impl FutureFallbackTag {
+    /// The future, to await.
+    pub fn resolve<F: IntoFuture>(self, fallback: F) -> F::IntoFuture {
+        fallback.into_future()
+    }
+}
+
+/// Tag: the callback returned a value.
+#[derive(Debug)]
+pub struct ValueFallbackTag;
+
+impl ValueFallbackTag {
+    /// The value, as a ready future.
+    pub fn resolve<T>(self, fallback: T) -> Ready<T> {
+        std::future::ready(fallback)
+    }
+}
+
+/// Picked when the callback returned a future.
+pub trait FallbackIsFuture {
+    /// The tag.
+    fn __breaker_fallback_kind(&self) -> FutureFallbackTag {
+        FutureFallbackTag
+    }
+}
+impl<F: Future> FallbackIsFuture for F {}
+
+/// Picked otherwise (autoref).
+pub trait FallbackIsValue {
+    /// The tag.
+    fn __breaker_fallback_kind(&self) -> ValueFallbackTag {
+        ValueFallbackTag
+    }
+}
+impl<T> FallbackIsValue for &T {}
+
+// ---------------------------------------------------------------------------------------
+// What counts: every `Err` of a `Result`; for other return types only panics.
+
+/// Picked for `Result`: `Err` is a failure.
+pub trait ResultOutcome {
+    /// The outcome.
+    fn __breaker_outcome(&self) -> Outcome;
+}
+
+impl<T, E> ResultOutcome for Result<T, E> {
+    #[inline]
+    fn __breaker_outcome(&self) -> Outcome {
+        match self {
+            Ok(_) => Outcome::Success,
+            Err(_) => Outcome::Failure,
+        }
+    }
+}
+
+/// Picked otherwise (autoref): a returned value is a success.
+pub trait OtherOutcome {
+    /// The outcome.
+    #[inline]
+    fn __breaker_outcome(&self) -> Outcome {
+        Outcome::Success
+    }
+}
+impl<T> OtherOutcome for &T {}
+
+/// `ignored = path`: counts the errors the predicate does not match.
+#[inline]
+pub fn not<E>(ignored: impl Fn(&E) -> bool) -> impl Fn(&E) -> bool {
+    move |error| !ignored(error)
+}
+
+// ---------------------------------------------------------------------------------------
+// Running the body.
+
+/// Runs a sync body, turning a panic into `Err(payload)`.
+#[inline]
+pub fn catch_unwind_sync<R, F: FnOnce() -> R>(body: F) -> Result<R, Box<dyn Any + Send>> {
+    catch_unwind(AssertUnwindSafe(body))
+}
+
+/// `future`, typed: pins the output type so `?` in an async body infers.
+#[inline(always)]
+pub fn output_is<T, F: Future<Output = T>>(future: F) -> F {
+    future
+}
+
+/// The body of a fn returning a future, run when first polled (after the permit).
+pub async fn lazy_future<F, Fut>(body: F) -> Fut::Output
+where
+    F: FnOnce() -> Fut,
+    Fut: IntoFuture,
+{
+    body().await
+}
