@@ -1,0 +1,113 @@
+//! A store that errors or hangs never fails or stalls the protected call: the added latency
+//! is bounded by the store timeout, and the store is left alone for the back-off.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState};
+use breaker_tests::stores::{Behaviour, ScriptedStore};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const STORE_TIMEOUT: Duration = Duration::from_millis(200);
+
+fn breaker(store: &Arc<ScriptedStore>, clock: &ManualClock) -> CircuitBreaker {
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .success_threshold(1)
+        .local_cache_max_age(Duration::from_secs(1))
+        .store_timeout(STORE_TIMEOUT)
+        .store_error_backoff(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    CircuitBreaker::new("flaky-store", store.clone(), config)
+}
+
+async fn healthy_calls(breaker: &CircuitBreaker, n: usize) -> usize {
+    let ran = AtomicUsize::new(0);
+    for _ in 0..n {
+        let r: Result<(), Error> = breaker
+            .call(|| async {
+                ran.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+            .await;
+        r.expect("fails open: the call runs");
+    }
+    ran.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn failing_store_calls_run_and_the_store_is_backed_off() {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Failing));
+    let clock = ManualClock::new();
+    let breaker = breaker(&store, &clock);
+    assert_eq!(healthy_calls(&breaker, 1000).await, 1000);
+    assert_eq!(store.calls(), 1, "one failed read, then back-off");
+    clock.advance(Duration::from_millis(4_999));
+    assert_eq!(healthy_calls(&breaker, 1000).await, 1000);
+    assert_eq!(store.calls(), 1, "still backing off");
+    clock.advance(Duration::from_millis(1));
+    assert_eq!(healthy_calls(&breaker, 1000).await, 1000);
+    assert_eq!(store.calls(), 2, "one retry per back-off window");
+}
+
+#[tokio::test]
+async fn hanging_store_adds_at_most_the_store_timeout() {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Hanging));
+    let clock = ManualClock::new();
+    let breaker = breaker(&store, &clock);
+    let started = Instant::now();
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    let first = started.elapsed();
+    assert!(first >= STORE_TIMEOUT, "the read was waited for up to the timeout: {first:?}");
+    assert!(first < STORE_TIMEOUT * 5, "and no longer: {first:?}");
+    let started = Instant::now();
+    assert_eq!(healthy_calls(&breaker, 1000).await, 1000);
+    assert!(started.elapsed() < STORE_TIMEOUT, "backed off: no call waited for the store");
+    assert_eq!(store.calls(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_trip_write_still_opens_locally_then_recovers_alone() {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
+    let clock = ManualClock::new();
+    let breaker = breaker(&store, &clock);
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    store.set(Behaviour::Failing);
+    clock.advance(Duration::from_secs(2));
+    for _ in 0..2 {
+        let r: Result<(), Error> = breaker.call(|| async { Err("downstream down".into()) }).await;
+        assert!(r.is_err());
+    }
+    assert_eq!(breaker.state(), CircuitState::Open, "open locally although the store failed");
+    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
+    assert!(r.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+
+    // Past the back-off the store still fails: the environment stays open on its own.
+    clock.advance(Duration::from_secs(10));
+    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
+    assert!(r.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+
+    // After recovery it probes and closes on its own authority.
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    assert_eq!(breaker.state(), CircuitState::Closed);
+}
+
+#[test]
+fn hanging_store_under_the_blocking_api() {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Hanging));
+    let clock = ManualClock::new();
+    let breaker = breaker(&store, &clock);
+    let started = Instant::now();
+    for _ in 0..100 {
+        let r: Result<u8, Error> = breaker.call_blocking(|| Ok(1));
+        assert_eq!(r.unwrap(), 1);
+    }
+    assert!(started.elapsed() < STORE_TIMEOUT * 5);
+    assert_eq!(store.calls(), 1);
+}
