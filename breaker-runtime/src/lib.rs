@@ -31,6 +31,7 @@ mod machine;
 mod state;
 mod store_call;
 
+pub mod emf;
 pub mod store;
 pub mod testing;
 

@@ -1,0 +1,199 @@
+//! CloudWatch metrics for circuit transitions, in the Embedded Metric Format (EMF).
+//!
+//! Lambda sends every line a function writes to stdout to CloudWatch Logs, and CloudWatch
+//! turns a line that is an EMF document into metrics: no SDK call, no extra latency, no
+//! `cloudwatch:PutMetricData` permission. [`log_transition`] writes one such line per
+//! transition, so it plugs straight into `on_transition`:
+//!
+//! ```
+//! use breaker_runtime::circuit_breaker;
+//!
+//! #[circuit_breaker(name = "payment-backend", on_transition = breaker_runtime::emf::log_transition)]
+//! async fn charge(order_id: String) -> Result<String, Box<dyn std::error::Error + Send + Sync>> {
+//!     Ok(format!("charged {order_id}"))
+//! }
+//! ```
+//!
+//! Each record counts one of the metrics below (value 1) in the namespace
+//! `$BREAKER_METRICS_NAMESPACE` (default [`DEFAULT_NAMESPACE`]), with the dimension
+//! `circuit` = the circuit's name. An alarm on `CircuitOpened` (Sum ≥ 1) pages when any
+//! environment of the fleet opens the circuit.
+//!
+//! | transition | metric |
+//! |---|---|
+//! | → `OPEN` | [`CIRCUIT_OPENED`] |
+//! | → `HALF_OPEN` | [`CIRCUIT_HALF_OPENED`] |
+//! | → `CLOSED` | [`CIRCUIT_CLOSED`] |
+//!
+//! The record also carries `from_state`, `to_state` and `opened_at` as plain properties, so
+//! CloudWatch Logs Insights can query them.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::{CircuitState, CircuitTransition};
+
+/// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
+pub const DEFAULT_NAMESPACE: &str = "Breaker";
+/// Counted when a circuit opens (from `CLOSED`, or again after a failed probe).
+pub const CIRCUIT_OPENED: &str = "CircuitOpened";
+/// Counted when an environment wins the probe election.
+pub const CIRCUIT_HALF_OPENED: &str = "CircuitHalfOpened";
+/// Counted when the probes succeed and the circuit closes.
+pub const CIRCUIT_CLOSED: &str = "CircuitClosed";
+
+/// Writes the EMF record of `transition` to stdout as one line. Its signature fits
+/// `on_transition` and [`CircuitBreaker::with_on_transition`](crate::CircuitBreaker::with_on_transition).
+///
+/// ```
+/// use std::sync::Arc;
+/// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, emf};
+/// use breaker_runtime::store::InMemoryStore;
+///
+/// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
+///     .with_on_transition(emf::log_transition);
+/// # drop(breaker);
+/// ```
+pub fn log_transition(transition: CircuitTransition) {
+    let namespace = std::env::var("BREAKER_METRICS_NAMESPACE")
+        .ok()
+        .filter(|ns| !ns.trim().is_empty());
+    let record = transition_record(
+        &transition,
+        namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
+        unix_millis(),
+    );
+    // One write of the whole line, so concurrent log lines never split the document.
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(format!("{record}\n").as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// The metric a transition into `to_state` counts.
+///
+/// ```
+/// use breaker_runtime::{CircuitState, emf};
+/// assert_eq!(emf::metric_name(CircuitState::Open), "CircuitOpened");
+/// ```
+pub const fn metric_name(to_state: CircuitState) -> &'static str {
+    match to_state {
+        CircuitState::Open => CIRCUIT_OPENED,
+        CircuitState::HalfOpen => CIRCUIT_HALF_OPENED,
+        CircuitState::Closed => CIRCUIT_CLOSED,
+    }
+}
+
+/// The EMF document for `transition`, as one line of JSON: pure, for tests and for code
+/// that ships logs some other way.
+///
+/// ```
+/// use breaker_runtime::{CircuitState, CircuitTransition, emf};
+///
+/// let opened = CircuitTransition {
+///     circuit_name: "payment-backend".into(),
+///     from_state: CircuitState::Closed,
+///     to_state: CircuitState::Open,
+///     opened_at: Some(1_700_000_000),
+/// };
+/// let record = emf::transition_record(&opened, "Shop", 1_700_000_000_123);
+/// assert_eq!(
+///     record,
+///     r#"{"_aws":{"Timestamp":1700000000123,"CloudWatchMetrics":[{"Namespace":"Shop","Dimensions":[["circuit"]],"Metrics":[{"Name":"CircuitOpened","Unit":"Count"}]}]},"circuit":"payment-backend","from_state":"CLOSED","to_state":"OPEN","opened_at":1700000000,"CircuitOpened":1}"#
+/// );
+/// ```
+pub fn transition_record(
+    transition: &CircuitTransition,
+    namespace: &str,
+    timestamp_millis: u64,
+) -> String {
+    let metric = metric_name(transition.to_state);
+    let mut record = String::with_capacity(320);
+    let _ = write!(
+        record,
+        r#"{{"_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at},"{metric}":1}}"#,
+        namespace = json_string(namespace),
+        circuit = json_string(&transition.circuit_name),
+        from = transition.from_state,
+        to = transition.to_state,
+        opened_at = transition
+            .opened_at
+            .map_or_else(|| "null".to_owned(), |at| at.to_string()),
+    );
+    record
+}
+
+/// `value` as a JSON string literal. Circuit names are user input: quotes, backslashes and
+/// control characters must not break the document.
+fn json_string(value: &str) -> String {
+    let mut out = String::with_capacity(value.len() + 2);
+    out.push('"');
+    for c in value.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn transition(name: &str, to_state: CircuitState, opened_at: Option<u64>) -> CircuitTransition {
+        CircuitTransition {
+            circuit_name: name.into(),
+            from_state: CircuitState::HalfOpen,
+            to_state,
+            opened_at,
+        }
+    }
+
+    #[test]
+    fn each_target_state_counts_its_own_metric() {
+        for (state, metric) in [
+            (CircuitState::Open, "\"CircuitOpened\":1"),
+            (CircuitState::HalfOpen, "\"CircuitHalfOpened\":1"),
+            (CircuitState::Closed, "\"CircuitClosed\":1"),
+        ] {
+            let record = transition_record(&transition("ce", state, None), "Breaker", 1);
+            assert!(record.ends_with(&format!("{metric}}}")), "{record}");
+        }
+    }
+
+    #[test]
+    fn a_closed_circuit_has_a_null_opened_at() {
+        let record = transition_record(&transition("ce", CircuitState::Closed, None), "B", 1);
+        assert!(record.contains(r#""opened_at":null"#), "{record}");
+    }
+
+    #[test]
+    fn names_with_json_metacharacters_are_escaped() {
+        let record = transition_record(
+            &transition("a\"b\\c\nd\u{1}", CircuitState::Open, Some(1)),
+            "ns\"",
+            1,
+        );
+        assert!(
+            record.contains(r#""circuit":"a\"b\\c\nd\u0001""#),
+            "{record}"
+        );
+        assert!(record.contains(r#""Namespace":"ns\"""#), "{record}");
+    }
+}
