@@ -1,0 +1,65 @@
+//! The store contract on `DynamoDbStore` over dynalite: simple key, composite key, and
+//! renamed attributes.
+
+use std::sync::Arc;
+
+use breaker_runtime::store::DynamoDbStore;
+use breaker_tests::contract::run_contract;
+use breaker_tests::dynalite::Dynalite;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simple_key_meets_the_contract() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_circuit_table("circuits")
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    run_contract(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn composite_key_meets_the_contract() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_table("shared", "pk", Some("sk"))
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("shared")
+        .key_attr("pk")
+        .sort_key_attr("sk")
+        .static_pk_value("circuit_breaker#orders")
+        .sdk_config(dynalite.sdk_config())
+        .build()
+        .expect("valid store");
+    run_contract(Arc::new(store)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn renamed_attributes_meet_the_contract() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_table("renamed", "circuit", None)
+        .await
+        .expect("table");
+    // Reserved words among them (`status`, `count`, `owner`, `ttl`): names go through
+    // expression placeholders.
+    let store = DynamoDbStore::builder()
+        .table_name("renamed")
+        .key_attr("circuit")
+        .state_attr("status")
+        .failure_count_attr("count")
+        .opened_at_attr("since")
+        .half_open_owner_attr("owner")
+        .probe_lease_expiry_attr("lease")
+        .expiry_attr("ttl")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    run_contract(Arc::new(store)).await;
+}
