@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, circuit_breaker};
+use breaker_runtime::{
+    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, circuit_breaker,
+};
 
 fn config(clock: &ManualClock) -> CircuitBreakerConfig {
     CircuitBreakerConfig::builder()
@@ -40,7 +42,9 @@ async fn trips_skips_the_body_while_open_and_recovers() {
     let opened_at = CLOCK.unix_millis() / 1000;
     for _ in 0..4 {
         let error = charge(2, false).await.unwrap_err();
-        let open = error.downcast_ref::<CircuitBreakerOpenError>().expect("open error");
+        let open = error
+            .downcast_ref::<CircuitBreakerOpenError>()
+            .expect("open error");
         assert_eq!(open.circuit.name, "async-plain");
         assert_eq!(open.circuit.state, CircuitState::Open);
         assert_eq!(open.circuit.opened_at, Some(opened_at));
@@ -74,7 +78,9 @@ async fn a_failed_probe_reopens_with_a_new_opened_at() {
     assert_eq!(flaky(true).await.unwrap_err().to_string(), "still down");
     let reopened_at = REOPEN_CLOCK.unix_millis() / 1000;
     let error = flaky(false).await.unwrap_err();
-    let open = error.downcast_ref::<CircuitBreakerOpenError>().expect("open");
+    let open = error
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("open");
     assert_eq!(open.circuit.opened_at, Some(reopened_at));
 }
 
@@ -117,8 +123,12 @@ pub(crate) async fn lookup(key: &str) -> Result<u64, LookupError> {
 async fn question_mark_early_return_and_a_custom_error_enum() {
     assert_eq!(lookup("42").await.unwrap(), 42);
     assert!(matches!(lookup("").await, Err(LookupError::NotFound)));
-    assert!(matches!(lookup("x").await, Err(LookupError::Parse(e)) if e.to_string().contains("invalid digit")));
-    assert!(matches!(lookup("1").await, Err(LookupError::Open(e)) if e.circuit.name == "async-question-mark"));
+    assert!(
+        matches!(lookup("x").await, Err(LookupError::Parse(e)) if e.to_string().contains("invalid digit"))
+    );
+    assert!(
+        matches!(lookup("1").await, Err(LookupError::Open(e)) if e.circuit.name == "async-question-mark")
+    );
 }
 
 #[circuit_breaker(name = "returns-impl-future", failure_threshold = 1, persistence_store = InMemoryStore::new())]
@@ -176,6 +186,9 @@ async fn many_tasks_see_the_circuit_open_after_the_threshold() {
         // later round enters the body.
         let entries = CONCURRENT_ENTRIES.load(Ordering::SeqCst);
         assert!(entries >= 5, "round {round}: {entries} entries");
-        assert!(entries <= 32, "round {round}: {entries} entries, body entered while open");
+        assert!(
+            entries <= 32,
+            "round {round}: {entries} entries, body entered while open"
+        );
     }
 }

@@ -146,7 +146,10 @@ async fn on_transition_sees_every_transition_once_and_nothing_else() {
     for _ in 0..3 {
         hooked(false).await.unwrap();
     }
-    assert!(TRANSITIONS.lock().unwrap().is_empty(), "no transition, no hook");
+    assert!(
+        TRANSITIONS.lock().unwrap().is_empty(),
+        "no transition, no hook"
+    );
     assert!(hooked(true).await.is_err());
     let opened_at = HOOK_CLOCK.unix_millis() / 1000;
     assert!(hooked(false).await.is_err(), "rejected while open");
@@ -216,7 +219,9 @@ impl Client {
 
 #[tokio::test]
 async fn a_method_callback_receives_self_first() {
-    let client = Client { fallback_value: 100 };
+    let client = Client {
+        fallback_value: 100,
+    };
     assert!(client.quote(1).await.is_err());
     assert_eq!(client.quote(5).await.unwrap(), 105);
 }

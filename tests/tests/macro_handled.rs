@@ -32,13 +32,27 @@ async fn call_handled(status: u16) -> Result<(), ApiError> {
 #[tokio::test]
 async fn handled_counts_only_the_errors_it_matches() {
     for _ in 0..10 {
-        assert!(matches!(call_handled(404).await, Err(ApiError::Status(404))));
+        assert!(matches!(
+            call_handled(404).await,
+            Err(ApiError::Status(404))
+        ));
     }
-    assert!(matches!(call_handled(503).await, Err(ApiError::Status(503))));
+    assert!(matches!(
+        call_handled(503).await,
+        Err(ApiError::Status(503))
+    ));
     // A non-matching error neither counts nor resets the count.
-    assert!(matches!(call_handled(404).await, Err(ApiError::Status(404))));
-    assert!(matches!(call_handled(500).await, Err(ApiError::Status(500))));
-    assert!(matches!(call_handled(404).await, Err(ApiError::Open(e)) if e.circuit.failure_count == 2));
+    assert!(matches!(
+        call_handled(404).await,
+        Err(ApiError::Status(404))
+    ));
+    assert!(matches!(
+        call_handled(500).await,
+        Err(ApiError::Status(500))
+    ));
+    assert!(
+        matches!(call_handled(404).await, Err(ApiError::Open(e)) if e.circuit.failure_count == 2)
+    );
 }
 
 #[circuit_breaker(name = "ignored", failure_threshold = 2, ignored = is_client_error, persistence_store = InMemoryStore::new())]
@@ -68,8 +82,14 @@ async fn call_anyhow(message: &'static str) -> anyhow::Result<u8> {
 
 #[tokio::test]
 async fn predicates_take_the_error_type_of_the_fn() {
-    assert_eq!(call_anyhow("bad request").await.unwrap_err().to_string(), "bad request");
-    assert_eq!(call_anyhow("timeout").await.unwrap_err().to_string(), "timeout");
+    assert_eq!(
+        call_anyhow("bad request").await.unwrap_err().to_string(),
+        "bad request"
+    );
+    assert_eq!(
+        call_anyhow("timeout").await.unwrap_err().to_string(),
+        "timeout"
+    );
     let rejected = call_anyhow("bad request").await.unwrap_err();
     assert!(rejected.downcast_ref::<CircuitBreakerOpenError>().is_some());
 }

@@ -66,11 +66,19 @@ async fn every_receiver_kind_works() {
     assert_eq!(empty.balance().unwrap_err().to_string(), "empty");
     let rejected = empty.balance().unwrap_err();
     assert!(rejected.downcast_ref::<CircuitBreakerOpenError>().is_some());
-    assert_eq!(empty.calls.load(Ordering::SeqCst), 1, "one call site, one circuit");
+    assert_eq!(
+        empty.calls.load(Ordering::SeqCst),
+        1,
+        "one call site, one circuit"
+    );
 }
 
 #[circuit_breaker(name = "generic", failure_threshold = 2, persistence_store = InMemoryStore::new())]
-fn describe<T, U: Display>(value: T, label: impl AsRef<str>, suffix: &U) -> Result<String, anyhow::Error>
+fn describe<T, U: Display>(
+    value: T,
+    label: impl AsRef<str>,
+    suffix: &U,
+) -> Result<String, anyhow::Error>
 where
     T: std::fmt::Debug + Clone,
 {
@@ -80,7 +88,10 @@ where
 #[test]
 fn generic_fns_with_impl_trait_and_where_clauses() {
     assert_eq!(describe(3u8, "n", &'!').unwrap(), "n: 3!");
-    assert_eq!(describe(vec!["a"], String::from("v"), &1).unwrap(), "v: [\"a\"]1");
+    assert_eq!(
+        describe(vec!["a"], String::from("v"), &1).unwrap(),
+        "v: [\"a\"]1"
+    );
 }
 
 static GENERIC_ENTRIES: AtomicU32 = AtomicU32::new(0);
@@ -115,7 +126,12 @@ struct Point {
 struct Meters(f64);
 
 #[circuit_breaker(name = "patterns", failure_threshold = 1, on_circuit_open = patterns_fallback, persistence_store = InMemoryStore::new())]
-fn patterns((a, b): (u32, u32), Point { x, y }: Point, Meters(m): Meters, mut n: u8) -> Result<String, String> {
+fn patterns(
+    (a, b): (u32, u32),
+    Point { x, y }: Point,
+    Meters(m): Meters,
+    mut n: u8,
+) -> Result<String, String> {
     n += 1;
     if a == 0 {
         return Err("zero".into());
@@ -123,7 +139,13 @@ fn patterns((a, b): (u32, u32), Point { x, y }: Point, Meters(m): Meters, mut n:
     Ok(format!("{a} {b} {x} {y} {m} {n}"))
 }
 
-fn patterns_fallback(ab: (u32, u32), p: Point, m: Meters, n: u8, _: CircuitInfo) -> Result<String, String> {
+fn patterns_fallback(
+    ab: (u32, u32),
+    p: Point,
+    m: Meters,
+    n: u8,
+    _: CircuitInfo,
+) -> Result<String, String> {
     Ok(format!("fallback {ab:?} {p:?} {m:?} {n}"))
 }
 
@@ -133,7 +155,10 @@ fn pattern_arguments_are_rebuilt_for_the_callback() {
         patterns((1, 2), Point { x: 3, y: 4 }, Meters(5.5), 6).unwrap(),
         "1 2 3 4 5.5 7"
     );
-    assert_eq!(patterns((0, 2), Point { x: 3, y: 4 }, Meters(5.5), 6).unwrap_err(), "zero");
+    assert_eq!(
+        patterns((0, 2), Point { x: 3, y: 4 }, Meters(5.5), 6).unwrap_err(),
+        "zero"
+    );
     assert_eq!(
         patterns((9, 8), Point { x: 7, y: 6 }, Meters(0.5), 4).unwrap(),
         "fallback (9, 8) Point { x: 7, y: 6 } Meters(0.5) 4"

@@ -63,12 +63,16 @@ mod futures_like {
     use std::pin::pin;
 
     /// Polls `future`, returning a panic's payload instead of unwinding.
-    pub async fn catch_unwind_async<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
+    pub async fn catch_unwind_async<F: Future>(
+        future: F,
+    ) -> Result<F::Output, Box<dyn Any + Send>> {
         let mut future = pin!(future);
-        std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
-            Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        std::future::poll_fn(|cx| {
+            match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                Ok(std::task::Poll::Ready(output)) => std::task::Poll::Ready(Ok(output)),
+                Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+                Err(panic) => std::task::Poll::Ready(Err(panic)),
+            }
         })
         .await
     }

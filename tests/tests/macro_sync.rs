@@ -56,11 +56,19 @@ fn trips_after_failure_threshold_and_then_skips_the_body() {
         assert_eq!(open.circuit.opened_at, Some(opened_at));
         assert_eq!(open.circuit.failure_count, 3);
     }
-    assert_eq!(PLAIN_ENTRIES.load(Ordering::SeqCst), 3, "body entered while open");
+    assert_eq!(
+        PLAIN_ENTRIES.load(Ordering::SeqCst),
+        3,
+        "body entered while open"
+    );
 
     PLAIN_CLOCK.advance(Duration::from_secs(1));
     assert_eq!(fetch_plain(false).unwrap(), 7, "the probe runs the body");
-    assert_eq!(fetch_plain(false).unwrap(), 7, "closed again after one success");
+    assert_eq!(
+        fetch_plain(false).unwrap(),
+        7,
+        "closed again after one success"
+    );
     assert_eq!(PLAIN_ENTRIES.load(Ordering::SeqCst), 5);
 }
 
@@ -84,7 +92,11 @@ fn a_success_resets_the_consecutive_failure_count() {
     assert!(fetch_reset(true).is_err());
     assert!(fetch_reset(true).is_err());
     let third = fetch_reset(true).unwrap_err();
-    assert_eq!(third.to_string(), "boom", "the third failure still ran the body");
+    assert_eq!(
+        third.to_string(),
+        "boom",
+        "the third failure still ran the body"
+    );
     let rejected = fetch_reset(false).unwrap_err();
     assert!(rejected.downcast_ref::<CircuitBreakerOpenError>().is_some());
 }
@@ -133,7 +145,11 @@ fn callback_gets_the_exact_arguments_and_the_circuit_info() {
     assert_eq!(seen.len(), 1);
     let (sku, payload, args, circuit) = &seen[0];
     assert_eq!(sku, "sku-9");
-    assert_eq!(payload, &vec![9, 8, 7], "the body never ran, so nothing was moved or changed");
+    assert_eq!(
+        payload,
+        &vec![9, 8, 7],
+        "the body never ran, so nothing was moved or changed"
+    );
     assert_eq!(*args, (5, 0));
     assert_eq!(
         *circuit,
@@ -146,7 +162,8 @@ fn callback_gets_the_exact_arguments_and_the_circuit_info() {
     );
 }
 
-static SHARED_STORE: LazyLock<Arc<InMemoryStore>> = LazyLock::new(|| Arc::new(InMemoryStore::new()));
+static SHARED_STORE: LazyLock<Arc<InMemoryStore>> =
+    LazyLock::new(|| Arc::new(InMemoryStore::new()));
 
 #[circuit_breaker(name = "sync-inline", failure_threshold = 2, recovery_timeout = 60, persistence_store = SHARED_STORE.clone())]
 fn inline(fail: bool) -> anyhow::Result<&'static str> {
@@ -163,7 +180,9 @@ fn inline_tunables_set_the_threshold() {
     assert!(inline(true).is_err());
     assert!(inline(true).is_err());
     let rejected = inline(false).unwrap_err();
-    let open = rejected.downcast_ref::<CircuitBreakerOpenError>().expect("open");
+    let open = rejected
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("open");
     assert_eq!(open.circuit.failure_count, 2);
 }
 
