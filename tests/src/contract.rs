@@ -41,8 +41,9 @@ type Case = (&'static str, fn(Arc<dyn StateStore>, String) -> CaseFuture);
 pub async fn run_contract(store: Arc<dyn StateStore>) {
     for (name, case) in cases() {
         let circuit = fresh_circuit(name);
-        eprintln!("contract case {name} on circuit {circuit}");
+        let started = std::time::Instant::now();
         case(Arc::clone(&store), circuit).await;
+        eprintln!("contract case {name}: ok in {:?}", started.elapsed());
     }
 }
 

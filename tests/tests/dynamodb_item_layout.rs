@@ -1,0 +1,345 @@
+//! The DynamoDB item layout is Powertools' exactly: after each transition the raw item has
+//! exactly the Powertools attribute names, types and values; items written in Powertools'
+//! shape by someone else are read correctly.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use breaker_runtime::store::{
+    CircuitRecord, Close, DynamoDbStore, ProbeElection, Reopen, StateStore, Trip, WriteOutcome,
+};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
+use breaker_tests::dynalite::Dynalite;
+
+type Item = HashMap<String, AttributeValue>;
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+fn s(value: &str) -> AttributeValue {
+    AttributeValue::S(value.to_owned())
+}
+
+fn n(value: u64) -> AttributeValue {
+    AttributeValue::N(value.to_string())
+}
+
+fn item(attributes: &[(&str, AttributeValue)]) -> Item {
+    attributes
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), value.clone()))
+        .collect()
+}
+
+async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
+    dynalite
+        .client()
+        .get_item()
+        .table_name(table)
+        .set_key(Some(key))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("GetItem")
+        .item
+        .expect("the item exists")
+}
+
+async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
+    dynalite
+        .client()
+        .put_item()
+        .table_name(table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("PutItem");
+}
+
+async fn simple_table() -> (Dynalite, DynamoDbStore) {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_circuit_table("circuits")
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    (dynalite, store)
+}
+
+const T0: u64 = 1_700_000_000;
+
+#[tokio::test]
+async fn every_transition_writes_the_powertools_item() {
+    let (dynalite, store) = simple_table().await;
+    let key = item(&[("id", s("payment-backend"))]);
+    let circuit = "payment-backend";
+
+    let trip = Trip {
+        failure_count: 5,
+        opened_at: T0,
+        expiration: T0 + 3630,
+    };
+    assert_eq!(store.trip(circuit, &trip).await, Ok(WriteOutcome::Won));
+    assert_eq!(
+        raw(&dynalite, "circuits", key.clone()).await,
+        item(&[
+            ("id", s(circuit)),
+            ("state", s("OPEN")),
+            ("failure_count", n(5)),
+            ("opened_at", n(T0)),
+            ("expiration", n(T0 + 3630)),
+        ])
+    );
+
+    let election = ProbeElection {
+        owner: "env-1".into(),
+        expected_opened_at: Some(T0),
+        now: T0 + 30,
+        lease_expiry: T0 + 60,
+        expiration: T0 + 3660,
+    };
+    assert_eq!(
+        store.elect_probe(circuit, &election).await,
+        Ok(WriteOutcome::Won)
+    );
+    assert_eq!(
+        raw(&dynalite, "circuits", key.clone()).await,
+        item(&[
+            ("id", s(circuit)),
+            ("state", s("HALF_OPEN")),
+            ("failure_count", n(5)),
+            ("opened_at", n(T0)),
+            ("half_open_owner", s("env-1")),
+            ("probe_lease_expiry", n(T0 + 60)),
+            ("expiration", n(T0 + 3660)),
+        ])
+    );
+
+    let reopen = Reopen {
+        owner: "env-1".into(),
+        opened_at: T0 + 31,
+        failure_count: 1,
+        expiration: T0 + 3661,
+    };
+    assert_eq!(
+        store.reopen_if_owner(circuit, &reopen).await,
+        Ok(WriteOutcome::Won)
+    );
+    assert_eq!(
+        raw(&dynalite, "circuits", key.clone()).await,
+        item(&[
+            ("id", s(circuit)),
+            ("state", s("OPEN")),
+            ("failure_count", n(1)),
+            ("opened_at", n(T0 + 31)),
+            ("expiration", n(T0 + 3661)),
+        ])
+    );
+
+    let election = ProbeElection {
+        expected_opened_at: Some(T0 + 31),
+        now: T0 + 62,
+        lease_expiry: T0 + 92,
+        expiration: T0 + 3692,
+        ..election
+    };
+    assert_eq!(
+        store.elect_probe(circuit, &election).await,
+        Ok(WriteOutcome::Won)
+    );
+    let close = Close {
+        owner: "env-1".into(),
+        expiration: T0 + 3693,
+    };
+    assert_eq!(
+        store.close_if_owner(circuit, &close).await,
+        Ok(WriteOutcome::Won)
+    );
+    // Closed: no opening, no owner, no lease left behind.
+    assert_eq!(
+        raw(&dynalite, "circuits", key).await,
+        item(&[
+            ("id", s(circuit)),
+            ("state", s("CLOSED")),
+            ("failure_count", n(0)),
+            ("expiration", n(T0 + 3693)),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn the_composite_key_holds_the_static_pk_and_the_name() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_table("shared", "pk", Some("sk"))
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("shared")
+        .key_attr("pk")
+        .sort_key_attr("sk")
+        .static_pk_value("circuit_breaker#orders")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    let trip = Trip {
+        failure_count: 3,
+        opened_at: T0,
+        expiration: T0 + 3630,
+    };
+    assert_eq!(store.trip("ce", &trip).await, Ok(WriteOutcome::Won));
+    let key = item(&[("pk", s("circuit_breaker#orders")), ("sk", s("ce"))]);
+    assert_eq!(
+        raw(&dynalite, "shared", key).await,
+        item(&[
+            ("pk", s("circuit_breaker#orders")),
+            ("sk", s("ce")),
+            ("state", s("OPEN")),
+            ("failure_count", n(3)),
+            ("opened_at", n(T0)),
+            ("expiration", n(T0 + 3630)),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn powertools_shaped_items_are_read_correctly() {
+    let (dynalite, store) = simple_table().await;
+    let cases = [
+        (
+            item(&[
+                ("id", s("closed")),
+                ("state", s("CLOSED")),
+                ("failure_count", n(0)),
+                ("expiration", n(T0)),
+            ]),
+            CircuitRecord::closed(),
+        ),
+        (
+            item(&[
+                ("id", s("open")),
+                ("state", s("OPEN")),
+                ("failure_count", n(5)),
+                ("opened_at", n(T0)),
+                ("expiration", n(T0 + 3630)),
+            ]),
+            CircuitRecord {
+                state: CircuitState::Open,
+                failure_count: 5,
+                opened_at: Some(T0),
+                ..CircuitRecord::closed()
+            },
+        ),
+        (
+            item(&[
+                ("id", s("half")),
+                ("state", s("HALF_OPEN")),
+                ("failure_count", n(5)),
+                ("opened_at", n(T0)),
+                ("half_open_owner", s("python-env-7")),
+                ("probe_lease_expiry", n(T0 + 60)),
+                ("expiration", n(T0 + 3630)),
+            ]),
+            CircuitRecord {
+                state: CircuitState::HalfOpen,
+                failure_count: 5,
+                opened_at: Some(T0),
+                half_open_owner: Some("python-env-7".into()),
+                probe_lease_expiry: Some(T0 + 60),
+            },
+        ),
+    ];
+    for (raw_item, expected) in cases {
+        let AttributeValue::S(circuit) = &raw_item["id"] else {
+            unreachable!()
+        };
+        let circuit = circuit.clone();
+        put_raw(&dynalite, "circuits", raw_item).await;
+        assert_eq!(store.read(&circuit).await, Ok(Some(expected)), "{circuit}");
+    }
+    // A Python environment probes; this (Rust) one may not close its circuit.
+    let close = Close {
+        owner: "rust-env".into(),
+        expiration: T0,
+    };
+    assert!(matches!(
+        store.close_if_owner("half", &close).await,
+        Ok(WriteOutcome::Lost(Some(_)))
+    ));
+    // ... and the Python prober's own close (same owner id) wins.
+    let close = Close {
+        owner: "python-env-7".into(),
+        expiration: T0,
+    };
+    assert_eq!(
+        store.close_if_owner("half", &close).await,
+        Ok(WriteOutcome::Won)
+    );
+}
+
+fn unix_now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("after 1970")
+        .as_secs()
+}
+
+#[tokio::test]
+async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
+    let (dynalite, store) = simple_table().await;
+    let store: Arc<DynamoDbStore> = Arc::new(store);
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .recovery_timeout(Duration::from_secs(120))
+        .local_cache_max_age(Duration::ZERO)
+        .build()
+        .expect("valid config");
+
+    // Opened by a Powertools function a moment ago: this environment rejects.
+    let now = unix_now();
+    put_raw(
+        &dynalite,
+        "circuits",
+        item(&[
+            ("id", s("shared")),
+            ("state", s("OPEN")),
+            ("failure_count", n(5)),
+            ("opened_at", n(now)),
+            ("expiration", n(now + 3720)),
+        ]),
+    )
+    .await;
+    let shared = CircuitBreaker::new("shared", store.clone(), config.clone());
+    let rejected: Result<(), Error> = shared.call(|| async { Ok(()) }).await;
+    let open = rejected.unwrap_err();
+    let open = open
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("open error");
+    assert_eq!(open.circuit.opened_at, Some(now));
+
+    // A trip by this environment: expiration = now + recovery_timeout + 3600.
+    let own = CircuitBreaker::new("own", store, config);
+    let before = unix_now();
+    for _ in 0..2 {
+        let _: Result<(), Error> = own.call(|| async { Err("503".into()) }).await;
+    }
+    let after = unix_now();
+    assert_eq!(own.state(), CircuitState::Open);
+    let written = raw(&dynalite, "circuits", item(&[("id", s("own"))])).await;
+    let AttributeValue::N(expiration) = &written["expiration"] else {
+        panic!("{written:?}")
+    };
+    let expiration: u64 = expiration.parse().expect("integer");
+    assert!(
+        (before + 3720..=after + 3720).contains(&expiration),
+        "{expiration} vs {before}"
+    );
+    assert_eq!(written["state"], s("OPEN"));
+    assert_eq!(written["failure_count"], n(2));
+}
