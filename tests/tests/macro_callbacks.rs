@@ -206,12 +206,12 @@ struct Client {
 static METHOD_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 
 impl Client {
-    #[circuit_breaker(name = "method-cb", config = config(&METHOD_CLOCK, 1), on_circuit_open = Self::from_cache, persistence_store = InMemoryStore::new())]
+    #[circuit_breaker(name = "method-cb", config = config(&METHOD_CLOCK, 1), on_circuit_open = Self::cached_quote, persistence_store = InMemoryStore::new())]
     async fn quote(&self, sku: u32) -> Result<u32, anyhow::Error> {
         anyhow::bail!("quote api down for {sku}")
     }
 
-    async fn from_cache(&self, sku: u32, circuit: CircuitInfo) -> Result<u32, anyhow::Error> {
+    async fn cached_quote(&self, sku: u32, circuit: CircuitInfo) -> Result<u32, anyhow::Error> {
         assert_eq!(circuit.name, "method-cb");
         Ok(self.fallback_value + sku)
     }

@@ -103,8 +103,9 @@ fn a_success_resets_the_consecutive_failure_count() {
 
 static CALLBACK_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static CALLBACK_ENTRIES: AtomicU32 = AtomicU32::new(0);
-static CALLBACK_SEEN: Mutex<Vec<(String, Vec<u8>, (u32, u32), CircuitInfo)>> =
-    Mutex::new(Vec::new());
+/// What the callback was given: the three arguments and the circuit.
+type Seen = (String, Vec<u8>, (u32, u32), CircuitInfo);
+static CALLBACK_SEEN: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
 
 /// A non-`Result` error type: fine with a callback.
 #[circuit_breaker(name = "sync-callback", config = config(&CALLBACK_CLOCK), on_circuit_open = cached_price, persistence_store = InMemoryStore::new())]
