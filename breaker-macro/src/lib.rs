@@ -21,7 +21,7 @@ use crate::parse::AttributeArgs;
 use crate::shape::{Shape, callback_arguments};
 use crate::validate::Options;
 
-/// Guards a function with a circuit breaker. See `breaker_runtime::circuit_breaker`.
+// Documented on its re-export, `breaker_runtime::circuit_breaker`.
 #[proc_macro_attribute]
 pub fn circuit_breaker(args: TokenStream, item: TokenStream) -> TokenStream {
     let item = TokenStream2::from(item);

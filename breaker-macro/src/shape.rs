@@ -207,3 +207,76 @@ fn rebuild(pat: &Pat) -> syn::Result<TokenStream> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shape(item: &str) -> Shape {
+        let item: syn::ItemFn = syn::parse_str(item).unwrap();
+        Shape::of(&item.sig, &item.block)
+    }
+
+    #[test]
+    fn async_trait_bodies_are_guarded_inside_their_single_box() {
+        let shape = shape(
+            "fn charge<'life0, 'async_trait>(&'life0 self, cents: u64) -> ::core::pin::Pin<Box<dyn ::core::future::Future<Output = Result<u64, Error>> + ::core::marker::Send + 'async_trait>> where 'life0: 'async_trait { Box::pin(async move { let __self = self; Ok(cents) }) }",
+        );
+        assert!(matches!(
+            shape.kind,
+            Kind::ReturnsFuture {
+                boxed: true,
+                async_block: Some(_)
+            }
+        ));
+        let output = shape.output.unwrap();
+        assert_eq!(quote!(#output).to_string(), "Result < u64 , Error >");
+    }
+
+    #[test]
+    fn impl_future_returns_are_guarded_when_polled() {
+        let shape =
+            shape("fn f() -> impl std::future::Future<Output = Result<(), E>> + Send { async {} }");
+        assert!(matches!(
+            shape.kind,
+            Kind::ReturnsFuture {
+                boxed: false,
+                async_block: None
+            }
+        ));
+        assert!(shape.output.is_some());
+    }
+
+    #[test]
+    fn outputs_with_impl_trait_are_left_to_inference() {
+        let shape = shape("fn f() -> Result<impl Display, E> { todo!() }");
+        assert!(matches!(shape.kind, Kind::Sync));
+        assert!(shape.output.is_none());
+        let unit = self::shape("async fn f() {}");
+        assert!(matches!(unit.kind, Kind::Async));
+        let output = unit.output.unwrap();
+        assert_eq!(quote!(#output).to_string(), "()");
+    }
+
+    #[test]
+    fn patterns_are_rebuilt_and_unrebuildable_ones_rejected() {
+        let sig: Signature =
+            syn::parse_str("fn f(&self, (a, mut b): (u8, u8), P { x, y: Q(z) }: P, n: u8)")
+                .unwrap();
+        let args: Vec<String> = callback_arguments(&sig)
+            .unwrap()
+            .iter()
+            .map(|a| a.to_string())
+            .collect();
+        assert_eq!(args, ["self", "(a , b ,)", "P { x : x , y : Q (z) }", "n"]);
+        for bad in [
+            "fn f(_: u8)",
+            "fn f(&x: &u8)",
+            "fn f(ref x: u8)",
+            "fn f(P { x, .. }: P)",
+        ] {
+            let sig: Signature = syn::parse_str(bad).unwrap();
+            assert!(callback_arguments(&sig).is_err(), "{bad}");
+        }
+    }
+}
