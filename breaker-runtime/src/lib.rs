@@ -42,6 +42,7 @@ pub use error::{CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use state::{CircuitInfo, CircuitState, CircuitTransition};
 
 #[cfg(feature = "macros")]
+#[doc = include_str!("attribute_docs.md")]
 pub use breaker_macro::circuit_breaker;
 
 /// What `#[circuit_breaker]` expands to. Not public API: no semver guarantees.
