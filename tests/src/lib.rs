@@ -2,4 +2,10 @@
 
 pub mod contract;
 pub mod dynalite;
+pub mod fault_proxy;
+pub mod http1;
+pub mod moto;
+pub mod payment_stub;
+pub mod runtime_api;
+pub mod sample_stack;
 pub mod stores;

@@ -1,0 +1,428 @@
+//! Runs a real function binary the way Lambda does: a loopback Lambda Runtime API
+//! (`/2018-06-01/runtime/invocation/next`, `/response`, `/error`, `/init/error`) on a free
+//! port, and the binary started with `AWS_LAMBDA_RUNTIME_API` pointing at it.
+//!
+//! ```no_run
+//! # async fn demo() -> anyhow::Result<()> {
+//! use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
+//! let function = FunctionProcess::start("charge", &[("PAYMENT_API_URL", "http://127.0.0.1:9/".into())], LogEcho::Stderr).await?;
+//! let outcome = function.invoke(serde_json::json!({"order_id": 1})).await?;
+//! assert!(matches!(outcome, Invocation::Response(_)));
+//! # Ok(()) }
+//! ```
+//!
+//! No stray processes: the child is killed when the [`FunctionProcess`] is dropped (also
+//! while unwinding from a panic), and a function whose Runtime API disappears (the test
+//! process died) fails its next poll and exits.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::process::{Child, Command};
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::http1::{self, Unframed};
+
+/// Longest an invocation may take before `invoke` gives up.
+const INVOKE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How an invocation ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Invocation {
+    /// The handler returned `Ok`: its JSON response.
+    Response(Value),
+    /// The handler returned `Err`: what the runtime posted to `/error`.
+    Error {
+        /// `errorType`.
+        error_type: String,
+        /// `errorMessage`.
+        error_message: String,
+    },
+}
+
+impl Invocation {
+    /// The response, or a panic that shows the error.
+    pub fn expect_response(self) -> Value {
+        match self {
+            Self::Response(value) => value,
+            Self::Error {
+                error_type,
+                error_message,
+            } => {
+                panic!("expected a response, got error {error_type}: {error_message}")
+            }
+        }
+    }
+
+    /// The error, or a panic that shows the response.
+    pub fn expect_error(self) -> (String, String) {
+        match self {
+            Self::Error {
+                error_type,
+                error_message,
+            } => (error_type, error_message),
+            Self::Response(value) => panic!("expected an error, got response {value}"),
+        }
+    }
+}
+
+/// Where the function's log lines go besides [`FunctionProcess::logs`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogEcho {
+    /// Also print them to stderr, prefixed with the function name (tests: nextest keeps
+    /// them with the test's output).
+    Stderr,
+    /// Keep them only in memory (the demo prints its own timeline).
+    Quiet,
+}
+
+struct Pending {
+    request_id: String,
+    event: Vec<u8>,
+}
+
+#[derive(Default)]
+struct Shared {
+    waiting: Mutex<HashMap<String, oneshot::Sender<Invocation>>>,
+    init_error: Mutex<Option<String>>,
+    first_poll: OnceLock<Instant>,
+}
+
+/// The loopback Runtime API. Dropping it stops the server.
+pub struct RuntimeApi {
+    address: String,
+    function_name: String,
+    queue: mpsc::UnboundedSender<Pending>,
+    shared: Arc<Shared>,
+    next_id: AtomicU64,
+    server: JoinHandle<()>,
+}
+
+impl std::fmt::Debug for RuntimeApi {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuntimeApi")
+            .field("address", &self.address)
+            .finish()
+    }
+}
+
+impl Drop for RuntimeApi {
+    fn drop(&mut self) {
+        self.server.abort();
+    }
+}
+
+impl RuntimeApi {
+    /// Listens on a free loopback port.
+    pub async fn start(function_name: &str) -> anyhow::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let address = listener.local_addr()?.to_string();
+        let (queue, receiver) = mpsc::unbounded_channel();
+        let receiver = Arc::new(tokio::sync::Mutex::new(receiver));
+        let shared = Arc::new(Shared::default());
+        let server = tokio::spawn(serve(
+            listener,
+            receiver,
+            Arc::clone(&shared),
+            function_name.to_owned(),
+        ));
+        Ok(Self {
+            address,
+            function_name: function_name.to_owned(),
+            queue,
+            shared,
+            next_id: AtomicU64::new(1),
+            server,
+        })
+    }
+
+    /// `127.0.0.1:PORT`, the value of `AWS_LAMBDA_RUNTIME_API`.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Queues `event` and waits for the function's answer.
+    pub async fn invoke(&self, event: &Value) -> anyhow::Result<Invocation> {
+        let request_id = format!(
+            "{}-{:08}",
+            self.function_name,
+            self.next_id.fetch_add(1, Ordering::Relaxed)
+        );
+        let (done, answer) = oneshot::channel();
+        lock(&self.shared.waiting).insert(request_id.clone(), done);
+        self.queue
+            .send(Pending {
+                request_id: request_id.clone(),
+                event: serde_json::to_vec(event)?,
+            })
+            .context("the Runtime API server stopped")?;
+        match tokio::time::timeout(INVOKE_TIMEOUT, answer).await {
+            Ok(Ok(invocation)) => Ok(invocation),
+            Ok(Err(_)) => bail!("invocation {request_id} was dropped"),
+            Err(_) => {
+                lock(&self.shared.waiting).remove(&request_id);
+                bail!("invocation {request_id} got no answer within {INVOKE_TIMEOUT:?}")
+            }
+        }
+    }
+
+    /// What the function posted to `/init/error`, if anything.
+    pub fn init_error(&self) -> Option<String> {
+        lock(&self.shared.init_error).clone()
+    }
+
+    /// When the function first asked for an invocation: the end of its init.
+    pub fn first_poll(&self) -> Option<Instant> {
+        self.shared.first_poll.get().copied()
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+async fn serve(
+    listener: TcpListener,
+    queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Pending>>>,
+    shared: Arc<Shared>,
+    function_name: String,
+) {
+    while let Ok((stream, _)) = listener.accept().await {
+        tokio::spawn(connection(
+            stream,
+            Arc::clone(&queue),
+            Arc::clone(&shared),
+            function_name.clone(),
+        ));
+    }
+}
+
+/// One keep-alive connection from the runtime client.
+async fn connection(
+    stream: TcpStream,
+    queue: Arc<tokio::sync::Mutex<mpsc::UnboundedReceiver<Pending>>>,
+    shared: Arc<Shared>,
+    function_name: String,
+) -> std::io::Result<()> {
+    let (reader, mut writer) = stream.into_split();
+    let mut reader = BufReader::new(reader);
+    while let Some((head, body)) = http1::read_message(&mut reader, Unframed::NoBody).await? {
+        let path = head.path().to_owned();
+        if head.method() == "GET" && path.ends_with("/runtime/invocation/next") {
+            let _ = shared.first_poll.set(Instant::now());
+            let Some(pending) = queue.lock().await.recv().await else {
+                return Ok(());
+            };
+            let deadline = (unix_millis() + INVOKE_TIMEOUT.as_millis() as u64).to_string();
+            let arn = format!("arn:aws:lambda:us-east-1:123456789012:function:{function_name}");
+            let headers = [
+                ("Content-Type", "application/json"),
+                ("Lambda-Runtime-Aws-Request-Id", pending.request_id.as_str()),
+                ("Lambda-Runtime-Deadline-Ms", deadline.as_str()),
+                ("Lambda-Runtime-Invoked-Function-Arn", arn.as_str()),
+                (
+                    "Lambda-Runtime-Trace-Id",
+                    "Root=1-00000000-000000000000000000000000;Sampled=0",
+                ),
+            ];
+            http1::write_response(&mut writer, 200, &headers, &pending.event).await?;
+        } else if let Some(rest) = path.strip_prefix("/2018-06-01/runtime/invocation/") {
+            let (request_id, kind) = rest.split_once('/').unwrap_or((rest, ""));
+            let invocation = match kind {
+                "response" => {
+                    Invocation::Response(serde_json::from_slice(&body).unwrap_or_else(|_| {
+                        Value::String(String::from_utf8_lossy(&body).into_owned())
+                    }))
+                }
+                _ => {
+                    let error: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    Invocation::Error {
+                        error_type: error["errorType"].as_str().unwrap_or_default().to_owned(),
+                        error_message: error["errorMessage"]
+                            .as_str()
+                            .unwrap_or_default()
+                            .to_owned(),
+                    }
+                }
+            };
+            if let Some(done) = lock(&shared.waiting).remove(request_id) {
+                let _ = done.send(invocation);
+            }
+            http1::write_response(
+                &mut writer,
+                202,
+                &[("Content-Type", "application/json")],
+                b"{}",
+            )
+            .await?;
+        } else if path.ends_with("/runtime/init/error") {
+            *lock(&shared.init_error) = Some(String::from_utf8_lossy(&body).into_owned());
+            http1::write_response(
+                &mut writer,
+                202,
+                &[("Content-Type", "application/json")],
+                b"{}",
+            )
+            .await?;
+        } else {
+            http1::write_response(&mut writer, 404, &[], b"not a Runtime API path").await?;
+        }
+    }
+    Ok(())
+}
+
+fn unix_millis() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+/// A function binary running against its own [`RuntimeApi`]. Dropping it kills the process.
+pub struct FunctionProcess {
+    name: String,
+    api: RuntimeApi,
+    child: Child,
+    spawned_at: Instant,
+    logs: Arc<Mutex<Vec<String>>>,
+}
+
+impl std::fmt::Debug for FunctionProcess {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FunctionProcess")
+            .field("name", &self.name)
+            .field("pid", &self.child.id())
+            .finish()
+    }
+}
+
+impl FunctionProcess {
+    /// Starts `target/<profile>/<name>` with `env` plus the Lambda environment.
+    pub async fn start(name: &str, env: &[(&str, String)], echo: LogEcho) -> anyhow::Result<Self> {
+        let binary = function_binary(name)?;
+        let api = RuntimeApi::start(name).await?;
+        let mut command = Command::new(&binary);
+        command
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("AWS_LAMBDA_RUNTIME_API", api.address())
+            .env("AWS_LAMBDA_FUNCTION_NAME", name)
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+            .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
+            .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+            .env("AWS_REGION", "us-east-1")
+            .env("AWS_EC2_METADATA_DISABLED", "true")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        for (key, value) in env {
+            command.env(key, value);
+        }
+        let spawned_at = Instant::now();
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("starting {}", binary.display()))?;
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        if let Some(stdout) = child.stdout.take() {
+            tokio::spawn(collect_lines(
+                stdout,
+                name.to_owned(),
+                Arc::clone(&logs),
+                echo,
+            ));
+        }
+        if let Some(stderr) = child.stderr.take() {
+            tokio::spawn(collect_lines(
+                stderr,
+                name.to_owned(),
+                Arc::clone(&logs),
+                echo,
+            ));
+        }
+        Ok(Self {
+            name: name.to_owned(),
+            api,
+            child,
+            spawned_at,
+            logs,
+        })
+    }
+
+    /// Invokes the function once with `event`.
+    pub async fn invoke(&self, event: Value) -> anyhow::Result<Invocation> {
+        self.api.invoke(&event).await
+    }
+
+    /// How long the process took from spawn to its first poll for an invocation (its
+    /// init), once it has polled.
+    pub fn init_duration(&self) -> Option<Duration> {
+        self.api
+            .first_poll()
+            .map(|at| at.duration_since(self.spawned_at))
+    }
+
+    /// When the process was spawned.
+    pub fn spawned_at(&self) -> Instant {
+        self.spawned_at
+    }
+
+    /// Every line the function wrote to stdout or stderr so far.
+    pub fn logs(&self) -> Vec<String> {
+        lock(&self.logs).clone()
+    }
+
+    /// What the function posted to `/init/error`, if anything.
+    pub fn init_error(&self) -> Option<String> {
+        self.api.init_error()
+    }
+
+    /// The function's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+async fn collect_lines<R>(stream: R, name: String, logs: Arc<Mutex<Vec<String>>>, echo: LogEcho)
+where
+    R: tokio::io::AsyncRead + Unpin,
+{
+    let mut lines = BufReader::new(stream).lines();
+    while let Ok(Some(line)) = lines.next_line().await {
+        if echo == LogEcho::Stderr {
+            eprintln!("[{name}] {line}");
+        }
+        lock(&logs).push(line);
+    }
+}
+
+/// The function binary built next to the running executable: `target/<profile>/<name>`.
+/// `cargo nextest run --workspace` and `cargo build --workspace` build it.
+pub fn function_binary(name: &str) -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let mut dir = exe
+        .parent()
+        .context("executable without a directory")?
+        .to_path_buf();
+    if dir.file_name().is_some_and(|d| d == "deps") {
+        dir.pop();
+    }
+    let binary = dir.join(name);
+    if !binary.is_file() {
+        bail!(
+            "{} is not built; run `cargo build -p {name}` (or the whole workspace) first",
+            binary.display()
+        );
+    }
+    Ok(binary)
+}

@@ -1,0 +1,317 @@
+//! `charge` and `overflow-replay` end to end: real binaries under the loopback Runtime API,
+//! dynalite for the circuit, moto for SQS behind the fault proxy, a stub payment API.
+
+use std::collections::BTreeSet;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use breaker_tests::fault_proxy::{Fault, Service};
+use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use breaker_tests::sample_stack::SampleStack;
+use serde_json::{Value, json};
+
+const ORDERS: usize = 100;
+/// Longer than buffering 100 orders takes in a debug build on a busy 2-core machine.
+const RECOVERY_SECS: u64 = 20;
+
+fn order(n: usize) -> Value {
+    json!({"order_id": format!("order-{n:03}"), "amount": 10 + n, "currency": "EUR", "customer": "c-1"})
+}
+
+/// Invokes like Lambda's asynchronous invocation: a failed invocation is retried (twice).
+async fn invoke_async(function: &FunctionProcess, event: Value) -> Invocation {
+    let mut outcome = function.invoke(event.clone()).await.unwrap();
+    for _ in 0..2 {
+        if matches!(outcome, Invocation::Response(_)) {
+            break;
+        }
+        outcome = function.invoke(event.clone()).await.unwrap();
+    }
+    outcome
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recovery() {
+    let stack = SampleStack::start().await.unwrap();
+    // Two failures open the circuit, so Lambda's two retries of the first order get it
+    // buffered; the recovery timeout is long enough that no probe runs while orders stream in.
+    let slow_recovery = [
+        ("CIRCUIT_FAILURE_THRESHOLD", "2".to_owned()),
+        ("CIRCUIT_RECOVERY_TIMEOUT_SECS", RECOVERY_SECS.to_string()),
+    ];
+    let charge = stack
+        .start_function("charge", LogEcho::Stderr, &slow_recovery)
+        .await
+        .unwrap();
+    let replay = stack
+        .start_function("overflow-replay", LogEcho::Stderr, &slow_recovery)
+        .await
+        .unwrap();
+
+    stack.payments.set_down(true);
+    let mut buffered = 0;
+    for n in 0..ORDERS {
+        let response = invoke_async(&charge, order(n)).await.expect_response();
+        assert_eq!(response["statusCode"], 202, "{response}");
+        assert_eq!(response["circuit"], "payment-backend");
+        assert_eq!(response["buffered"], true);
+        buffered += 1;
+    }
+    assert_eq!(buffered, ORDERS);
+    assert_eq!(
+        stack.circuit_state("payment-backend").await.unwrap(),
+        "OPEN"
+    );
+    // Two failures opened the circuit; after that the payment API was left alone.
+    assert_eq!(stack.payments.requests(), 2);
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.queue_url)
+            .await
+            .unwrap(),
+        ORDERS
+    );
+
+    // Each message is the exact order, with the circuit's attributes.
+    let sqs = stack.moto.sqs();
+    let peek = sqs
+        .receive_message()
+        .queue_url(&stack.queues.queue_url)
+        .message_attribute_names("All")
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .send()
+        .await
+        .unwrap();
+    let message = &peek.messages()[0];
+    let body: Value = serde_json::from_str(message.body().unwrap()).unwrap();
+    let attributes = message.message_attributes().unwrap();
+    let attribute = |name: &str| attributes[name].string_value().unwrap().to_owned();
+    assert_eq!(attribute("circuit"), "payment-backend");
+    assert_eq!(body["order_id"], attribute("order_id"));
+    let n: usize = attribute("order_id")[6..].parse().unwrap();
+    assert_eq!(body, order(n));
+    assert!(attribute("opened_at").parse::<u64>().unwrap() > 1_700_000_000);
+    sqs.change_message_visibility()
+        .queue_url(&stack.queues.queue_url)
+        .receipt_handle(message.receipt_handle().unwrap())
+        .visibility_timeout(0)
+        .send()
+        .await
+        .unwrap();
+
+    // While open, replay reports every record as failed without calling the payment API.
+    let requests_before = stack.payments.requests();
+    let pass = stack.replay_once(&replay).await.unwrap();
+    assert!(pass.received > 0);
+    assert_eq!(pass.failed, pass.received);
+    assert_eq!(stack.payments.requests(), requests_before);
+
+    // Recovery: after the timeout one probe closes the circuit, then the queue drains.
+    stack.payments.set_down(false);
+    let opened_at = match stack
+        .circuit_item("payment-backend")
+        .await
+        .unwrap()
+        .unwrap()["opened_at"]
+    {
+        aws_sdk_dynamodb::types::AttributeValue::N(ref n) => n.parse::<u64>().unwrap(),
+        ref other => panic!("opened_at is {other:?}"),
+    };
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+    tokio::time::sleep(Duration::from_secs(
+        (opened_at + RECOVERY_SECS + 1).saturating_sub(now),
+    ))
+    .await;
+    let mut passes = 0;
+    while stack
+        .moto
+        .message_count(&stack.queues.queue_url)
+        .await
+        .unwrap()
+        > 0
+    {
+        passes += 1;
+        assert!(passes <= 30, "the queue did not drain");
+        let pass = stack.replay_once(&replay).await.unwrap();
+        assert_eq!(pass.failed, 0, "{pass:?}");
+    }
+    assert_eq!(
+        stack.circuit_state("payment-backend").await.unwrap(),
+        "CLOSED"
+    );
+    let expected: BTreeSet<String> = (0..ORDERS).map(|n| format!("order-{n:03}")).collect();
+    assert_eq!(stack.payments.charged(), expected);
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.queue_url)
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.dlq_url)
+            .await
+            .unwrap(),
+        0
+    );
+    // Each transition wrote one EMF record.
+    let emf_opened = charge
+        .logs()
+        .iter()
+        .filter(|l| l.contains(r#""CircuitOpened":1"#))
+        .count();
+    assert_eq!(emf_opened, 1, "{:#?}", charge.logs());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_the_order() {
+    let stack = SampleStack::start().await.unwrap();
+    // No probe while SQS retries: the recovery timeout outlasts the test.
+    let no_recovery = [("CIRCUIT_RECOVERY_TIMEOUT_SECS", "300".to_owned())];
+    let charge = stack
+        .start_function("charge", LogEcho::Stderr, &no_recovery)
+        .await
+        .unwrap();
+    stack.payments.set_down(true);
+    for n in 0..3 {
+        let (error_type, _) = charge.invoke(order(n)).await.unwrap().expect_error();
+        assert_eq!(error_type, "PaymentUnavailable");
+    }
+    assert_eq!(
+        stack.circuit_state("payment-backend").await.unwrap(),
+        "OPEN"
+    );
+
+    stack.proxy.inject(Service::Sqs, Some(Fault::Unavailable));
+    let (error_type, message) = charge.invoke(order(7)).await.unwrap().expect_error();
+    assert_eq!(error_type, "BufferFailed");
+    assert!(message.contains("order-007"), "{message}");
+    assert!(stack.proxy.injected(Service::Sqs) >= 1);
+
+    stack.proxy.inject(Service::Sqs, None);
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.queue_url)
+            .await
+            .unwrap(),
+        0
+    );
+    // Lambda's retry of the same event, once SQS is back, buffers it.
+    let response = charge.invoke(order(7)).await.unwrap().expect_response();
+    assert_eq!(response["statusCode"], 202, "{response}");
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.queue_url)
+            .await
+            .unwrap(),
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
+    let stack = SampleStack::start().await.unwrap();
+    let charge = stack
+        .start_function("charge", LogEcho::Stderr, &[])
+        .await
+        .unwrap();
+    let replay = stack
+        .start_function("overflow-replay", LogEcho::Stderr, &[])
+        .await
+        .unwrap();
+    for (event, expected) in [
+        (
+            json!({"amount": 5, "currency": "EUR"}),
+            "order_id is required",
+        ),
+        (
+            json!({"order_id": "o-1", "amount": -5, "currency": "EUR"}),
+            "amount must be a positive number",
+        ),
+        (
+            json!({"order_id": "o-1", "amount": 5, "currency": "euro"}),
+            "currency must be an ISO 4217 code",
+        ),
+        (json!("not an order"), "must be a JSON object"),
+    ] {
+        let response = charge
+            .invoke(event.clone())
+            .await
+            .unwrap()
+            .expect_response();
+        assert_eq!(response["statusCode"], 400, "{event}: {response}");
+        assert!(
+            response["error"].as_str().unwrap().contains(expected),
+            "{response}"
+        );
+    }
+
+    // Not an SQS event at all: the runtime rejects it.
+    let (error_type, _) = replay
+        .invoke(json!({"Records": "none"}))
+        .await
+        .unwrap()
+        .expect_error();
+    assert!(!error_type.is_empty());
+    // A record whose body is not an order: reported failed (it reaches the DLQ in time).
+    let event = json!({"Records": [{"messageId": "m-1", "body": "{not json", "attributes": {}, "messageAttributes": {}}]});
+    let response = replay.invoke(event).await.unwrap().expect_response();
+    assert_eq!(
+        response["batchItemFailures"],
+        json!([{"itemIdentifier": "m-1"}])
+    );
+
+    assert_eq!(stack.payments.requests(), 0);
+    assert!(
+        stack
+            .circuit_item("payment-backend")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sample_events_invoke_successfully() {
+    let stack = SampleStack::start().await.unwrap();
+    let charge = stack
+        .start_function("charge", LogEcho::Stderr, &[])
+        .await
+        .unwrap();
+    let replay = stack
+        .start_function("overflow-replay", LogEcho::Stderr, &[])
+        .await
+        .unwrap();
+    let event = |name: &str| -> Value {
+        let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+
+    let response = charge
+        .invoke(event("charge.json"))
+        .await
+        .unwrap()
+        .expect_response();
+    assert_eq!(response["charged"], true, "{response}");
+    assert_eq!(response["order_id"], "order-1001");
+
+    let response = replay
+        .invoke(event("overflow-replay.json"))
+        .await
+        .unwrap()
+        .expect_response();
+    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    assert_eq!(
+        stack.payments.charged(),
+        BTreeSet::from(["order-1001".to_owned()])
+    );
+}
