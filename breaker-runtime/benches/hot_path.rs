@@ -1,1 +1,199 @@
-fn main() {}
+//! Hot-path cost of breaker next to failsafe 1.3 and recloser 1.4, in one run.
+//!
+//! `cargo bench -p breaker-runtime --bench hot_path`
+//!
+//! Every breaker is configured to trip on consecutive failures. Closed path: a call that
+//! succeeds, with the shared state cached. Open path: a call rejected without running.
+//! Async calls are polled once with a no-op waker, so no executor cost is measured.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::{Arc, Barrier};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use breaker_runtime::store::InMemoryStore;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use criterion::{Criterion, criterion_group, criterion_main};
+
+#[derive(Debug)]
+struct Failure;
+
+impl From<CircuitBreakerOpenError> for Failure {
+    fn from(_: CircuitBreakerOpenError) -> Self {
+        Failure
+    }
+}
+
+/// Polls a future that completes without waiting.
+fn ready<F: Future>(future: F) -> F::Output {
+    let mut future = pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the benchmarked future must not wait"),
+    }
+}
+
+fn ours() -> CircuitBreaker {
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(5)
+        .recovery_timeout(Duration::from_secs(3600))
+        .local_cache_max_age(Duration::from_secs(3600))
+        .build()
+        .expect("valid config");
+    let breaker = CircuitBreaker::new("bench", Arc::new(InMemoryStore::new()), config);
+    // Warm the cache: the first call reads the store.
+    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+    breaker
+}
+
+fn failsafe_breaker() -> impl failsafe::CircuitBreaker + failsafe::futures::CircuitBreaker + Clone {
+    let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
+    let policy = failsafe::failure_policy::consecutive_failures(5, backoff);
+    failsafe::Config::new().failure_policy(policy).build()
+}
+
+/// recloser trips on a failure rate over a ring buffer; a buffer of 5 at rate 1.0 is
+/// "5 consecutive failures".
+fn recloser_breaker() -> recloser::Recloser {
+    recloser::Recloser::custom()
+        .error_rate(1.0)
+        .closed_len(5)
+        .half_open_len(3)
+        .open_wait(Duration::from_secs(3600))
+        .build()
+}
+
+fn closed_path(c: &mut Criterion) {
+    let mut group = c.benchmark_group("closed_path");
+    group.bench_function("baseline (no breaker)", |b| {
+        b.iter(|| black_box(Ok::<u64, Failure>(black_box(7))))
+    });
+
+    let breaker = ours();
+    group.bench_function("breaker sync", |b| {
+        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.bench_function("breaker async", |b| {
+        b.iter(|| {
+            black_box(ready(
+                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
+
+    let failsafe = failsafe_breaker();
+    group.bench_function("failsafe sync", |b| {
+        b.iter(|| {
+            black_box(failsafe::CircuitBreaker::call(&failsafe, || {
+                Ok::<u64, Failure>(black_box(7))
+            }))
+        })
+    });
+    group.bench_function("failsafe async", |b| {
+        b.iter(|| {
+            black_box(ready(failsafe::futures::CircuitBreaker::call(
+                &failsafe,
+                async { Ok::<u64, Failure>(black_box(7)) },
+            )))
+        })
+    });
+
+    let recloser = recloser_breaker();
+    group.bench_function("recloser sync", |b| {
+        b.iter(|| black_box(recloser.call(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    let async_recloser = recloser::AsyncRecloser::from(recloser_breaker());
+    group.bench_function("recloser async", |b| {
+        b.iter(|| {
+            black_box(ready(
+                async_recloser.call(async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
+    group.finish();
+}
+
+fn open_path(c: &mut Criterion) {
+    let mut group = c.benchmark_group("open_path");
+    let breaker = ours();
+    for _ in 0..5 {
+        let _: Result<(), Failure> = breaker.call_blocking(|| Err(Failure));
+    }
+    assert!(
+        breaker.call_blocking(|| Ok::<(), Failure>(())).is_err(),
+        "open"
+    );
+    group.bench_function("breaker sync", |b| {
+        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.bench_function("breaker async", |b| {
+        b.iter(|| {
+            black_box(ready(
+                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
+
+    let failsafe = failsafe_breaker();
+    for _ in 0..5 {
+        let _ = failsafe::CircuitBreaker::call(&failsafe, || Err::<(), Failure>(Failure));
+    }
+    group.bench_function("failsafe sync", |b| {
+        b.iter(|| {
+            black_box(failsafe::CircuitBreaker::call(&failsafe, || {
+                Ok::<u64, Failure>(black_box(7))
+            }))
+        })
+    });
+
+    let recloser = recloser_breaker();
+    for _ in 0..6 {
+        let _ = recloser.call(|| Err::<(), Failure>(Failure));
+    }
+    group.bench_function("recloser sync", |b| {
+        b.iter(|| black_box(recloser.call(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.finish();
+}
+
+/// Per-call cost with `threads` threads calling one circuit at once.
+fn contended(c: &mut Criterion) {
+    let mut group = c.benchmark_group("contended_closed_path");
+    for threads in [1usize, 2] {
+        let breaker = ours();
+        group.bench_function(format!("breaker sync, {threads} thread(s)"), |b| {
+            b.iter_custom(|iters| {
+                let start = Arc::new(Barrier::new(threads));
+                let workers: Vec<_> = (0..threads)
+                    .map(|_| {
+                        let (breaker, start) = (breaker.clone(), start.clone());
+                        std::thread::spawn(move || {
+                            start.wait();
+                            let began = Instant::now();
+                            for _ in 0..iters {
+                                let _ = black_box(
+                                    breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7))),
+                                );
+                            }
+                            began.elapsed()
+                        })
+                    })
+                    .collect();
+                let elapsed: Vec<Duration> = workers
+                    .into_iter()
+                    .map(|w| w.join().expect("worker"))
+                    .collect();
+                elapsed.into_iter().max().unwrap_or_default()
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, closed_path, open_path, contended);
+criterion_main!(benches);
