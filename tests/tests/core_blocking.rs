@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -30,7 +32,11 @@ fn full_cycle() -> Vec<CircuitState> {
     }
     states.push(breaker.state());
     let r: Result<(), Error> = breaker.call_blocking(|| Ok(()));
-    assert!(r.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+    assert!(
+        r.unwrap_err()
+            .downcast_ref::<CircuitBreakerOpenError>()
+            .is_some()
+    );
     clock.advance(Duration::from_secs(30));
     let r: Result<u8, Error> = breaker.call_blocking(|| Ok(1));
     assert_eq!(r.unwrap(), 1);
@@ -44,8 +50,14 @@ fn within_deadline(name: &str, f: impl FnOnce() -> Vec<CircuitState> + Send + 's
     std::thread::spawn(move || {
         let _ = done.send(f());
     });
-    let states = finished.recv_timeout(Duration::from_secs(20)).unwrap_or_else(|_| panic!("{name}: deadlock or panic"));
-    assert_eq!(states, vec![CircuitState::Open, CircuitState::Closed], "{name}");
+    let states = finished
+        .recv_timeout(Duration::from_secs(20))
+        .unwrap_or_else(|_| panic!("{name}: deadlock or panic"));
+    assert_eq!(
+        states,
+        vec![CircuitState::Open, CircuitState::Closed],
+        "{name}"
+    );
 }
 
 #[test]
@@ -58,7 +70,10 @@ fn from_plain_threads() {
 #[test]
 fn inside_a_current_thread_runtime() {
     within_deadline("current-thread runtime", || {
-        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async { full_cycle() })
     });
 }
@@ -66,7 +81,11 @@ fn inside_a_current_thread_runtime() {
 #[test]
 fn inside_a_multi_thread_runtime_worker() {
     within_deadline("multi-thread runtime", || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async { tokio::spawn(async { full_cycle() }).await.unwrap() })
     });
 }
@@ -74,7 +93,11 @@ fn inside_a_multi_thread_runtime_worker() {
 #[test]
 fn inside_spawn_blocking() {
     within_deadline("spawn_blocking", || {
-        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
         runtime.block_on(async { tokio::task::spawn_blocking(full_cycle).await.unwrap() })
     });
 }
@@ -82,7 +105,11 @@ fn inside_spawn_blocking() {
 #[tokio::test(flavor = "current_thread")]
 async fn async_and_blocking_calls_share_one_circuit_in_one_runtime() {
     let clock = ManualClock::new();
-    let config = CircuitBreakerConfig::builder().failure_threshold(2).clock(clock).build().unwrap();
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .clock(clock)
+        .build()
+        .unwrap();
     let breaker = CircuitBreaker::new("mixed", Arc::new(InMemoryStore::new()), config);
     let r: Result<(), Error> = breaker.call_blocking(|| Err("boom".into()));
     assert!(r.is_err());

@@ -8,7 +8,9 @@ use std::time::{Duration, Instant};
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -49,7 +51,10 @@ impl Tally {
 
     fn record(&self, result: &Result<(), Error>) {
         if let Err(e) = result {
-            assert!(e.downcast_ref::<CircuitBreakerOpenError>().is_some(), "unexpected error: {e}");
+            assert!(
+                e.downcast_ref::<CircuitBreakerOpenError>().is_some(),
+                "unexpected error: {e}"
+            );
             self.rejected.fetch_add(1, Ordering::SeqCst);
         }
     }
@@ -58,7 +63,11 @@ impl Tally {
 #[test]
 fn tasks_one_probe_per_round() {
     const TASKS: usize = 64;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(4).enable_all().build().unwrap();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap();
     for round in 0..ROUNDS {
         let (breaker, _clock) = tripped_and_recovered();
         let tally = Arc::new(Tally::default());
@@ -89,9 +98,21 @@ fn tasks_one_probe_per_round() {
                 task.await.expect("task completed");
             }
         });
-        assert_eq!(tally.entered.load(Ordering::SeqCst), 1, "round {round}: exactly one probe ran");
-        assert_eq!(tally.rejected.load(Ordering::SeqCst), TASKS - 1, "round {round}: all others rejected");
-        assert_eq!(breaker.state(), CircuitState::Closed, "round {round}: the probe closed the circuit");
+        assert_eq!(
+            tally.entered.load(Ordering::SeqCst),
+            1,
+            "round {round}: exactly one probe ran"
+        );
+        assert_eq!(
+            tally.rejected.load(Ordering::SeqCst),
+            TASKS - 1,
+            "round {round}: all others rejected"
+        );
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "round {round}: the probe closed the circuit"
+        );
     }
 }
 
@@ -119,9 +140,21 @@ fn threads_one_probe_per_round() {
         for thread in threads {
             thread.join().expect("thread completed");
         }
-        assert_eq!(tally.entered.load(Ordering::SeqCst), 1, "round {round}: exactly one probe ran");
-        assert_eq!(tally.rejected.load(Ordering::SeqCst), THREADS - 1, "round {round}: all others rejected");
-        assert_eq!(breaker.state(), CircuitState::Closed, "round {round}: the probe closed the circuit");
+        assert_eq!(
+            tally.entered.load(Ordering::SeqCst),
+            1,
+            "round {round}: exactly one probe ran"
+        );
+        assert_eq!(
+            tally.rejected.load(Ordering::SeqCst),
+            THREADS - 1,
+            "round {round}: all others rejected"
+        );
+        assert_eq!(
+            breaker.state(),
+            CircuitState::Closed,
+            "round {round}: the probe closed the circuit"
+        );
     }
 }
 
@@ -132,7 +165,11 @@ fn concurrent_failures_trip_once_and_commit_one_transition() {
         let clock = ManualClock::new();
         let transitions = Arc::new(AtomicUsize::new(0));
         let counter = transitions.clone();
-        let config = CircuitBreakerConfig::builder().failure_threshold(3).clock(clock).build().unwrap();
+        let config = CircuitBreakerConfig::builder()
+            .failure_threshold(3)
+            .clock(clock)
+            .build()
+            .unwrap();
         let breaker = CircuitBreaker::new("storm", Arc::new(InMemoryStore::new()), config)
             .with_on_transition(move |_| {
                 counter.fetch_add(1, Ordering::SeqCst);
@@ -153,6 +190,10 @@ fn concurrent_failures_trip_once_and_commit_one_transition() {
             thread.join().unwrap();
         }
         assert_eq!(breaker.state(), CircuitState::Open, "round {round}");
-        assert_eq!(transitions.load(Ordering::SeqCst), 1, "round {round}: one CLOSED → OPEN transition");
+        assert_eq!(
+            transitions.load(Ordering::SeqCst),
+            1,
+            "round {round}: one CLOSED → OPEN transition"
+        );
     }
 }

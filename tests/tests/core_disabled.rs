@@ -10,22 +10,43 @@ fn run_with(value: Option<&str>) -> String {
         command.env("CIRCUIT_BREAKER_DISABLED", value);
     }
     let output = command.output().expect("run disabled-probe");
-    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout).expect("utf-8").trim().to_owned()
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
 }
 
 #[test]
 fn truthy_values_bypass_every_circuit() {
     for value in ["1", "true", "TRUE", "yes", "on", " On "] {
-        assert_eq!(run_with(Some(value)), "ran=20 store_calls=0 state=CLOSED", "{value:?}");
+        assert_eq!(
+            run_with(Some(value)),
+            "ran=20 store_calls=0 state=CLOSED",
+            "{value:?}"
+        );
     }
 }
 
 #[test]
 fn other_values_leave_the_breaker_on() {
-    for value in [None, Some("0"), Some("false"), Some("off"), Some(""), Some("disabled")] {
+    for value in [
+        None,
+        Some("0"),
+        Some("false"),
+        Some("off"),
+        Some(""),
+        Some("disabled"),
+    ] {
         let report = run_with(value);
-        assert!(report.starts_with("ran=1 "), "{value:?}: opened after one failure: {report}");
+        assert!(
+            report.starts_with("ran=1 "),
+            "{value:?}: opened after one failure: {report}"
+        );
         assert!(report.ends_with("state=OPEN"), "{value:?}: {report}");
     }
 }

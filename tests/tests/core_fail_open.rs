@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 use breaker_tests::stores::{Behaviour, ScriptedStore};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -63,11 +65,17 @@ async fn hanging_store_adds_at_most_the_store_timeout() {
     let started = Instant::now();
     assert_eq!(healthy_calls(&breaker, 1).await, 1);
     let first = started.elapsed();
-    assert!(first >= STORE_TIMEOUT, "the read was waited for up to the timeout: {first:?}");
+    assert!(
+        first >= STORE_TIMEOUT,
+        "the read was waited for up to the timeout: {first:?}"
+    );
     assert!(first < STORE_TIMEOUT * 5, "and no longer: {first:?}");
     let started = Instant::now();
     assert_eq!(healthy_calls(&breaker, 1000).await, 1000);
-    assert!(started.elapsed() < STORE_TIMEOUT, "backed off: no call waited for the store");
+    assert!(
+        started.elapsed() < STORE_TIMEOUT,
+        "backed off: no call waited for the store"
+    );
     assert_eq!(store.calls(), 1);
 }
 
@@ -80,17 +88,31 @@ async fn a_failed_trip_write_still_opens_locally_then_recovers_alone() {
     store.set(Behaviour::Failing);
     clock.advance(Duration::from_secs(2));
     for _ in 0..2 {
-        let r: Result<(), Error> = breaker.call(|| async { Err("downstream down".into()) }).await;
+        let r: Result<(), Error> = breaker
+            .call(|| async { Err("downstream down".into()) })
+            .await;
         assert!(r.is_err());
     }
-    assert_eq!(breaker.state(), CircuitState::Open, "open locally although the store failed");
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Open,
+        "open locally although the store failed"
+    );
     let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
-    assert!(r.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+    assert!(
+        r.unwrap_err()
+            .downcast_ref::<CircuitBreakerOpenError>()
+            .is_some()
+    );
 
     // Past the back-off the store still fails: the environment stays open on its own.
     clock.advance(Duration::from_secs(10));
     let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
-    assert!(r.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+    assert!(
+        r.unwrap_err()
+            .downcast_ref::<CircuitBreakerOpenError>()
+            .is_some()
+    );
 
     // After recovery it probes and closes on its own authority.
     clock.advance(Duration::from_secs(20));

@@ -11,7 +11,9 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 fn main() -> Result<(), Error> {
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
-    let config = CircuitBreakerConfig::builder().failure_threshold(1).build()?;
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(1)
+        .build()?;
     let breaker = CircuitBreaker::new("bypassed", store.clone(), config);
     let ran = AtomicUsize::new(0);
     for _ in 0..20 {
@@ -20,6 +22,11 @@ fn main() -> Result<(), Error> {
             Err("boom".into())
         });
     }
-    println!("ran={} store_calls={} state={}", ran.load(Ordering::SeqCst), store.calls(), breaker.state());
+    println!(
+        "ran={} store_calls={} state={}",
+        ran.load(Ordering::SeqCst),
+        store.calls(),
+        breaker.state()
+    );
     Ok(())
 }
