@@ -3,6 +3,7 @@
 pub mod contract;
 pub mod dynalite;
 pub mod fault_proxy;
+pub mod fleet;
 pub mod http1;
 pub mod moto;
 pub mod payment_stub;

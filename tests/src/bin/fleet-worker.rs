@@ -1,0 +1,227 @@
+//! One execution environment of a test fleet (see `breaker_tests::fleet`): calls a loopback
+//! downstream through a `CircuitBreaker` on a `DynamoDbStore` built from the standard AWS
+//! environment, in a loop, and reports on stdout. Commands on stdin: `stats`, `reset`.
+//! Exits when stdin closes.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use breaker_runtime::store::{
+    CircuitRecord, Close, DynamoDbStore, ProbeElection, Reopen, StateStore, StoreFuture, Trip,
+    WriteOutcome,
+};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use breaker_tests::fleet::unix_millis;
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+use tokio::net::TcpStream;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// Counts store operations on their way to the real store.
+#[derive(Debug)]
+struct Counting {
+    inner: DynamoDbStore,
+    reads: AtomicU64,
+    writes: AtomicU64,
+}
+
+impl Counting {
+    fn write(&self) {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl StateStore for Counting {
+    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        self.inner.read(circuit)
+    }
+    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
+        self.write();
+        self.inner.trip(circuit, trip)
+    }
+    fn elect_probe<'a>(
+        &'a self,
+        circuit: &'a str,
+        election: &'a ProbeElection,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        self.write();
+        self.inner.elect_probe(circuit, election)
+    }
+    fn close_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        close: &'a Close,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        self.write();
+        self.inner.close_if_owner(circuit, close)
+    }
+    fn reopen_if_owner<'a>(
+        &'a self,
+        circuit: &'a str,
+        reopen: &'a Reopen,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        self.write();
+        self.inner.reopen_if_owner(circuit, reopen)
+    }
+}
+
+/// Counters since the last `reset`.
+#[derive(Debug, Default)]
+struct Counters {
+    calls: AtomicU64,
+    ok: AtomicU64,
+    failed: AtomicU64,
+    rejected: AtomicU64,
+    max_overhead_us: AtomicU64,
+}
+
+fn var(name: &str) -> anyhow::Result<String> {
+    std::env::var(name).with_context(|| format!("{name} is not set"))
+}
+
+fn millis(name: &str) -> anyhow::Result<Duration> {
+    Ok(Duration::from_millis(var(name)?.parse()?))
+}
+
+/// One connection to the downstream; a call is one line out, one line back.
+struct Downstream {
+    index: usize,
+    lines: tokio::io::Lines<BufReader<tokio::net::tcp::OwnedReadHalf>>,
+    write: tokio::net::tcp::OwnedWriteHalf,
+}
+
+impl Downstream {
+    async fn call(&mut self) -> Result<(), Error> {
+        self.write
+            .write_all(format!("call {}\n", self.index).as_bytes())
+            .await?;
+        match self.lines.next_line().await?.as_deref() {
+            Some("ok") => Ok(()),
+            other => Err(format!("downstream answered {other:?}").into()),
+        }
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> anyhow::Result<()> {
+    let index: usize = var("FLEET_WORKER_INDEX")?.parse()?;
+    let store = Arc::new(Counting {
+        // From the environment, as in Lambda: AWS_ENDPOINT_URL_DYNAMODB points at dynalite.
+        inner: DynamoDbStore::builder()
+            .table_name(var("FLEET_TABLE")?)
+            .build()?,
+        reads: AtomicU64::new(0),
+        writes: AtomicU64::new(0),
+    });
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
+        .success_threshold(1)
+        .recovery_timeout(millis("FLEET_RECOVERY_MS")?)
+        .local_cache_max_age(millis("FLEET_CACHE_MS")?)
+        .probe_lease(millis("FLEET_LEASE_MS")?)
+        .store_timeout(millis("FLEET_STORE_TIMEOUT_MS")?)
+        .store_error_backoff(millis("FLEET_BACKOFF_MS")?)
+        .build()?;
+    let interval = millis("FLEET_INTERVAL_MS")?;
+    let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, store.clone(), config)
+        .with_on_transition(|t| {
+            let opened_at = t.opened_at.unwrap_or(0);
+            println!(
+                "transition {} {} {opened_at} {}",
+                t.from_state,
+                t.to_state,
+                unix_millis()
+            );
+        });
+    let stream = TcpStream::connect(var("FLEET_DOWNSTREAM")?).await?;
+    stream.set_nodelay(true)?;
+    let (read, write) = stream.into_split();
+    let mut downstream = Downstream {
+        index,
+        lines: BufReader::new(read).lines(),
+        write,
+    };
+
+    let counters = Arc::new(Counters::default());
+    let since = Arc::new(std::sync::Mutex::new(Instant::now()));
+    let rejecting = AtomicBool::new(false);
+    let (store_, counters_, since_) = (store.clone(), counters.clone(), since.clone());
+    std::thread::spawn(move || commands(&store_, &counters_, &since_));
+    println!("ready");
+
+    loop {
+        let started = Instant::now();
+        let mut downstream_time = Duration::ZERO;
+        let spent = &mut downstream_time;
+        let calling = &mut downstream;
+        let result: Result<(), Error> = breaker
+            .call(move || async move {
+                let t = Instant::now();
+                let result = calling.call().await;
+                *spent = t.elapsed();
+                result
+            })
+            .await;
+        let overhead = started.elapsed().saturating_sub(downstream_time);
+        counters
+            .max_overhead_us
+            .fetch_max(overhead.as_micros() as u64, Ordering::Relaxed);
+        counters.calls.fetch_add(1, Ordering::Relaxed);
+        let rejected =
+            matches!(&result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some());
+        let counter = match (&result, rejected) {
+            (_, true) => &counters.rejected,
+            (Ok(()), _) => &counters.ok,
+            (Err(_), _) => &counters.failed,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+        if rejecting.swap(rejected, Ordering::Relaxed) != rejected {
+            let what = if rejected { "reject" } else { "admit" };
+            println!("{what} {}", unix_millis());
+        }
+        tokio::time::sleep(interval).await;
+    }
+}
+
+/// Serves `stats` and `reset`; exits the process when stdin closes (the test is gone).
+fn commands(store: &Counting, counters: &Counters, since: &std::sync::Mutex<Instant>) {
+    for line in std::io::stdin().lines() {
+        let Ok(line) = line else { break };
+        let since_reset =
+            |s: &std::sync::Mutex<Instant>| s.lock().map(|t| t.elapsed()).unwrap_or_default();
+        match line.trim() {
+            "reset" => {
+                for counter in [
+                    &counters.calls,
+                    &counters.ok,
+                    &counters.failed,
+                    &counters.rejected,
+                    &counters.max_overhead_us,
+                    &store.reads,
+                    &store.writes,
+                ] {
+                    counter.store(0, Ordering::Relaxed);
+                }
+                if let Ok(mut t) = since.lock() {
+                    *t = Instant::now();
+                }
+            }
+            "stats" => println!(
+                "stats calls={} ok={} failed={} rejected={} reads={} writes={} elapsed_ms={} max_overhead_us={}",
+                counters.calls.load(Ordering::Relaxed),
+                counters.ok.load(Ordering::Relaxed),
+                counters.failed.load(Ordering::Relaxed),
+                counters.rejected.load(Ordering::Relaxed),
+                store.reads.load(Ordering::Relaxed),
+                store.writes.load(Ordering::Relaxed),
+                since_reset(since).as_millis(),
+                counters.max_overhead_us.load(Ordering::Relaxed),
+            ),
+            _ => {}
+        }
+    }
+    std::process::exit(0);
+}
