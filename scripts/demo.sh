@@ -1,5 +1,14 @@
 #!/usr/bin/env bash
-# The local demo. Until the sample functions land it runs the runtime quickstart.
+# The local demo (`make demo`): builds the three sample functions and the demo driver, then
+# plays the scenario against dynalite, moto, the fault proxy and a stub payment API, all on
+# loopback. Run scripts/install-tools.sh first (make demo does).
+#
+# No process outlives it: the driver stops what it started when it ends (success or
+# error); on Ctrl-C the terminal's SIGINT reaches the whole process group, and the local
+# services' supervisors kill them when the driver's pipe closes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo run --quiet -p breaker-runtime --example quickstart
+
+# One cargo invocation, so the functions and the driver share one build of the AWS SDK.
+cargo build --quiet --locked --bins -p cost-report -p charge -p overflow-replay -p breaker-tests
+"${CARGO_TARGET_DIR:-target}/debug/demo"
