@@ -66,15 +66,7 @@ impl Dynalite {
     pub async fn start() -> anyhow::Result<Self> {
         let port = free_port()?;
         let data_dir = fresh_data_dir()?;
-        let endpoint = format!("http://127.0.0.1:{port}");
-        let sdk_config = SdkConfig::builder()
-            .behavior_version(BehaviorVersion::latest())
-            .region(Region::new("us-east-1"))
-            .endpoint_url(&endpoint)
-            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
-                "dynalite", "dynalite", None, None, "dynalite",
-            )))
-            .build();
+        let sdk_config = Self::sdk_config_for(&format!("http://127.0.0.1:{port}"));
         let mut dynalite = Self {
             port,
             data_dir,
@@ -84,6 +76,18 @@ impl Dynalite {
         };
         dynalite.restart().await?;
         Ok(dynalite)
+    }
+
+    /// An SDK configuration for a local endpoint: dummy credentials, `us-east-1`, never AWS.
+    pub fn sdk_config_for(endpoint: &str) -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url(endpoint)
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "dynalite", "dynalite", None, None, "dynalite",
+            )))
+            .build()
     }
 
     /// `http://127.0.0.1:PORT`.
