@@ -2,7 +2,7 @@
 //! circuit. The generated code names only `<crate>::__private` (plus `core`/`std`), and
 //! every name it introduces starts with `__breaker_`.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 use syn::{ItemFn, Type};
@@ -138,8 +138,10 @@ impl Guard<'_> {
                 }
             }
             None => {
+                // Every token at the return type, so a type that cannot carry the open
+                // error is blamed there.
                 let span = self.shape.output_span;
-                quote_spanned!(span=> return #private::reject(__breaker_info))
+                respan(quote!(return #private::reject(__breaker_info)), span)
             }
         };
         quote! {
@@ -212,6 +214,23 @@ fn typed_future(private: &TokenStream, output: Option<&Type>, future: TokenStrea
         Some(output) => quote!(#private::output_is::<#output, _>(#future)),
         None => future,
     }
+}
+
+/// `tokens` with every span set to `span`.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut tree| {
+            if let TokenTree::Group(group) = &tree {
+                let mut inner = Group::new(group.delimiter(), respan(group.stream(), span));
+                inner.set_span(span);
+                tree = TokenTree::Group(inner);
+            } else {
+                tree.set_span(span);
+            }
+            tree
+        })
+        .collect()
 }
 
 fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {

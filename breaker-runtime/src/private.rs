@@ -137,7 +137,9 @@ pub trait StoreIsValue {
         ValueStoreTag
     }
 }
-impl<S: StateStore + 'static> StoreIsValue for &S {}
+// Unbounded, so a value that is not a store fails at `into_store` with a plain
+// "`X: StateStore` is not satisfied" instead of a method-resolution error.
+impl<T> StoreIsValue for &T {}
 
 // ---------------------------------------------------------------------------------------
 // `config = expr` and inline tunables.

@@ -1,0 +1,8 @@
+use breaker_runtime::circuit_breaker;
+
+#[circuit_breaker(name = "audit")]
+fn record(event: &str) {
+    println!("{event}");
+}
+
+fn main() {}
