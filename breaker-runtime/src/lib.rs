@@ -49,3 +49,8 @@ pub use breaker_macro::circuit_breaker;
 #[doc(hidden)]
 #[path = "private.rs"]
 pub mod __private;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeDoctests;
