@@ -307,9 +307,18 @@ impl std::fmt::Debug for FunctionProcess {
 impl FunctionProcess {
     /// Starts `target/<profile>/<name>` with `env` plus the Lambda environment.
     pub async fn start(name: &str, env: &[(&str, String)], echo: LogEcho) -> anyhow::Result<Self> {
-        let binary = function_binary(name)?;
+        Self::start_binary(&function_binary(name)?, name, env, echo).await
+    }
+
+    /// Starts `binary` as function `name` (e.g. a release build, to measure its init).
+    pub async fn start_binary(
+        binary: &std::path::Path,
+        name: &str,
+        env: &[(&str, String)],
+        echo: LogEcho,
+    ) -> anyhow::Result<Self> {
         let api = RuntimeApi::start(name).await?;
-        let mut command = Command::new(&binary);
+        let mut command = Command::new(binary);
         command
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
