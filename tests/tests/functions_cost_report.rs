@@ -78,6 +78,14 @@ async fn throttling_opens_the_circuit_stale_snapshots_are_served_and_recovery_cl
     assert_eq!(open["breaker"], "open");
     assert_eq!(open["by_service"], live["by_service"]);
     assert_eq!(stack.proxy.seen(Service::CostExplorer), seen);
+    // Priming needs a live answer: while open it fails rather than re-store the snapshot.
+    let (error_type, message) = function
+        .invoke(json!({"prime": true}))
+        .await
+        .unwrap()
+        .expect_error();
+    assert_eq!(error_type, "CostExplorerUnavailable", "{message}");
+    assert!(message.contains("circuit is open"), "{message}");
 
     // Recovered: after the recovery timeout one probe succeeds and closes the circuit.
     stack.proxy.inject(Service::CostExplorer, None);

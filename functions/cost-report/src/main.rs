@@ -63,6 +63,11 @@ async fn handle(app: &App, event: Value) -> Result<CostReport, Diagnostic> {
 /// A live report if Cost Explorer answers (stored as the new snapshot), else the snapshot.
 async fn report(app: &App, request: &CostRequest) -> Result<CostReport, CostError> {
     match fetch_costs(app, &request.period).await {
+        // Priming needs a live answer; the snapshot the open circuit served is not one.
+        Ok(report) if report.stale && request.prime => Err(CostError::Transient(format!(
+            "the circuit is {}; prime once Cost Explorer recovers",
+            report.breaker
+        ))),
         Ok(report) if report.stale => Ok(report),
         Ok(report) => {
             if let Err(error) = app.snapshots.store(&report, unix_now()).await {
