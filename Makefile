@@ -19,13 +19,13 @@ test: tools lint unit-tests doc-tests template-checks
 
 lint:
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --locked -- -D warnings
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 unit-tests:
-	$(CARGO) nextest run --workspace --lib --bins --tests --examples --locked --no-fail-fast
+	$(CARGO) nextest run --workspace --lib --bins --tests --examples --no-fail-fast
 
 doc-tests:
-	$(CARGO) test --workspace --doc --locked
+	$(CARGO) test --workspace --doc
 
 template-checks:
 	scripts/check-template.sh
