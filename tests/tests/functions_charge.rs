@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 const ORDERS: usize = 100;
 /// Longer than buffering 100 orders takes in a debug build on a busy 2-core machine.
-const RECOVERY_SECS: u64 = 20;
+const RECOVERY_SECS: u64 = 30;
 
 fn order(n: usize) -> Value {
     json!({"order_id": format!("order-{n:03}"), "amount": 10 + n, "currency": "EUR", "customer": "c-1"})
