@@ -243,6 +243,7 @@ async fn one_trip_reaches_every_process(h: &mut Harness, phase: &str) -> u64 {
 }
 
 async fn exactly_one_probe_per_recovery_window(h: &mut Harness, trip_at: u64) {
+    h.reset().await;
     let start = unix_millis().max(trip_at);
     // Elections after every process rejects: one window each.
     let windows_after = |r: &[Report]| {
@@ -297,6 +298,23 @@ async fn exactly_one_probe_per_recovery_window(h: &mut Harness, trip_at: u64) {
             "window opened at {opened_at} was not reopened by its prober"
         );
     }
+    let stats = h.stats().await;
+    for (w, s) in stats.iter().enumerate() {
+        let allowed = s.elapsed_ms / CACHE_MS + 1;
+        assert!(
+            s.reads <= allowed,
+            "worker {w}: {} reads in {} ms while open (max {allowed})",
+            s.reads,
+            s.elapsed_ms
+        );
+    }
+    let (calls, reads, writes) = stats.iter().fold((0, 0, 0), |(c, r, w), s| {
+        (c + s.calls, r + s.reads, w + s.writes)
+    });
+    eprintln!(
+        "figure: tripped fleet: {calls} calls, {reads} reads, {writes} writes ({:.2} store requests per 1,000 calls)",
+        (reads + writes) as f64 * 1000.0 / calls as f64
+    );
     let probers: std::collections::BTreeSet<usize> =
         windows.iter().map(|(e, _)| e.worker).collect();
     eprintln!(
