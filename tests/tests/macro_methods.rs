@@ -198,3 +198,37 @@ fn with_crate_override() -> Result<u8, BoxError> {
 fn the_crate_path_can_be_overridden() {
     assert_eq!(with_crate_override().unwrap(), 1);
 }
+
+/// `#[tracing::instrument]` outside `#[circuit_breaker]`: it expands first and the guard
+/// wraps its instrumented body.
+#[tracing::instrument(skip_all, fields(n))]
+#[circuit_breaker(name = "instrument-outside", failure_threshold = 1, persistence_store = InMemoryStore::new())]
+async fn instrumented_outside(n: u32) -> Result<u32, anyhow::Error> {
+    if n == 0 {
+        anyhow::bail!("zero");
+    }
+    Ok(n)
+}
+
+/// `#[tracing::instrument]` inside: the guard expands first and keeps it on the fn.
+#[circuit_breaker(name = "instrument-inside", failure_threshold = 1, persistence_store = InMemoryStore::new())]
+#[tracing::instrument(err)]
+fn instrumented_inside(n: u32) -> Result<u32, anyhow::Error> {
+    if n == 0 {
+        anyhow::bail!("zero");
+    }
+    Ok(n)
+}
+
+#[tokio::test]
+async fn tracing_instrument_in_either_order() {
+    assert_eq!(instrumented_outside(3).await.unwrap(), 3);
+    assert!(instrumented_outside(0).await.is_err());
+    let rejected = instrumented_outside(3).await.unwrap_err();
+    assert!(rejected.downcast_ref::<CircuitBreakerOpenError>().is_some());
+
+    assert_eq!(instrumented_inside(3).unwrap(), 3);
+    assert!(instrumented_inside(0).is_err());
+    let rejected = instrumented_inside(3).unwrap_err();
+    assert!(rejected.downcast_ref::<CircuitBreakerOpenError>().is_some());
+}
