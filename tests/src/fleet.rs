@@ -260,7 +260,7 @@ impl Worker {
         let mut child = Command::new(binary)
             .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
             .env("FLEET_WORKER_INDEX", index.to_string())
-            .env("FLEET_TABLE", &config.table)
+            .env("CIRCUIT_BREAKER_TABLE", &config.table)
             .env("FLEET_CIRCUIT", &config.circuit)
             .env("FLEET_DOWNSTREAM", downstream.to_string())
             .env(

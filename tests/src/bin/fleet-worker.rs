@@ -1,6 +1,6 @@
 //! One execution environment of a test fleet (see `breaker_tests::fleet`): calls a loopback
-//! downstream through a `CircuitBreaker` on a `DynamoDbStore` built from the standard AWS
-//! environment, in a loop, and reports on stdout. Commands on stdin: `stats`, `reset`.
+//! downstream through a `CircuitBreaker` on the default store (`CIRCUIT_BREAKER_TABLE`: a
+//! `DynamoDbStore` from the standard AWS environment), in a loop, and reports on stdout. Commands on stdin: `stats`, `reset`.
 //! Exits when stdin closes.
 
 use std::sync::Arc;
@@ -9,8 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use breaker_runtime::store::{
-    CircuitRecord, Close, DynamoDbStore, ProbeElection, Reopen, StateStore, StoreFuture, Trip,
-    WriteOutcome,
+    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreFuture, Trip, WriteOutcome,
 };
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
 use breaker_tests::fleet::unix_millis;
@@ -22,7 +21,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 /// Counts store operations on their way to the real store.
 #[derive(Debug)]
 struct Counting {
-    inner: DynamoDbStore,
+    inner: Arc<dyn StateStore>,
     reads: AtomicU64,
     writes: AtomicU64,
 }
@@ -109,13 +108,17 @@ impl Downstream {
 async fn main() -> anyhow::Result<()> {
     let index: usize = var("FLEET_WORKER_INDEX")?.parse()?;
     let store = Arc::new(Counting {
-        // From the environment, as in Lambda: AWS_ENDPOINT_URL_DYNAMODB points at dynalite.
-        inner: DynamoDbStore::builder()
-            .table_name(var("FLEET_TABLE")?)
-            .build()?,
+        // The process default store: CIRCUIT_BREAKER_TABLE selects a DynamoDbStore whose
+        // client comes from the standard AWS environment (AWS_ENDPOINT_URL_DYNAMODB points
+        // at dynalite), as in Lambda.
+        inner: breaker_runtime::default_store(),
         reads: AtomicU64::new(0),
         writes: AtomicU64::new(0),
     });
+    anyhow::ensure!(
+        format!("{:?}", store.inner).starts_with("DynamoDbStore"),
+        "CIRCUIT_BREAKER_TABLE did not select a DynamoDbStore"
+    );
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
         .success_threshold(1)
