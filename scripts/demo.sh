@@ -10,5 +10,5 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # One cargo invocation, so the functions and the driver share one build of the AWS SDK.
-cargo build --quiet --locked --bins -p cost-report -p charge -p overflow-replay -p breaker-tests
+cargo build --quiet --bins -p cost-report -p charge -p overflow-replay -p breaker-tests
 "${CARGO_TARGET_DIR:-target}/debug/demo"
