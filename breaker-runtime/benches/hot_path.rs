@@ -195,5 +195,78 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, closed_path, open_path, contended);
+fn macro_config() -> CircuitBreakerConfig {
+    CircuitBreakerConfig::builder()
+        .failure_threshold(5)
+        .recovery_timeout(Duration::from_secs(3600))
+        .local_cache_max_age(Duration::from_secs(3600))
+        .build()
+        .expect("valid config")
+}
+
+#[breaker_runtime::circuit_breaker(name = "bench-macro-sync", config = macro_config(), persistence_store = InMemoryStore::new())]
+fn guarded_sync(n: u64) -> Result<u64, Failure> {
+    Ok(n)
+}
+
+#[breaker_runtime::circuit_breaker(name = "bench-macro-async", config = macro_config(), persistence_store = InMemoryStore::new())]
+async fn guarded_async(n: u64) -> Result<u64, Failure> {
+    Ok(n)
+}
+
+/// What a user writes without the attribute: a fn of their own calling a circuit kept in a
+/// `static`, exactly what the expansion does for them.
+static HAND_WRITTEN: std::sync::LazyLock<CircuitBreaker> = std::sync::LazyLock::new(ours);
+
+fn hand_written_sync(n: u64) -> Result<u64, Failure> {
+    HAND_WRITTEN.call_blocking(|| Ok(n))
+}
+
+async fn hand_written_async(n: u64) -> Result<u64, Failure> {
+    HAND_WRITTEN.call(|| async move { Ok(n) }).await
+}
+
+/// The same closed call through `#[circuit_breaker]` and through `CircuitBreaker::call`:
+/// the expansion should add nothing measurable (target: ratio ≤ 1.05). Compare each
+/// `#[circuit_breaker]` fn with the hand-written fn of the same kind; the bare
+/// `CircuitBreaker::call` rows (a closure inlined into the loop) are the floor.
+fn macro_path(c: &mut Criterion) {
+    let mut group = c.benchmark_group("macro_path");
+    let breaker = ours();
+    // Warm both call sites: their first call creates the circuit and reads the store.
+    guarded_sync(7).expect("closed");
+    hand_written_sync(7).expect("closed");
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+        .block_on(guarded_async(7))
+        .expect("closed");
+
+    group.bench_function("CircuitBreaker::call_blocking", |b| {
+        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.bench_function("fn calling CircuitBreaker::call_blocking", |b| {
+        b.iter(|| black_box(hand_written_sync(black_box(7))))
+    });
+    group.bench_function("#[circuit_breaker] sync fn", |b| {
+        b.iter(|| black_box(guarded_sync(black_box(7))))
+    });
+    group.bench_function("CircuitBreaker::call", |b| {
+        b.iter(|| {
+            black_box(ready(
+                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
+    group.bench_function("async fn calling CircuitBreaker::call", |b| {
+        b.iter(|| black_box(ready(hand_written_async(black_box(7)))))
+    });
+    group.bench_function("#[circuit_breaker] async fn", |b| {
+        b.iter(|| black_box(ready(guarded_async(black_box(7)))))
+    });
+    group.finish();
+}
+
+criterion_group!(benches, closed_path, open_path, contended, macro_path);
 criterion_main!(benches);
