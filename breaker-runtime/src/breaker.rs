@@ -292,7 +292,9 @@ impl CircuitBreaker {
     pub async fn acquire(&self) -> Result<Permit<'_>, CircuitInfo> {
         match self.inner.fast_permit() {
             Some(permit) => Ok(permit),
-            None => self.inner.acquire_slow().await,
+            // Boxed: the slow path's future (store calls, elections) is large, and inlining
+            // it would make every caller's future, and every closed-path call, pay its size.
+            None => Box::pin(self.inner.acquire_slow()).await,
         }
     }
 
@@ -312,10 +314,11 @@ impl Permit<'_> {
     #[inline]
     pub async fn finish(mut self, outcome: Outcome) {
         let kind = std::mem::replace(&mut self.kind, PermitKind::Finished);
+        // Slow paths boxed, as in `acquire`: the closed path's future stays small.
         if let Some(trip_failures) = self.inner.finish_fast(kind, outcome) {
-            self.inner.trip(trip_failures).await;
+            Box::pin(self.inner.trip(trip_failures)).await;
         } else if kind == PermitKind::Probe {
-            self.inner.finish_probe(outcome).await;
+            Box::pin(self.inner.finish_probe(outcome)).await;
         }
     }
 
