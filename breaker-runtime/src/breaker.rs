@@ -9,10 +9,10 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
-use std::task::Poll;
+use std::task::{Context, Poll};
 
 use crate::blocking::block_on;
 use crate::machine::{self, Admission, Outcome, Policy, ProbeStep, Write};
@@ -287,14 +287,15 @@ impl CircuitBreaker {
     }
 
     /// Asks to run one call. `Err` carries what a rejection reports.
+    ///
+    /// Not an `async fn`: the closed path is decided here, inline in the caller, and the
+    /// returned future is ready at once; only the slow path is a (boxed) future.
     #[doc(hidden)]
     #[inline]
-    pub async fn acquire(&self) -> Result<Permit<'_>, CircuitInfo> {
+    pub fn acquire(&self) -> Acquire<'_> {
         match self.inner.fast_permit() {
-            Some(permit) => Ok(permit),
-            // Boxed: the slow path's future (store calls, elections) is large, and inlining
-            // it would make every caller's future, and every closed-path call, pay its size.
-            None => Box::pin(self.inner.acquire_slow()).await,
+            Some(permit) => Acquire::Ready(Some(permit)),
+            None => Acquire::Slow(Box::pin(self.inner.acquire_slow())),
         }
     }
 
@@ -309,16 +310,19 @@ impl CircuitBreaker {
     }
 }
 
-impl Permit<'_> {
-    /// Reports how the admitted call ended.
+impl<'a> Permit<'a> {
+    /// Reports how the admitted call ended. Like [`CircuitBreaker::acquire`], the closed
+    /// path completes inline; only a transition (trip, probe outcome) is a boxed future.
     #[inline]
-    pub async fn finish(mut self, outcome: Outcome) {
+    pub fn finish(mut self, outcome: Outcome) -> Finish<'a> {
         let kind = std::mem::replace(&mut self.kind, PermitKind::Finished);
-        // Slow paths boxed, as in `acquire`: the closed path's future stays small.
-        if let Some(trip_failures) = self.inner.finish_fast(kind, outcome) {
-            Box::pin(self.inner.trip(trip_failures)).await;
+        let inner = self.inner;
+        if let Some(trip_failures) = inner.finish_fast(kind, outcome) {
+            Finish::Slow(Box::pin(inner.trip(trip_failures)))
         } else if kind == PermitKind::Probe {
-            Box::pin(self.inner.finish_probe(outcome)).await;
+            Finish::Slow(Box::pin(inner.finish_probe(outcome)))
+        } else {
+            Finish::Done
         }
     }
 
@@ -330,6 +334,70 @@ impl Permit<'_> {
             block_on(self.inner.trip(trip_failures));
         } else if kind == PermitKind::Probe {
             block_on(self.inner.finish_probe(outcome));
+        }
+    }
+}
+
+/// The future of [`CircuitBreaker::acquire`]: ready at once on the closed path.
+#[doc(hidden)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum Acquire<'a> {
+    /// Decided inline.
+    Ready(Option<Permit<'a>>),
+    /// The slow path: cache refresh, election.
+    Slow(Pin<Box<dyn Future<Output = Result<Permit<'a>, CircuitInfo>> + Send + 'a>>),
+}
+
+impl fmt::Debug for Acquire<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Ready(_) => "Acquire::Ready",
+            Self::Slow(_) => "Acquire::Slow",
+        })
+    }
+}
+
+impl<'a> Future for Acquire<'a> {
+    type Output = Result<Permit<'a>, CircuitInfo>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Ready(permit) => {
+                Poll::Ready(Ok(permit.take().expect("Acquire polled after completion")))
+            }
+            Self::Slow(slow) => slow.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The future of [`Permit::finish`]: done at once unless the outcome is a transition.
+#[doc(hidden)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum Finish<'a> {
+    /// Recorded inline.
+    Done,
+    /// A trip or a probe outcome being written.
+    Slow(Pin<Box<dyn Future<Output = ()> + Send + 'a>>),
+}
+
+impl fmt::Debug for Finish<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Done => "Finish::Done",
+            Self::Slow(_) => "Finish::Slow",
+        })
+    }
+}
+
+impl Future for Finish<'_> {
+    type Output = ();
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.get_mut() {
+            Self::Done => Poll::Ready(()),
+            Self::Slow(slow) => slow.as_mut().poll(cx),
         }
     }
 }
