@@ -563,7 +563,7 @@ impl Inner {
         match reply {
             Ok(StoreReply::Record(record)) => {
                 slow.standalone = false;
-                slow.fresh_until = now + self.config.local_cache_max_age.as_millis() as u64;
+                slow.fresh_until = self.fresh_from(now);
                 if slow.version == version {
                     self.adopt(&mut slow, record.unwrap_or_default());
                 } else {
@@ -620,22 +620,11 @@ impl Inner {
             Admission::Elect(election) => election,
         };
         let reply = self.store(StoreOp::Elect(election.clone())).await;
-        let write = Write::Elect(&election);
         let (believed, won) = {
             let mut slow = self.lock();
-            slow.version += 1;
-            let (next, won) = match reply {
-                Ok(StoreReply::Write(outcome)) => {
-                    let won = outcome == WriteOutcome::Won;
-                    (machine::after_write(&slow.record, write, outcome), won)
-                }
-                // The store is down: probe on this environment's own authority.
-                _ => {
-                    slow.standalone = true;
-                    (machine::applied(&slow.record, write), true)
-                }
-            };
-            self.adopt(&mut slow, next);
+            let base = slow.record.clone();
+            // If the store does not answer, this environment probes on its own authority.
+            let won = self.settle(&mut slow, &base, Write::Elect(&election), reply, now);
             if won {
                 slow.probe_successes = 0;
             }
@@ -656,6 +645,41 @@ impl Inner {
             }),
             _ => Err(self.info_of(&believed)),
         }
+    }
+
+    /// When a record read or written at `now` stops being trusted.
+    fn fresh_from(&self, now: u64) -> u64 {
+        now + self.config.local_cache_max_age.as_millis() as u64
+    }
+
+    /// Commits the answer to a transition write made from `base`: the written record if it
+    /// won, the record that beat it if it lost; if the store did not answer, the write is
+    /// applied locally and this environment carries on alone until the store answers a
+    /// read. Returns whether the transition counts as committed (won, or applied locally).
+    fn settle(
+        &self,
+        slow: &mut Slow,
+        base: &CircuitRecord,
+        write: Write<'_>,
+        reply: Result<StoreReply, StoreError>,
+        now: u64,
+    ) -> bool {
+        slow.version += 1;
+        let (next, committed) = match reply {
+            Ok(StoreReply::Write(outcome)) => {
+                let won = outcome == WriteOutcome::Won;
+                if won {
+                    slow.fresh_until = self.fresh_from(now);
+                }
+                (machine::after_write(base, write, outcome), won)
+            }
+            _ => {
+                slow.standalone = true;
+                (machine::applied(base, write), true)
+            }
+        };
+        self.adopt(slow, next);
+        committed
     }
 
     fn claim_probe(&self) -> bool {
@@ -687,25 +711,8 @@ impl Inner {
             base
         };
         let reply = self.store(StoreOp::Trip(trip.clone())).await;
-        let committed = {
-            let mut slow = self.lock();
-            match reply {
-                Ok(StoreReply::Write(WriteOutcome::Won)) => {
-                    slow.fresh_until = now + self.config.local_cache_max_age.as_millis() as u64;
-                    true
-                }
-                Ok(StoreReply::Write(lost)) => {
-                    slow.version += 1;
-                    let stored = machine::after_write(&base, Write::Trip(&trip), lost);
-                    self.adopt(&mut slow, stored);
-                    false
-                }
-                _ => {
-                    slow.standalone = true;
-                    true
-                }
-            }
-        };
+        // A lost trip adopts the winner's record; a failed one stays open locally.
+        let committed = self.settle(&mut self.lock(), &base, Write::Trip(&trip), reply, now);
         if committed {
             self.fire(
                 CircuitState::Closed,
@@ -748,22 +755,8 @@ impl Inner {
         let reply = self.store(op).await;
         let (committed, opened_at) = {
             let mut slow = self.lock();
-            slow.version += 1;
-            let (next, committed) = match reply {
-                Ok(StoreReply::Write(outcome)) => {
-                    let won = outcome == WriteOutcome::Won;
-                    if won {
-                        slow.fresh_until = now + self.config.local_cache_max_age.as_millis() as u64;
-                    }
-                    (machine::after_write(&base, write, outcome), won)
-                }
-                // The store is down: this environment closes or reopens on its own.
-                _ => {
-                    slow.standalone = true;
-                    (machine::applied(&base, write), true)
-                }
-            };
-            self.adopt(&mut slow, next);
+            // If the store does not answer, this environment closes or reopens on its own.
+            let committed = self.settle(&mut slow, &base, write, reply, now);
             (committed, slow.record.opened_at)
         };
         self.release_probe();
