@@ -21,7 +21,10 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
+# The functions' tests run the real function binaries, which `cargo test` does not build for
+# packages other than the test's own: build every binary first.
 unit-tests:
+	$(CARGO) build --workspace --bins
 	$(CARGO) nextest run --workspace --lib --bins --tests --examples --no-fail-fast
 
 doc-tests:

@@ -53,8 +53,11 @@ fn disabled_breakers_never_open() {
     assert!(sync_down().is_err());
     assert_eq!(ENTRIES.load(Ordering::SeqCst), 1);
 
+    // The harness names a test by its module path without the crate name.
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let test_name = format!("{module}::disabled_breakers_never_open");
     let child = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "disabled_breakers_never_open", "--nocapture"])
+        .args(["--exact", &test_name, "--nocapture"])
         .env("CIRCUIT_BREAKER_DISABLED", "true")
         .output()
         .unwrap();

@@ -1,0 +1,7 @@
+//! The sample functions as real binaries behind a loopback Lambda Runtime API.
+//!
+//! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
+//! take far less disk. nextest still runs each test in its own process.
+
+mod charge;
+mod cost_report;

@@ -1,0 +1,12 @@
+//! The runtime core: CircuitBreaker, its blocking twins, concurrency, fail-open, the model check.
+//!
+//! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
+//! take far less disk. nextest still runs each test in its own process.
+
+mod blocking;
+mod breaker;
+mod concurrency;
+mod disabled;
+mod fail_open;
+mod model;
+mod store_contract_memory;
