@@ -9,7 +9,7 @@ use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
-use std::pin::{Pin, pin};
+use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll};
@@ -293,8 +293,11 @@ impl CircuitBreaker {
     #[doc(hidden)]
     #[inline]
     pub fn acquire(&self) -> Acquire<'_> {
-        match self.inner.fast_permit() {
-            Some(permit) => Acquire::Ready(Some(permit)),
+        if let Some(permit) = self.inner.fast_permit() {
+            return Acquire::Ready(Some(Ok(permit)));
+        }
+        match self.inner.reject_from_cache() {
+            Some(circuit) => Acquire::Ready(Some(Err(circuit))),
             None => Acquire::Slow(Box::pin(self.inner.acquire_slow())),
         }
     }
@@ -303,8 +306,11 @@ impl CircuitBreaker {
     #[doc(hidden)]
     #[inline]
     pub fn acquire_blocking(&self) -> Result<Permit<'_>, CircuitInfo> {
-        match self.inner.fast_permit() {
-            Some(permit) => Ok(permit),
+        if let Some(permit) = self.inner.fast_permit() {
+            return Ok(permit);
+        }
+        match self.inner.reject_from_cache() {
+            Some(circuit) => Err(circuit),
             None => block_on(self.inner.acquire_slow()),
         }
     }
@@ -342,8 +348,8 @@ impl<'a> Permit<'a> {
 #[doc(hidden)]
 #[must_use = "futures do nothing unless awaited"]
 pub enum Acquire<'a> {
-    /// Decided inline.
-    Ready(Option<Permit<'a>>),
+    /// Decided inline: admitted, or rejected from the cached record.
+    Ready(Option<Result<Permit<'a>, CircuitInfo>>),
     /// The slow path: cache refresh, election.
     Slow(Pin<Box<dyn Future<Output = Result<Permit<'a>, CircuitInfo>> + Send + 'a>>),
 }
@@ -363,8 +369,8 @@ impl<'a> Future for Acquire<'a> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            Self::Ready(permit) => {
-                Poll::Ready(Ok(permit.take().expect("Acquire polled after completion")))
+            Self::Ready(decision) => {
+                Poll::Ready(decision.take().expect("Acquire polled after completion"))
             }
             Self::Slow(slow) => slow.as_mut().poll(cx),
         }
@@ -421,18 +427,37 @@ pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Out
     }
 }
 
-/// Polls `future`, turning a panic into `Err(payload)`. Pinned on the stack: no allocation.
+/// Polls `future`, turning a panic into `Err(payload)`. One plain future around the user's:
+/// no allocation and no extra state machine on the closed path.
 #[doc(hidden)]
-pub async fn catch_unwind_future<F: Future>(future: F) -> Result<F::Output, Box<dyn Any + Send>> {
-    let mut future = pin!(future);
-    std::future::poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+#[inline]
+pub fn catch_unwind_future<F: Future>(future: F) -> CatchUnwind<F> {
+    CatchUnwind { future }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`catch_unwind_future`].
+    #[doc(hidden)]
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct CatchUnwind<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn Any + Send>>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.project().future;
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
             Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
             Ok(Poll::Pending) => Poll::Pending,
             Err(panic) => Poll::Ready(Err(panic)),
-        },
-    )
-    .await
+        }
+    }
 }
 
 impl Inner {
@@ -576,6 +601,29 @@ impl Inner {
                 self.adopt(&mut slow, CircuitRecord::closed());
             }
             Err(_) => {}
+        }
+    }
+
+    /// The open path without a future or a store call: when the cached record needs no
+    /// refresh and says reject, [`acquire_slow`](Self::acquire_slow) would decide the same.
+    #[cold]
+    #[inline(never)]
+    fn reject_from_cache(&self) -> Option<CircuitInfo> {
+        let now = self.now();
+        let slow = self.lock();
+        if now >= slow.fresh_until && now >= slow.store_retry_at {
+            return None;
+        }
+        let in_flight = self.probe_in_flight.load(Ordering::Acquire);
+        match machine::admit(
+            &slow.record,
+            environment::id(),
+            now,
+            &self.policy,
+            in_flight,
+        ) {
+            Admission::Reject => Some(self.info_of(&slow.record)),
+            _ => None,
         }
     }
 
