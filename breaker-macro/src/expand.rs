@@ -115,7 +115,14 @@ impl Guard<'_> {
     fn admit(&self, is_async: bool) -> TokenStream {
         let private = self.private();
         let (acquire, resolve) = if is_async {
-            (quote!(__breaker_circuit.acquire().await), true)
+            // The closed path is decided inline; only the rest awaits the slow path.
+            let acquire = quote!(match __breaker_circuit.fast_permit() {
+                ::core::option::Option::Some(__breaker_permit) => {
+                    ::core::result::Result::Ok(__breaker_permit)
+                }
+                ::core::option::Option::None => __breaker_circuit.acquire().await,
+            });
+            (acquire, true)
         } else {
             (quote!(__breaker_circuit.acquire_blocking()), false)
         };

@@ -216,20 +216,22 @@ impl CircuitBreaker {
         Fut: Future<Output = Result<T, E>>,
         E: From<CircuitBreakerOpenError>,
     {
-        let permit = match self.acquire().await {
-            Ok(permit) => permit,
-            Err(circuit) => return Err(CircuitBreakerOpenError { circuit }.into()),
+        // The closed path decides inline; only the slow paths are (boxed) futures.
+        let permit = match self.fast_permit() {
+            Some(permit) => permit,
+            None => match self.acquire().await {
+                Ok(permit) => permit,
+                Err(circuit) => return Err(CircuitBreakerOpenError { circuit }.into()),
+            },
         };
-        match catch_unwind_future(f()).await {
-            Ok(result) => {
-                permit.finish(classify(&result, &counts)).await;
-                result
-            }
-            Err(panic) => {
-                permit.finish(Outcome::Failure).await;
-                resume_unwind(panic)
-            }
+        let (outcome, output) = match catch_unwind_future(f()).await {
+            Ok(result) => (classify(&result, &counts), Ok(result)),
+            Err(panic) => (Outcome::Failure, Err(panic)),
+        };
+        if let Finish::Slow(transition) = permit.finish(outcome) {
+            transition.await;
         }
+        output.unwrap_or_else(|panic| resume_unwind(panic))
     }
 
     /// The blocking twin of [`call`](Self::call), for sync code inside or outside a tokio
@@ -300,6 +302,14 @@ impl CircuitBreaker {
             Some(circuit) => Acquire::Ready(Some(Err(circuit))),
             None => Acquire::Slow(Box::pin(self.inner.acquire_slow())),
         }
+    }
+
+    /// The closed path's admission, decided inline; `None` means [`acquire`](Self::acquire)
+    /// must decide (open, half-open, stale cache).
+    #[doc(hidden)]
+    #[inline]
+    pub fn fast_permit(&self) -> Option<Permit<'_>> {
+        self.inner.fast_permit()
     }
 
     /// The blocking twin of [`acquire`](Self::acquire).
