@@ -25,6 +25,7 @@ impl Clock {
 
 /// The coarse realtime clock: a few milliseconds of resolution (plenty for a protocol in
 /// seconds) at a fraction of the cost of `SystemTime::now`, which dominated the hot path.
+/// Read through libc (rustix's `use-libc`), which finds the vDSO in a way valgrind supports.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[inline]
 fn system_millis() -> u64 {

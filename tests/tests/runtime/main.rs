@@ -10,3 +10,4 @@ mod disabled;
 mod fail_open;
 mod model;
 mod store_contract_memory;
+mod valgrind;
