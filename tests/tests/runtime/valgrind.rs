@@ -20,6 +20,9 @@ fn a_circuit_trips_and_rejects_under_valgrind() {
         String::from_utf8_lossy(&output.stderr)
     );
     let report = stdout.trim();
-    assert!(report.starts_with("ran=1 "), "opened after one failure: {report}");
+    assert!(
+        report.starts_with("ran=1 "),
+        "opened after one failure: {report}"
+    );
     assert!(report.ends_with("state=OPEN"), "{report}");
 }
