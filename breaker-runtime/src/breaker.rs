@@ -84,6 +84,14 @@ struct Slow {
     standalone: bool,
 }
 
+impl Slow {
+    /// Until when the cached record is used without reading the store: while it is fresh,
+    /// or while the store backs off after an error (unix millis).
+    fn trusted_until(&self) -> u64 {
+        self.fresh_until.max(self.store_retry_at)
+    }
+}
+
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum PermitKind {
@@ -549,7 +557,7 @@ impl Inner {
 
     fn publish(&self, slow: &Slow) {
         let closed_until = match slow.record.state {
-            CircuitState::Closed => slow.fresh_until.max(slow.store_retry_at),
+            CircuitState::Closed => slow.trusted_until(),
             _ => 0,
         };
         self.closed_until.store(closed_until, Ordering::Release);
@@ -584,7 +592,7 @@ impl Inner {
     async fn refresh_if_stale(&self, now: u64) {
         let version = {
             let slow = self.lock();
-            if now < slow.fresh_until || now < slow.store_retry_at {
+            if now < slow.trusted_until() {
                 return;
             }
             slow.version
@@ -614,6 +622,18 @@ impl Inner {
         }
     }
 
+    /// What the state machine says of a call at `now`, given the cached record.
+    fn admission(&self, slow: &Slow, now: u64) -> Admission {
+        let in_flight = self.probe_in_flight.load(Ordering::Acquire);
+        machine::admit(
+            &slow.record,
+            environment::id(),
+            now,
+            &self.policy,
+            in_flight,
+        )
+    }
+
     /// The open path without a future or a store call: when the cached record needs no
     /// refresh and says reject, [`acquire_slow`](Self::acquire_slow) would decide the same.
     #[cold]
@@ -621,17 +641,10 @@ impl Inner {
     fn reject_from_cache(&self) -> Option<CircuitInfo> {
         let now = self.now();
         let slow = self.lock();
-        if now >= slow.fresh_until && now >= slow.store_retry_at {
+        if now >= slow.trusted_until() {
             return None;
         }
-        let in_flight = self.probe_in_flight.load(Ordering::Acquire);
-        match machine::admit(
-            &slow.record,
-            environment::id(),
-            now,
-            &self.policy,
-            in_flight,
-        ) {
+        match self.admission(&slow, now) {
             Admission::Reject => Some(self.info_of(&slow.record)),
             _ => None,
         }
@@ -648,15 +661,7 @@ impl Inner {
         self.refresh_if_stale(now).await;
         let (admission, record) = {
             let slow = self.lock();
-            let in_flight = self.probe_in_flight.load(Ordering::Acquire);
-            let admission = machine::admit(
-                &slow.record,
-                environment::id(),
-                now,
-                &self.policy,
-                in_flight,
-            );
-            (admission, slow.record.clone())
+            (self.admission(&slow, now), slow.record.clone())
         };
         let election = match admission {
             Admission::Run => {
