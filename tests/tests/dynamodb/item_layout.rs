@@ -58,25 +58,11 @@ async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
         .expect("PutItem");
 }
 
-async fn simple_table() -> (Dynalite, DynamoDbStore) {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_circuit_table("circuits")
-        .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("circuits")
-        .client(dynalite.client())
-        .build()
-        .expect("valid store");
-    (dynalite, store)
-}
-
 const T0: u64 = 1_700_000_000;
 
 #[tokio::test]
 async fn every_transition_writes_the_powertools_item() {
-    let (dynalite, store) = simple_table().await;
+    let (dynalite, store) = crate::simple_table().await;
     let key = item(&[("id", s("payment-backend"))]);
     let circuit = "payment-backend";
 
@@ -210,7 +196,7 @@ async fn the_composite_key_holds_the_static_pk_and_the_name() {
 
 #[tokio::test]
 async fn powertools_shaped_items_are_read_correctly() {
-    let (dynalite, store) = simple_table().await;
+    let (dynalite, store) = crate::simple_table().await;
     let cases = [
         (
             item(&[
@@ -292,7 +278,7 @@ fn unix_now() -> u64 {
 
 #[tokio::test]
 async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
-    let (dynalite, store) = simple_table().await;
+    let (dynalite, store) = crate::simple_table().await;
     let store: Arc<DynamoDbStore> = Arc::new(store);
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)

@@ -3,8 +3,26 @@
 //! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
 //! take far less disk. nextest still runs each test in its own process.
 
+use breaker_runtime::store::DynamoDbStore;
+use breaker_tests::dynalite::Dynalite;
+
 mod error_paths;
 mod fleet;
 mod item_layout;
 mod malformed;
 mod store_contract;
+
+/// A fresh dynalite with the default circuit table `circuits` and a store on it.
+async fn simple_table() -> (Dynalite, DynamoDbStore) {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_circuit_table("circuits")
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    (dynalite, store)
+}

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore};
+use breaker_runtime::store::{CircuitRecord, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use breaker_tests::dynalite::Dynalite;
 use tracing::field::{Field, Visit};
@@ -181,16 +181,7 @@ async fn raw_state(dynalite: &Dynalite, circuit: &str) -> Option<AttributeValue>
 
 #[tokio::test(flavor = "current_thread")]
 async fn malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attribute() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_circuit_table("circuits")
-        .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("circuits")
-        .client(dynalite.client())
-        .build()
-        .expect("valid store");
+    let (dynalite, store) = crate::simple_table().await;
 
     let logs = Captured::default();
     let _guard = tracing::subscriber::set_default(logs.clone());
@@ -220,18 +211,8 @@ async fn malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attrib
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_breaker_on_a_malformed_item_runs_calls_and_a_trip_repairs_what_it_can() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_circuit_table("circuits")
-        .await
-        .expect("table");
-    let store = Arc::new(
-        DynamoDbStore::builder()
-            .table_name("circuits")
-            .client(dynalite.client())
-            .build()
-            .expect("valid store"),
-    );
+    let (dynalite, store) = crate::simple_table().await;
+    let store = Arc::new(store);
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)
         .recovery_timeout(Duration::from_secs(60))

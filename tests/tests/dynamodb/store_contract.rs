@@ -9,16 +9,7 @@ use breaker_tests::dynalite::Dynalite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn simple_key_meets_the_contract() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_circuit_table("circuits")
-        .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("circuits")
-        .client(dynalite.client())
-        .build()
-        .expect("valid store");
+    let (_dynalite, store) = crate::simple_table().await;
     run_contract(Arc::new(store)).await;
 }
 
