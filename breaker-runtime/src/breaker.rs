@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
+mod call;
+
 use crate::blocking::block_on;
 use crate::machine::{self, Admission, Outcome, Policy, ProbeStep, Write};
 use crate::store::{CircuitRecord, StateStore, StoreError, WriteOutcome};
@@ -195,13 +197,17 @@ impl CircuitBreaker {
 
     /// Runs `f` unless the circuit is open; every `Err` counts as a failure. A rejected call
     /// returns `Err(CircuitBreakerOpenError.into())`. A panic in `f` counts and is resumed.
-    pub async fn call<T, E, F, Fut>(&self, f: F) -> Result<T, E>
+    ///
+    /// An `async fn` in all but the signature: nothing happens until the future is polled,
+    /// and it is `Send` when `f` and its future are. It is a hand-written future because
+    /// that makes the closed path cheaper (see `docs/performance.md`).
+    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, E>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: From<CircuitBreakerOpenError>,
     {
-        self.call_with(|_: &E| true, f).await
+        self.call_with(|_: &E| true, f)
     }
 
     /// Like [`call`](Self::call), counting only the errors for which `counts` is true.
@@ -218,28 +224,17 @@ impl CircuitBreaker {
     /// assert_eq!(breaker.state(), CircuitState::Closed);
     /// # }
     /// ```
-    pub async fn call_with<T, E, F, Fut>(&self, counts: impl Fn(&E) -> bool, f: F) -> Result<T, E>
+    pub fn call_with<T, E, F, Fut>(
+        &self,
+        counts: impl Fn(&E) -> bool,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>>
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: From<CircuitBreakerOpenError>,
     {
-        // The closed path decides inline; only the slow paths are (boxed) futures.
-        let permit = match self.fast_permit() {
-            Some(permit) => permit,
-            None => match self.acquire().await {
-                Ok(permit) => permit,
-                Err(circuit) => return Err(CircuitBreakerOpenError { circuit }.into()),
-            },
-        };
-        let (outcome, output) = match catch_unwind_future(f()).await {
-            Ok(result) => (classify(&result, &counts), Ok(result)),
-            Err(panic) => (Outcome::Failure, Err(panic)),
-        };
-        if let Finish::Slow(transition) = permit.finish(outcome) {
-            transition.await;
-        }
-        output.unwrap_or_else(|panic| resume_unwind(panic))
+        call::CallWith::new(self, counts, f)
     }
 
     /// The blocking twin of [`call`](Self::call), for sync code inside or outside a tokio
@@ -339,6 +334,18 @@ impl<'a> Permit<'a> {
     /// path completes inline; only a transition (trip, probe outcome) is a boxed future.
     #[inline]
     pub fn finish(mut self, outcome: Outcome) -> Finish<'a> {
+        if self.kind == PermitKind::Closed && outcome == Outcome::Success {
+            self.kind = PermitKind::Finished;
+            self.inner.note_closed_success();
+            return Finish::Done;
+        }
+        self.finish_other(outcome)
+    }
+
+    /// Every outcome but the closed path's success: kept out of line so that the hot path
+    /// inlines.
+    #[inline(never)]
+    fn finish_other(mut self, outcome: Outcome) -> Finish<'a> {
         let kind = std::mem::replace(&mut self.kind, PermitKind::Finished);
         let inner = self.inner;
         if let Some(trip_failures) = inner.finish_fast(kind, outcome) {
@@ -511,10 +518,7 @@ impl Inner {
         }
         match outcome {
             Outcome::Success => {
-                // Load first: a healthy circuit never writes the shared cache line.
-                if self.failures.load(Ordering::Relaxed) != 0 {
-                    self.failures.store(0, Ordering::Relaxed);
-                }
+                self.note_closed_success();
                 None
             }
             Outcome::Failure => {
@@ -522,6 +526,15 @@ impl Inner {
                 (failures >= self.policy.failure_threshold).then_some(failures)
             }
             Outcome::Ignored => None,
+        }
+    }
+
+    /// A closed call succeeded: the consecutive failures start again.
+    #[inline]
+    fn note_closed_success(&self) {
+        // Load first: a healthy circuit never writes the shared cache line.
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
         }
     }
 

@@ -5,6 +5,7 @@
 
 mod blocking;
 mod breaker;
+mod call_future;
 mod concurrency;
 mod disabled;
 mod fail_open;
