@@ -74,6 +74,17 @@ fn closed_path(c: &mut Criterion) {
         b.iter(|| black_box(Ok::<u64, Failure>(black_box(7))))
     });
 
+    // The one part of breaker's closed path the peers do not have: the clock read that
+    // tells whether the cached shared state is still fresh.
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    group.bench_function("coarse clock read alone (part of breaker)", |b| {
+        b.iter(|| {
+            black_box(rustix::time::clock_gettime(
+                rustix::time::ClockId::RealtimeCoarse,
+            ))
+        })
+    });
+
     let breaker = ours();
     group.bench_function("breaker sync", |b| {
         b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))

@@ -31,6 +31,7 @@ enum Slow<'a, O> {
 pin_project_lite::pin_project! {
     /// Admits the call, runs `make()`'s future under the permit, records the outcome.
     #[must_use = "futures do nothing unless awaited"]
+    #[project = CallWithProj]
     pub(super) struct CallWith<'a, F, Fut, C, O> {
         breaker: &'a CircuitBreaker,
         counts: C,
@@ -87,21 +88,41 @@ where
                     }
                 },
             };
-            match start(this.running.as_mut(), make) {
-                Ok(()) => *this.permit = Some(permit),
-                Err(panic) => return finish(this.slow, permit, Err(panic), &*this.counts, cx),
+            if let Err(panic) = start(this.running.as_mut(), make) {
+                return finish(this.slow, permit, Err(panic), &*this.counts, cx);
             }
+            // Polled at once: a call that completes now never stores its permit.
+            return poll_running(this, permit, cx);
         }
-        let Some(future) = this.running.as_mut().as_pin_mut() else {
+        // Later polls: a permit is held only while the caller's future runs.
+        let Some(permit) = this.permit.take() else {
             panic!("CircuitBreaker::call polled after completion");
         };
-        let Poll::Ready(output) = future.poll(cx) else {
-            return Poll::Pending;
-        };
-        this.running.set(None);
-        let permit = this.permit.take().expect("a running call holds its permit");
-        finish(this.slow, permit, output, &*this.counts, cx)
+        poll_running(this, permit, cx)
     }
+}
+
+/// Polls the caller's future, admitted by `permit`: keeps the permit while it waits,
+/// records the outcome when it is done.
+#[inline]
+fn poll_running<'a, F, Fut, C, T, E>(
+    mut this: CallWithProj<'_, 'a, F, Fut, C, Result<T, E>>,
+    permit: Permit<'a>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<T, E>>
+where
+    Fut: Future<Output = Result<T, E>>,
+    C: Fn(&E) -> bool,
+{
+    let Some(future) = this.running.as_mut().as_pin_mut() else {
+        unreachable!("a permit is held only while the caller's future runs");
+    };
+    let Poll::Ready(output) = future.poll(cx) else {
+        *this.permit = Some(permit);
+        return Poll::Pending;
+    };
+    this.running.set(None);
+    finish(this.slow, permit, output, &*this.counts, cx)
 }
 
 /// Admission when the cache cannot decide alone: a rejection from the cached record, or the
