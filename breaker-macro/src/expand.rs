@@ -37,24 +37,18 @@ impl Guard<'_> {
             }
             Kind::Async => {
                 let circuit = self.circuit();
-                let admit = self.admit(true);
                 let future = typed_future(&private, output, quote!(async move #block));
-                let run = self.run_async(future);
-                quote!({ #circuit #admit #run })
+                let call = self.call_async(future);
+                quote!({ #circuit #call })
             }
             Kind::ReturnsFuture { boxed, async_block } => {
                 let circuit = self.circuit();
-                let admit = self.admit(true);
                 let inner = match async_block {
                     Some(async_block) => quote!(#async_block),
                     None => quote!(#private::lazy_future(move || #block)),
                 };
-                let run = self.run_async(typed_future(&private, output, inner));
-                let guarded = typed_future(
-                    &private,
-                    output,
-                    quote!(async move { #circuit #admit #run }),
-                );
+                let call = self.call_async(typed_future(&private, output, inner));
+                let guarded = typed_future(&private, output, quote!(async move { #circuit #call }));
                 if *boxed {
                     quote!({ ::std::boxed::Box::pin(#guarded) })
                 } else {
@@ -111,22 +105,58 @@ impl Guard<'_> {
         }
     }
 
+    /// The async call of `future` under the circuit.
+    fn call_async(&self, future: TokenStream) -> TokenStream {
+        if self.options.on_circuit_open.is_some() {
+            // The callback takes the fn's arguments, so they must outlive a rejection: admit
+            // first, and only then move them into the body's future.
+            let admit = self.admit(true);
+            let run = self.run_async(future);
+            return quote!(#admit #run);
+        }
+        // Without a callback: one future admits and runs, with the closed path inline.
+        let private = self.private();
+        let outcome = self.outcome(true);
+        let rejected = self.rejected(true);
+        quote! {
+            match #private::guard(
+                __breaker_circuit,
+                move || #future,
+                |__breaker_result| #outcome,
+            ).await {
+                ::core::result::Result::Ok(__breaker_output) => __breaker_output,
+                ::core::result::Result::Err(__breaker_info) => #rejected,
+            }
+        }
+    }
+
     /// Asks the circuit for a permit; a rejection returns the callback's value or the error.
     fn admit(&self, is_async: bool) -> TokenStream {
-        let private = self.private();
-        let (acquire, resolve) = if is_async {
+        let acquire = if is_async {
             // The closed path is decided inline; only the rest awaits the slow path.
-            let acquire = quote!(match __breaker_circuit.fast_permit() {
+            quote!(match __breaker_circuit.fast_permit() {
                 ::core::option::Option::Some(__breaker_permit) => {
                     ::core::result::Result::Ok(__breaker_permit)
                 }
                 ::core::option::Option::None => __breaker_circuit.acquire().await,
-            });
-            (acquire, true)
+            })
         } else {
-            (quote!(__breaker_circuit.acquire_blocking()), false)
+            quote!(__breaker_circuit.acquire_blocking())
         };
-        let rejected = match &self.options.on_circuit_open {
+        let rejected = self.rejected(is_async);
+        quote! {
+            let __breaker_permit = match #acquire {
+                ::core::result::Result::Ok(__breaker_permit) => __breaker_permit,
+                ::core::result::Result::Err(__breaker_info) => #rejected,
+            };
+        }
+    }
+
+    /// What a rejection returns, given `__breaker_info`: the callback's value (awaited when
+    /// `resolve` and it is a future) or the open error.
+    fn rejected(&self, resolve: bool) -> TokenStream {
+        let private = self.private();
+        match &self.options.on_circuit_open {
             Some(callback) => {
                 let args = &self.callback_args;
                 let call = quote_spanned!(callback.span()=> #callback(#(#args,)* __breaker_info));
@@ -150,35 +180,35 @@ impl Guard<'_> {
                 let span = self.shape.output_span;
                 respan(quote!(return #private::reject(__breaker_info)), span)
             }
-        };
-        quote! {
-            let __breaker_permit = match #acquire {
-                ::core::result::Result::Ok(__breaker_permit) => __breaker_permit,
-                ::core::result::Result::Err(__breaker_info) => #rejected,
-            };
         }
     }
 
-    /// The outcome of `__breaker_result` as the circuit counts it.
-    fn outcome(&self) -> TokenStream {
+    /// The outcome of `__breaker_result` as the circuit counts it; `by_ref` when
+    /// `__breaker_result` is already a reference to the output.
+    fn outcome(&self, by_ref: bool) -> TokenStream {
         let private = self.private();
+        let result = if by_ref {
+            quote!(__breaker_result)
+        } else {
+            quote!(&__breaker_result)
+        };
         match &self.options.counts {
             Counts::Every => quote!({
                 #[allow(unused_imports)]
                 use #private::{ResultOutcome as _, OtherOutcome as _};
-                (&__breaker_result).__breaker_outcome()
+                (#result).__breaker_outcome()
             }),
             Counts::Handled(path) => {
-                quote_spanned!(path.span()=> #private::classify(&__breaker_result, #path))
+                quote_spanned!(path.span()=> #private::classify(#result, #path))
             }
             Counts::Ignored(path) => quote_spanned!(path.span()=>
-                #private::classify(&__breaker_result, #private::not(#path))),
+                #private::classify(#result, #private::not(#path))),
         }
     }
 
     fn run_sync(&self, block: TokenStream) -> TokenStream {
         let private = self.private();
-        let outcome = self.outcome();
+        let outcome = self.outcome(false);
         let caught = match &self.shape.output {
             Some(output) => quote!(#private::catch_unwind_sync::<#output, _>(move || #block)),
             None => quote!(#private::catch_unwind_sync(move || #block)),
@@ -199,18 +229,9 @@ impl Guard<'_> {
 
     fn run_async(&self, future: TokenStream) -> TokenStream {
         let private = self.private();
-        let outcome = self.outcome();
+        let outcome = self.outcome(true);
         quote! {
-            match #private::catch_unwind_future(#future).await {
-                ::core::result::Result::Ok(__breaker_result) => {
-                    __breaker_permit.finish(#outcome).await;
-                    __breaker_result
-                }
-                ::core::result::Result::Err(__breaker_panic) => {
-                    __breaker_permit.finish(#private::Outcome::Failure).await;
-                    ::std::panic::resume_unwind(__breaker_panic)
-                }
-            }
+            #private::run(__breaker_permit, #future, |__breaker_result| #outcome).await
         }
     }
 }

@@ -5,7 +5,6 @@
 //! atomic store. Everything else (cache refresh, transitions, probes) takes the slow path
 //! under a short std mutex that is never held across an await or a hook.
 
-use std::any::Any;
 use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
@@ -15,6 +14,12 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::task::{Context, Poll};
 
 mod call;
+mod run;
+
+#[doc(hidden)]
+pub use call::{Guard, guard};
+#[doc(hidden)]
+pub use run::{Run, run};
 
 use crate::blocking::block_on;
 use crate::machine::{self, Admission, Outcome, Policy, ProbeStep, Write};
@@ -334,16 +339,13 @@ impl<'a> Permit<'a> {
     /// path completes inline; only a transition (trip, probe outcome) is a boxed future.
     #[inline]
     pub fn finish(mut self, outcome: Outcome) -> Finish<'a> {
-        if self.kind == PermitKind::Closed && outcome == Outcome::Success {
-            self.kind = PermitKind::Finished;
-            self.inner.note_closed_success();
+        if self.finished_inline(outcome) {
             return Finish::Done;
         }
         self.finish_other(outcome)
     }
 
-    /// Every outcome but the closed path's success: kept out of line so that the hot path
-    /// inlines.
+    /// Every outcome but the closed path's success, out of line so that the hot path inlines.
     #[inline(never)]
     fn finish_other(mut self, outcome: Outcome) -> Finish<'a> {
         let kind = std::mem::replace(&mut self.kind, PermitKind::Finished);
@@ -360,6 +362,26 @@ impl<'a> Permit<'a> {
     /// The blocking twin of [`finish`](Self::finish).
     #[inline]
     pub fn finish_blocking(mut self, outcome: Outcome) {
+        if !self.finished_inline(outcome) {
+            self.finish_other_blocking(outcome);
+        }
+    }
+
+    /// Records the closed path's success, the one outcome that needs no lock and no
+    /// store, inline in the caller; false for any other outcome.
+    #[inline]
+    fn finished_inline(&mut self, outcome: Outcome) -> bool {
+        let inline = self.kind == PermitKind::Closed && outcome == Outcome::Success;
+        if inline {
+            self.kind = PermitKind::Finished;
+            self.inner.note_closed_success();
+        }
+        inline
+    }
+
+    /// The blocking twin of [`finish_other`](Self::finish_other).
+    #[inline(never)]
+    fn finish_other_blocking(mut self, outcome: Outcome) {
         let kind = std::mem::replace(&mut self.kind, PermitKind::Finished);
         if let Some(trip_failures) = self.inner.finish_fast(kind, outcome) {
             block_on(self.inner.trip(trip_failures));
@@ -449,39 +471,6 @@ pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Out
         Ok(_) => Outcome::Success,
         Err(e) if counts(e) => Outcome::Failure,
         Err(_) => Outcome::Ignored,
-    }
-}
-
-/// Polls `future`, turning a panic into `Err(payload)`. One plain future around the user's:
-/// no allocation and no extra state machine on the closed path.
-#[doc(hidden)]
-#[inline]
-pub fn catch_unwind_future<F: Future>(future: F) -> CatchUnwind<F> {
-    CatchUnwind { future }
-}
-
-pin_project_lite::pin_project! {
-    /// The future of [`catch_unwind_future`].
-    #[doc(hidden)]
-    #[derive(Debug)]
-    #[must_use = "futures do nothing unless awaited"]
-    pub struct CatchUnwind<F> {
-        #[pin]
-        future: F,
-    }
-}
-
-impl<F: Future> Future for CatchUnwind<F> {
-    type Output = Result<F::Output, Box<dyn Any + Send>>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let future = self.project().future;
-        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
-            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
-            Ok(Poll::Pending) => Poll::Pending,
-            Err(panic) => Poll::Ready(Err(panic)),
-        }
     }
 }
 

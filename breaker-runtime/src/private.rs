@@ -12,9 +12,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
-pub use crate::breaker::{
-    Acquire, CatchUnwind, CircuitBreaker, Finish, Permit, catch_unwind_future, classify,
-};
+pub use crate::breaker::{CircuitBreaker, Guard, Permit, Run, classify, guard, run};
 pub use crate::default_store::default_store;
 pub use crate::machine::Outcome;
 use crate::store::StateStore;

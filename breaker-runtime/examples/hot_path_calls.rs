@@ -1,0 +1,194 @@
+//! Runs one hot-path operation N times, for counting its instructions under callgrind:
+//! a count does not move with the timing noise of a shared machine.
+//!
+//! `scripts/count-instructions.sh` builds this in release and reports instructions per call
+//! (the difference between 2·N and N calls, divided by N). By hand:
+//!
+//! ```sh
+//! cargo run --release -p breaker-runtime --example hot_path_calls -- breaker-async 100000
+//! ```
+//!
+//! Every breaker is configured as in `benches/hot_path.rs`; each call is one
+//! `#[inline(never)]` fn, so every operation pays the same call boundary.
+
+use std::future::Future;
+use std::hint::black_box;
+use std::pin::pin;
+use std::sync::{Arc, LazyLock};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use breaker_runtime::store::InMemoryStore;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+
+#[derive(Debug)]
+struct Failure;
+
+impl From<CircuitBreakerOpenError> for Failure {
+    fn from(_: CircuitBreakerOpenError) -> Self {
+        Failure
+    }
+}
+
+/// Polls a future that completes without waiting.
+fn ready<F: Future>(future: F) -> F::Output {
+    match pin!(future)
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the counted future must not wait"),
+    }
+}
+
+fn config() -> CircuitBreakerConfig {
+    CircuitBreakerConfig::builder()
+        .failure_threshold(5)
+        .recovery_timeout(Duration::from_secs(3600))
+        .local_cache_max_age(Duration::from_secs(3600))
+        .build()
+        .expect("valid config")
+}
+
+#[breaker_runtime::circuit_breaker(name = "count-sync", config = config(), persistence_store = InMemoryStore::new())]
+fn guarded_sync(n: u64) -> Result<u64, Failure> {
+    Ok(n)
+}
+
+#[breaker_runtime::circuit_breaker(name = "count-async", config = config(), persistence_store = InMemoryStore::new())]
+async fn guarded_async(n: u64) -> Result<u64, Failure> {
+    Ok(n)
+}
+
+/// What a user would write by hand instead of the attribute: a circuit in a `static`.
+static HAND_WRITTEN: LazyLock<CircuitBreaker> =
+    LazyLock::new(|| CircuitBreaker::new("count-hand", Arc::new(InMemoryStore::new()), config()));
+
+fn hand_written_sync(n: u64) -> Result<u64, Failure> {
+    HAND_WRITTEN.call_blocking(|| Ok(n))
+}
+
+async fn hand_written_async(n: u64) -> Result<u64, Failure> {
+    HAND_WRITTEN.call(|| async move { Ok(n) }).await
+}
+
+const OPERATIONS: &str = "baseline, breaker-sync, breaker-async, failsafe-sync, failsafe-async, \
+     recloser-sync, recloser-async, macro-sync, macro-async, hand-written-sync, \
+     hand-written-async";
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(operation), Some(Ok(calls))) = (args.next(), args.next().map(|n| n.parse::<u64>()))
+    else {
+        eprintln!("usage: hot_path_calls OPERATION CALLS\noperations: {OPERATIONS}");
+        std::process::exit(2);
+    };
+
+    let breaker = CircuitBreaker::new("count", Arc::new(InMemoryStore::new()), config());
+    let failsafe = failsafe::Config::new()
+        .failure_policy(failsafe::failure_policy::consecutive_failures(
+            5,
+            failsafe::backoff::constant(Duration::from_secs(3600)),
+        ))
+        .build();
+    let recloser = || {
+        recloser::Recloser::custom()
+            .error_rate(1.0)
+            .closed_len(5)
+            .half_open_len(3)
+            .open_wait(Duration::from_secs(3600))
+            .build()
+    };
+    let (sync_recloser, async_recloser) = (recloser(), recloser::AsyncRecloser::from(recloser()));
+
+    // Warm every cache (the first call reads the store) before the counted calls.
+    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+    let _ = guarded_sync(0);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    let _ = runtime.block_on(guarded_async(0));
+    let _ = hand_written_sync(0);
+
+    let call: Box<dyn Fn()> = match operation.as_str() {
+        "baseline" => Box::new(baseline),
+        "breaker-sync" => Box::new(|| breaker_sync(&breaker)),
+        "breaker-async" => Box::new(|| breaker_async(&breaker)),
+        "failsafe-sync" => Box::new(|| failsafe_sync(&failsafe)),
+        "failsafe-async" => Box::new(|| failsafe_async(&failsafe)),
+        "recloser-sync" => Box::new(|| recloser_sync(&sync_recloser)),
+        "recloser-async" => Box::new(|| recloser_async(&async_recloser)),
+        "macro-sync" => Box::new(macro_sync),
+        "macro-async" => Box::new(macro_async),
+        "hand-written-sync" => Box::new(hand_sync),
+        "hand-written-async" => Box::new(hand_async),
+        other => {
+            eprintln!("unknown operation {other:?}; operations: {OPERATIONS}");
+            std::process::exit(2);
+        }
+    };
+    for _ in 0..calls {
+        call();
+    }
+}
+
+#[inline(never)]
+fn baseline() {
+    let _ = black_box(Ok::<u64, Failure>(black_box(7)));
+}
+
+#[inline(never)]
+fn breaker_sync(breaker: &CircuitBreaker) {
+    let _ = black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7))));
+}
+
+#[inline(never)]
+fn breaker_async(breaker: &CircuitBreaker) {
+    let _ = black_box(ready(
+        breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+    ));
+}
+
+#[inline(never)]
+fn failsafe_sync(breaker: &impl failsafe::CircuitBreaker) {
+    let _ = black_box(breaker.call(|| Ok::<u64, Failure>(black_box(7))));
+}
+
+#[inline(never)]
+fn failsafe_async(breaker: &impl failsafe::futures::CircuitBreaker) {
+    let _ = black_box(ready(
+        breaker.call(async { Ok::<u64, Failure>(black_box(7)) }),
+    ));
+}
+
+#[inline(never)]
+fn recloser_sync(breaker: &recloser::Recloser) {
+    let _ = black_box(breaker.call(|| Ok::<u64, Failure>(black_box(7))));
+}
+
+#[inline(never)]
+fn recloser_async(breaker: &recloser::AsyncRecloser) {
+    let _ = black_box(ready(
+        breaker.call(async { Ok::<u64, Failure>(black_box(7)) }),
+    ));
+}
+
+#[inline(never)]
+fn macro_sync() {
+    let _ = black_box(guarded_sync(black_box(7)));
+}
+
+#[inline(never)]
+fn macro_async() {
+    let _ = black_box(ready(guarded_async(black_box(7))));
+}
+
+#[inline(never)]
+fn hand_sync() {
+    let _ = black_box(hand_written_sync(black_box(7)));
+}
+
+#[inline(never)]
+fn hand_async() {
+    let _ = black_box(ready(hand_written_async(black_box(7))));
+}

@@ -1,0 +1,209 @@
+//! Running an admitted call: poll it under `catch_unwind`, record the outcome, wait for a
+//! transition that outcome causes (trip, probe outcome), then return the output or resume
+//! the panic. [`Run`] does this for the attribute's async expansion; `CircuitBreaker::call`'s
+//! future does it after its own admission, with the same functions.
+//!
+//! Written by hand rather than as `async fn`s for the closed path's sake: the poll inlines,
+//! and the phases that wait on the store sit behind one pointer that is null on the closed
+//! path, which keeps the finished future's drop small enough to inline too.
+
+use std::any::Any;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::{Acquire, Finish, Permit, classify};
+use crate::machine::Outcome;
+
+/// What a panic in the caller's code carries until it is resumed.
+pub(super) type Panic = Box<dyn Any + Send>;
+
+/// How a finished call counts.
+#[doc(hidden)]
+pub trait Classify<O> {
+    /// The outcome of a call that returned `output`.
+    fn outcome(&self, output: &O) -> Outcome;
+}
+
+impl<O, F: Fn(&O) -> Outcome> Classify<O> for F {
+    #[inline]
+    fn outcome(&self, output: &O) -> Outcome {
+        self(output)
+    }
+}
+
+/// `call_with`'s rule: an `Err` counts when the predicate says so.
+#[derive(Debug)]
+pub(super) struct ErrorsThat<C>(pub(super) C);
+
+impl<T, E, C: Fn(&E) -> bool> Classify<Result<T, E>> for ErrorsThat<C> {
+    #[inline]
+    fn outcome(&self, output: &Result<T, E>) -> Outcome {
+        classify(output, &self.0)
+    }
+}
+
+/// A phase that waits on the store, boxed: one pointer, null on the closed path.
+pub(super) enum Slow<'a, O> {
+    /// The slow path's admission: a cache refresh or a probe election.
+    Admitting(Acquire<'a>),
+    /// A transition being written, and the call's output waiting for it.
+    Recording(Finish<'a>, Result<O, Panic>),
+}
+
+/// The slow phase of a call in progress, if any.
+pub(super) type SlowSlot<'a, O> = Option<Box<Slow<'a, O>>>;
+
+pin_project_lite::pin_project! {
+    /// The future of [`run`].
+    #[doc(hidden)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub struct Run<'a, Fut, C, O> {
+        // Some while the call runs: it admitted `running`.
+        permit: Option<Permit<'a>>,
+        classify: C,
+        slow: SlowSlot<'a, O>,
+        #[pin]
+        running: Option<CatchUnwind<Fut>>,
+    }
+}
+
+/// Runs `future`, admitted by `permit`; `classify` says how its output counts. A panic
+/// counts as a failure and is resumed once the outcome is recorded.
+#[doc(hidden)]
+#[inline]
+pub fn run<'a, Fut, C>(permit: Permit<'a>, future: Fut, classify: C) -> Run<'a, Fut, C, Fut::Output>
+where
+    Fut: Future,
+    // An `Fn` bound, not `Classify`, so a closure's argument type is inferred.
+    C: Fn(&Fut::Output) -> Outcome,
+{
+    Run {
+        permit: Some(permit),
+        classify,
+        slow: None,
+        running: Some(catch_unwind_future(future)),
+    }
+}
+
+impl<Fut, C> Future for Run<'_, Fut, C, Fut::Output>
+where
+    Fut: Future,
+    C: Classify<Fut::Output>,
+{
+    type Output = Fut::Output;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let this = self.project();
+        if this.slow.is_some() {
+            return poll_recording(this.slow, cx);
+        }
+        let Some(permit) = this.permit.take() else {
+            panic!("a guarded call polled after completion");
+        };
+        poll_admitted(
+            this.running,
+            this.permit,
+            this.slow,
+            &*this.classify,
+            permit,
+            cx,
+        )
+    }
+}
+
+/// Polls the call in `running`, admitted by `permit`: the permit goes back to `held` while
+/// the call waits; once it is done, the outcome is recorded.
+#[inline]
+pub(super) fn poll_admitted<'a, Fut: Future>(
+    mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
+    held: &mut Option<Permit<'a>>,
+    slow: &mut SlowSlot<'a, Fut::Output>,
+    classify: &impl Classify<Fut::Output>,
+    permit: Permit<'a>,
+    cx: &mut Context<'_>,
+) -> Poll<Fut::Output> {
+    let Some(future) = running.as_mut().as_pin_mut() else {
+        unreachable!("a permit is held only while its call runs");
+    };
+    let Poll::Ready(output) = future.poll(cx) else {
+        *held = Some(permit);
+        return Poll::Pending;
+    };
+    running.set(None);
+    finish(slow, permit, output, classify, cx)
+}
+
+/// Records how the call ended and returns its output, once a transition that causes is
+/// written.
+#[inline]
+pub(super) fn finish<'a, O>(
+    slow: &mut SlowSlot<'a, O>,
+    permit: Permit<'a>,
+    output: Result<O, Panic>,
+    classify: &impl Classify<O>,
+    cx: &mut Context<'_>,
+) -> Poll<O> {
+    let outcome = match &output {
+        Ok(output) => classify.outcome(output),
+        Err(_) => Outcome::Failure,
+    };
+    match permit.finish(outcome) {
+        Finish::Done => Poll::Ready(resume(output)),
+        transition => {
+            *slow = Some(Box::new(Slow::Recording(transition, output)));
+            poll_recording(slow, cx)
+        }
+    }
+}
+
+/// Waits for the transition being written, then returns the call's output.
+#[inline(never)]
+pub(super) fn poll_recording<O>(slow: &mut SlowSlot<'_, O>, cx: &mut Context<'_>) -> Poll<O> {
+    let Some(Slow::Recording(transition, _)) = slow.as_deref_mut() else {
+        unreachable!("only called while a transition is written");
+    };
+    std::task::ready!(Pin::new(transition).poll(cx));
+    match slow.take().map(|slow| *slow) {
+        Some(Slow::Recording(_, output)) => Poll::Ready(resume(output)),
+        _ => unreachable!("checked above"),
+    }
+}
+
+/// Polls `future`, turning a panic into `Err(payload)`. One plain future around the
+/// caller's: no allocation and no extra state machine.
+#[inline]
+pub(super) fn catch_unwind_future<F: Future>(future: F) -> CatchUnwind<F> {
+    CatchUnwind { future }
+}
+
+pin_project_lite::pin_project! {
+    /// The future of [`catch_unwind_future`].
+    #[derive(Debug)]
+    #[must_use = "futures do nothing unless awaited"]
+    pub(super) struct CatchUnwind<F> {
+        #[pin]
+        future: F,
+    }
+}
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Panic>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let future = self.project().future;
+        match catch_unwind(AssertUnwindSafe(|| future.poll(cx))) {
+            Ok(Poll::Ready(output)) => Poll::Ready(Ok(output)),
+            Ok(Poll::Pending) => Poll::Pending,
+            Err(panic) => Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// The call's output, or its panic resumed.
+fn resume<O>(output: Result<O, Panic>) -> O {
+    output.unwrap_or_else(|panic| resume_unwind(panic))
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Instructions per hot-path call, breaker next to failsafe and recloser, counted by
+# callgrind: unlike a timing, a count does not move with the load of a shared machine.
+#
+#   scripts/count-instructions.sh [CALLS]        (needs valgrind on PATH)
+#
+# Each operation runs twice, CALLS and 2·CALLS times; the difference divided by CALLS is
+# the cost of one call, set-up and warm-up excluded. The vDSO clock read is not counted
+# (valgrind runs without the vDSO, so glibc's clock_gettime makes a syscall there): breaker's
+# figures leave out the part of its clock read that the vDSO executes.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+calls="${1:-100000}"
+command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; }
+# The bench profile (opt-level 3, thin LTO), like the criterion bench; no AWS SDK.
+cargo build --profile bench --quiet -p breaker-runtime --no-default-features --features macros --example hot_path_calls
+bin=target/release/examples/hot_path_calls
+
+count() { # operation calls -> instructions executed by the whole run
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 \
+    | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+}
+
+printf '%-16s %s\n' operation "instructions per call"
+for op in baseline breaker-sync failsafe-sync recloser-sync macro-sync hand-written-sync \
+          breaker-async failsafe-async recloser-async macro-async hand-written-async; do
+  once=$(count "$op" "$calls")
+  twice=$(count "$op" $((2 * calls)))
+  printf '%-16s %s\n' "$op" $(( (twice - once) / calls ))
+done
