@@ -12,8 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 calls="${1:-100000}"
 command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; }
-# The bench profile (opt-level 3, thin LTO), like the criterion bench; no AWS SDK.
-cargo build --profile bench --quiet -p breaker-runtime --no-default-features --features macros --example hot_path_calls
+# The bench profile's opt-level 3 and thin LTO, but one codegen unit: with several, how the
+# compiler splits the crate (and so what it inlines) moves with unrelated edits, and a
+# peer's count with it (failsafe's async call read 83 or 105 in two builds). No AWS SDK.
+CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
+  cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
+  --features macros --example hot_path_calls
 bin=target/release/examples/hot_path_calls
 
 count() { # operation calls -> instructions executed by the whole run
