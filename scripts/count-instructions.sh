@@ -20,15 +20,25 @@ CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
   --features macros --example hot_path_calls
 bin=target/release/examples/hot_path_calls
 
-count() { # operation calls -> instructions executed by the whole run
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$1" "$2" 2>&1 \
+count() { # operation calls [dyn] -> instructions executed by the whole run
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \
     | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
 
-printf '%-16s %s\n' operation "instructions per call"
-for op in baseline breaker-sync failsafe-sync recloser-sync macro-sync hand-written-sync \
-          breaker-async failsafe-async recloser-async macro-async hand-written-async; do
-  once=$(count "$op" "$calls")
-  twice=$(count "$op" $((2 * calls)))
-  printf '%-16s %s\n' "$op" $(( (twice - once) / calls ))
+per_call() { # operation [dyn]
+  local once twice
+  once=$(count "$1" "$calls" ${2:-})
+  twice=$(count "$1" $((2 * calls)) ${2:-})
+  echo $(( (twice - once) / calls ))
+}
+
+# Async futures are counted polled inline (as when awaited inside the caller's async fn,
+# where a CircuitBreaker::call future always is) and through dyn Future (as an executor
+# polls a task; a guarded async fn may be either).
+printf '%-20s %12s %12s\n' operation "inline poll" "dyn poll"
+for op in baseline breaker-sync failsafe-sync recloser-sync macro-sync hand-written-sync; do
+  printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" -
+done
+for op in breaker-async failsafe-async recloser-async macro-async hand-written-async; do
+  printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
 done

@@ -6,10 +6,12 @@
 //!
 //! ```sh
 //! cargo run --release -p breaker-runtime --example hot_path_calls -- breaker-async 100000
+//! cargo run --release -p breaker-runtime --example hot_path_calls -- macro-async 100000 dyn
 //! ```
 //!
 //! Every breaker is configured as in `benches/hot_path.rs`; each call is one
-//! `#[inline(never)]` fn, so every operation pays the same call boundary.
+//! `#[inline(never)]` fn, so every operation pays the same call boundary, and the guarded
+//! fn and its hand-written twin are `#[inline(never)]` too.
 
 use std::future::Future;
 use std::hint::black_box;
@@ -30,13 +32,20 @@ impl From<CircuitBreakerOpenError> for Failure {
     }
 }
 
-/// Polls a future that completes without waiting, through `dyn Future` as an executor
-/// does: its poll is never inlined into the caller, so how much the compiler chose to
-/// inline does not move the count.
-fn ready<F: Future>(future: F) -> F::Output {
+/// Polls a future that completes without waiting: inline (`DYN` false), as when it is
+/// awaited inside the caller's async fn (where a `CircuitBreaker::call` future always is),
+/// or through `dyn Future`, as an executor polls a task (which a guarded async fn can meet),
+/// where its poll is never inlined into the caller.
+fn ready<const DYN: bool, F: Future>(future: F) -> F::Output {
     let mut future = pin!(future);
-    let future: Pin<&mut dyn Future<Output = F::Output>> = black_box(future.as_mut());
-    match future.poll(&mut Context::from_waker(Waker::noop())) {
+    let mut cx = Context::from_waker(Waker::noop());
+    let polled = if DYN {
+        let future: Pin<&mut dyn Future<Output = F::Output>> = black_box(future.as_mut());
+        future.poll(&mut cx)
+    } else {
+        future.as_mut().poll(&mut cx)
+    };
+    match polled {
         Poll::Ready(output) => output,
         Poll::Pending => panic!("the counted future must not wait"),
     }
@@ -52,6 +61,7 @@ fn config() -> CircuitBreakerConfig {
 }
 
 #[breaker_runtime::circuit_breaker(name = "count-sync", config = config(), persistence_store = InMemoryStore::new())]
+#[inline(never)]
 fn guarded_sync(n: u64) -> Result<u64, Failure> {
     Ok(n)
 }
@@ -65,6 +75,7 @@ async fn guarded_async(n: u64) -> Result<u64, Failure> {
 static HAND_WRITTEN: LazyLock<CircuitBreaker> =
     LazyLock::new(|| CircuitBreaker::new("count-hand", Arc::new(InMemoryStore::new()), config()));
 
+#[inline(never)]
 fn hand_written_sync(n: u64) -> Result<u64, Failure> {
     HAND_WRITTEN.call_blocking(|| Ok(n))
 }
@@ -81,9 +92,10 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let (Some(operation), Some(Ok(calls))) = (args.next(), args.next().map(|n| n.parse::<u64>()))
     else {
-        eprintln!("usage: hot_path_calls OPERATION CALLS\noperations: {OPERATIONS}");
+        eprintln!("usage: hot_path_calls OPERATION CALLS [dyn]\noperations: {OPERATIONS}");
         std::process::exit(2);
     };
+    let through_dyn = args.next().as_deref() == Some("dyn");
 
     let breaker = CircuitBreaker::new("count", Arc::new(InMemoryStore::new()), config());
     let failsafe = failsafe::Config::new()
@@ -111,19 +123,24 @@ fn main() {
     let _ = runtime.block_on(guarded_async(0));
     let _ = hand_written_sync(0);
 
-    let call: Box<dyn Fn()> = match operation.as_str() {
-        "baseline" => Box::new(baseline),
-        "breaker-sync" => Box::new(|| breaker_sync(&breaker)),
-        "breaker-async" => Box::new(|| breaker_async(&breaker)),
-        "failsafe-sync" => Box::new(|| failsafe_sync(&failsafe)),
-        "failsafe-async" => Box::new(|| failsafe_async(&failsafe)),
-        "recloser-sync" => Box::new(|| recloser_sync(&sync_recloser)),
-        "recloser-async" => Box::new(|| recloser_async(&async_recloser)),
-        "macro-sync" => Box::new(macro_sync),
-        "macro-async" => Box::new(macro_async),
-        "hand-written-sync" => Box::new(hand_sync),
-        "hand-written-async" => Box::new(hand_async),
-        other => {
+    let call: Box<dyn Fn()> = match (operation.as_str(), through_dyn) {
+        ("baseline", _) => Box::new(baseline),
+        ("breaker-sync", _) => Box::new(|| breaker_sync(&breaker)),
+        ("failsafe-sync", _) => Box::new(|| failsafe_sync(&failsafe)),
+        ("recloser-sync", _) => Box::new(|| recloser_sync(&sync_recloser)),
+        ("macro-sync", _) => Box::new(macro_sync),
+        ("hand-written-sync", _) => Box::new(hand_sync),
+        ("breaker-async", false) => Box::new(|| breaker_async::<false>(&breaker)),
+        ("breaker-async", true) => Box::new(|| breaker_async::<true>(&breaker)),
+        ("failsafe-async", false) => Box::new(|| failsafe_async::<false>(&failsafe)),
+        ("failsafe-async", true) => Box::new(|| failsafe_async::<true>(&failsafe)),
+        ("recloser-async", false) => Box::new(|| recloser_async::<false>(&async_recloser)),
+        ("recloser-async", true) => Box::new(|| recloser_async::<true>(&async_recloser)),
+        ("macro-async", false) => Box::new(macro_async::<false>),
+        ("macro-async", true) => Box::new(macro_async::<true>),
+        ("hand-written-async", false) => Box::new(hand_async::<false>),
+        ("hand-written-async", true) => Box::new(hand_async::<true>),
+        (other, _) => {
             eprintln!("unknown operation {other:?}; operations: {OPERATIONS}");
             std::process::exit(2);
         }
@@ -144,8 +161,8 @@ fn breaker_sync(breaker: &CircuitBreaker) {
 }
 
 #[inline(never)]
-fn breaker_async(breaker: &CircuitBreaker) {
-    let _ = black_box(ready(
+fn breaker_async<const DYN: bool>(breaker: &CircuitBreaker) {
+    let _ = black_box(ready::<DYN, _>(
         breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
     ));
 }
@@ -156,8 +173,8 @@ fn failsafe_sync(breaker: &impl failsafe::CircuitBreaker) {
 }
 
 #[inline(never)]
-fn failsafe_async(breaker: &impl failsafe::futures::CircuitBreaker) {
-    let _ = black_box(ready(
+fn failsafe_async<const DYN: bool>(breaker: &impl failsafe::futures::CircuitBreaker) {
+    let _ = black_box(ready::<DYN, _>(
         breaker.call(async { Ok::<u64, Failure>(black_box(7)) }),
     ));
 }
@@ -168,8 +185,8 @@ fn recloser_sync(breaker: &recloser::Recloser) {
 }
 
 #[inline(never)]
-fn recloser_async(breaker: &recloser::AsyncRecloser) {
-    let _ = black_box(ready(
+fn recloser_async<const DYN: bool>(breaker: &recloser::AsyncRecloser) {
+    let _ = black_box(ready::<DYN, _>(
         breaker.call(async { Ok::<u64, Failure>(black_box(7)) }),
     ));
 }
@@ -180,8 +197,8 @@ fn macro_sync() {
 }
 
 #[inline(never)]
-fn macro_async() {
-    let _ = black_box(ready(guarded_async(black_box(7))));
+fn macro_async<const DYN: bool>() {
+    let _ = black_box(ready::<DYN, _>(guarded_async(black_box(7))));
 }
 
 #[inline(never)]
@@ -190,6 +207,6 @@ fn hand_sync() {
 }
 
 #[inline(never)]
-fn hand_async() {
-    let _ = black_box(ready(hand_written_async(black_box(7))));
+fn hand_async<const DYN: bool>() {
+    let _ = black_box(ready::<DYN, _>(hand_written_async(black_box(7))));
 }
