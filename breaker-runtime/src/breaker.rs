@@ -665,7 +665,7 @@ impl Inner {
             let slow = self.lock();
             (self.admission(&slow, now), slow.record.clone())
         };
-        let election = match admission {
+        match admission {
             Admission::Run => {
                 return Ok(Permit {
                     inner: self,
@@ -673,23 +673,27 @@ impl Inner {
                 });
             }
             Admission::Reject => return Err(self.info_of(&record)),
-            Admission::Probe | Admission::Elect(_) if !self.claim_probe() => {
-                return Err(self.info_of(&record));
-            }
-            Admission::Probe => {
-                return Ok(Permit {
-                    inner: self,
-                    kind: PermitKind::Probe,
-                });
-            }
+            Admission::Probe | Admission::Elect(_) => {}
+        }
+        let Some(slot) = self.claim_probe() else {
+            return Err(self.info_of(&record));
+        };
+        let election = match admission {
             Admission::Elect(election) => election,
+            _ => return Ok(slot.into_permit()),
         };
         let reply = self.store(StoreOp::Elect(election.clone())).await;
         let (believed, won) = {
             let mut slow = self.lock();
             let base = slow.record.clone();
             // If the store does not answer, this environment probes on its own authority.
-            let won = self.settle(&mut slow, &base, Write::Elect(&election), reply, now);
+            let won = self.settle(&mut slow, &base, Write::Elect(&election), reply, now)
+                // Lost to a record naming this environment the owner: an election of ours
+                // landed earlier but its reply never came back (a cancelled call, a timeout).
+                || matches!(
+                    machine::admit(&slow.record, environment::id(), now, &self.policy, false),
+                    Admission::Probe
+                );
             if won {
                 slow.probe_successes = 0;
             }
@@ -697,12 +701,9 @@ impl Inner {
         };
         if won {
             self.fire(record.state, CircuitState::HalfOpen, believed.opened_at);
-            return Ok(Permit {
-                inner: self,
-                kind: PermitKind::Probe,
-            });
+            return Ok(slot.into_permit());
         }
-        self.release_probe();
+        drop(slot);
         match believed.state {
             CircuitState::Closed => Ok(Permit {
                 inner: self,
@@ -747,10 +748,14 @@ impl Inner {
         committed
     }
 
-    fn claim_probe(&self) -> bool {
+    /// This process's one probe slot, if no other call holds it.
+    fn claim_probe(&self) -> Option<ProbeSlot<'_>> {
         self.probe_in_flight
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+            // `then`, not `then_some`: a slot built and dropped on a failed claim would
+            // release the slot its holder still uses.
+            .then(|| ProbeSlot(self))
     }
 
     fn release_probe(&self) {
@@ -852,6 +857,28 @@ impl Inner {
 }
 
 /// Clears a flag when dropped, so a cancelled reader does not block refreshes forever.
+/// A claimed probe slot, released when dropped (a lost election, or a call cancelled while
+/// its election is written) unless it becomes a probe's [`Permit`], which releases it when
+/// the probe ends.
+struct ProbeSlot<'a>(&'a Inner);
+
+impl<'a> ProbeSlot<'a> {
+    fn into_permit(self) -> Permit<'a> {
+        let inner = self.0;
+        std::mem::forget(self);
+        Permit {
+            inner,
+            kind: PermitKind::Probe,
+        }
+    }
+}
+
+impl Drop for ProbeSlot<'_> {
+    fn drop(&mut self) {
+        self.0.release_probe();
+    }
+}
+
 struct ClearOnDrop<'a>(&'a AtomicBool);
 
 impl Drop for ClearOnDrop<'_> {

@@ -76,11 +76,20 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        if let Some(Slow::Recording(..)) = this.slow.as_deref() {
-            return poll_recording(this.slow, cx).map(Ok);
-        }
+        let admitting = match this.slow.as_deref() {
+            Some(Slow::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
+            Some(Slow::Admitting(_)) => true,
+            None => false,
+        };
         let permit = if let Some(make) = this.make.take() {
-            let permit = match this.breaker.fast_permit() {
+            // A slow admission under way is seen through, even if the cache has meanwhile
+            // turned fresh: it may hold the probe slot, which only it releases.
+            let fast = if admitting {
+                None
+            } else {
+                this.breaker.fast_permit()
+            };
+            let permit = match fast {
                 Some(permit) => permit,
                 None => match admit_slow(this.breaker, this.slow, cx) {
                     Poll::Pending => {

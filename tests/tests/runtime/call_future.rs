@@ -162,3 +162,57 @@ async fn a_cancelled_closed_call_counts_as_nothing() {
         "the breaker still works"
     );
 }
+
+#[tokio::test]
+async fn a_call_cancelled_while_its_election_is_written_leaves_the_probe_to_the_next_call() {
+    use breaker_tests::stores::{Behaviour, ScriptedStore};
+    let clock = ManualClock::new();
+    let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(1)
+        .success_threshold(1)
+        .recovery_timeout(Duration::from_secs(30))
+        .local_cache_max_age(Duration::from_secs(5))
+        .store_timeout(Duration::from_secs(600))
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
+    let breaker = CircuitBreaker::new("svc", store.clone(), config);
+    fail(&breaker).await;
+    clock.advance(Duration::from_secs(30));
+    breaker.info().await; // a fresh cache: the next call goes straight to the election
+
+    // The scripted store applies the election and never answers: the write landed and its
+    // reply is lost, as a DynamoDB response can be. The call is cancelled meanwhile.
+    store.set(Behaviour::Hanging);
+    let writes = store.writes();
+    {
+        let mut electing = pin!(breaker.call(|| async { Ok::<(), Error>(()) }));
+        for _ in 0..1_000 {
+            assert!(poll_once(electing.as_mut()).is_pending());
+            if store.writes() > writes {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+        assert_eq!(
+            store.writes(),
+            writes + 1,
+            "the election write is under way"
+        );
+    } // Cancelled while the store holds the election.
+
+    // The next call claims the probe slot the cancelled one held, finds its own environment
+    // named as the owner, and probes.
+    store.set(Behaviour::Healthy);
+    let entered = AtomicUsize::new(0);
+    let next = breaker
+        .call(|| async {
+            entered.fetch_add(1, Ordering::SeqCst);
+            Ok::<(), Error>(())
+        })
+        .await;
+    assert!(next.is_ok(), "the next call may elect and probe: {next:?}");
+    assert_eq!(entered.load(Ordering::SeqCst), 1);
+    assert_eq!(breaker.state(), CircuitState::Closed);
+}
