@@ -856,7 +856,6 @@ impl Inner {
     }
 }
 
-/// Clears a flag when dropped, so a cancelled reader does not block refreshes forever.
 /// A claimed probe slot, released when dropped (a lost election, or a call cancelled while
 /// its election is written) unless it becomes a probe's [`Permit`], which releases it when
 /// the probe ends.
@@ -879,6 +878,7 @@ impl Drop for ProbeSlot<'_> {
     }
 }
 
+/// Clears a flag when dropped, so a cancelled reader does not block refreshes forever.
 struct ClearOnDrop<'a>(&'a AtomicBool);
 
 impl Drop for ClearOnDrop<'_> {
