@@ -296,18 +296,15 @@ impl CircuitBreaker {
         self.inner.info()
     }
 
-    /// Asks to run one call. `Err` carries what a rejection reports.
+    /// Asks to run one call once [`fast_permit`](Self::fast_permit) said no. `Err` carries
+    /// what a rejection reports.
     ///
-    /// Not an `async fn`: the closed path is decided here, inline in the caller, and the
-    /// returned future is ready at once; only the slow path is a (boxed) future.
+    /// Not an `async fn`: a rejection from the cached record is ready at once; only the slow
+    /// path is a (boxed) future. (Called first, it still decides right, by the slow path.)
     #[doc(hidden)]
-    #[inline]
     pub fn acquire(&self) -> Acquire<'_> {
-        if let Some(permit) = self.inner.fast_permit() {
-            return Acquire::Ready(Some(Ok(permit)));
-        }
         match self.inner.reject_from_cache() {
-            Some(circuit) => Acquire::Ready(Some(Err(circuit))),
+            Some(circuit) => Acquire::Rejected(Some(circuit)),
             None => Acquire::Slow(Box::pin(self.inner.acquire_slow())),
         }
     }
@@ -335,7 +332,7 @@ impl CircuitBreaker {
 }
 
 impl<'a> Permit<'a> {
-    /// Reports how the admitted call ended. Like [`CircuitBreaker::acquire`], the closed
+    /// Reports how the admitted call ended. Like [`CircuitBreaker::fast_permit`], the closed
     /// path completes inline; only a transition (trip, probe outcome) is a boxed future.
     #[inline]
     pub fn finish(mut self, outcome: Outcome) -> Finish<'a> {
@@ -391,12 +388,12 @@ impl<'a> Permit<'a> {
     }
 }
 
-/// The future of [`CircuitBreaker::acquire`]: ready at once on the closed path.
+/// The future of [`CircuitBreaker::acquire`]: ready at once when the cache rejects.
 #[doc(hidden)]
 #[must_use = "futures do nothing unless awaited"]
 pub enum Acquire<'a> {
-    /// Decided inline: admitted, or rejected from the cached record.
-    Ready(Option<Result<Permit<'a>, CircuitInfo>>),
+    /// Rejected from the cached record, decided inline.
+    Rejected(Option<CircuitInfo>),
     /// The slow path: cache refresh, election.
     Slow(Pin<Box<dyn Future<Output = Result<Permit<'a>, CircuitInfo>> + Send + 'a>>),
 }
@@ -404,7 +401,7 @@ pub enum Acquire<'a> {
 impl fmt::Debug for Acquire<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Self::Ready(_) => "Acquire::Ready",
+            Self::Rejected(_) => "Acquire::Rejected",
             Self::Slow(_) => "Acquire::Slow",
         })
     }
@@ -416,9 +413,9 @@ impl<'a> Future for Acquire<'a> {
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.get_mut() {
-            Self::Ready(decision) => {
-                Poll::Ready(decision.take().expect("Acquire polled after completion"))
-            }
+            Self::Rejected(circuit) => Poll::Ready(Err(circuit
+                .take()
+                .expect("Acquire polled after completion"))),
             Self::Slow(slow) => slow.as_mut().poll(cx),
         }
     }

@@ -174,8 +174,8 @@ fn admit_slow<'a, O>(
     let pending = match slow.as_deref_mut() {
         Some(Slow::Admitting(pending)) => pending,
         _ => match breaker.acquire() {
-            Acquire::Ready(decision) => {
-                return Poll::Ready(decision.expect("a new Acquire holds its decision"));
+            Acquire::Rejected(circuit) => {
+                return Poll::Ready(Err(circuit.expect("a new Acquire holds its rejection")));
             }
             pending => match &mut **slow.insert(Box::new(Slow::Admitting(pending))) {
                 Slow::Admitting(pending) => pending,
