@@ -11,14 +11,14 @@ use crate::shape::{Kind, Shape};
 use crate::validate::{ConfigSource, Counts, Options};
 
 /// Everything the expansion of one fn needs.
-pub(crate) struct Guard<'a> {
+pub(crate) struct Expansion<'a> {
     pub(crate) options: &'a Options,
     pub(crate) shape: Shape,
     /// The arguments to pass to `on_circuit_open`, when it is set.
     pub(crate) callback_args: Vec<TokenStream>,
 }
 
-impl Guard<'_> {
+impl Expansion<'_> {
     pub(crate) fn expand(self, item: ItemFn) -> TokenStream {
         let ItemFn {
             attrs,
@@ -119,7 +119,7 @@ impl Guard<'_> {
         let outcome = self.outcome(true);
         let rejected = self.rejected(true);
         quote! {
-            match #private::guard(
+            match #private::guarded_call(
                 __breaker_circuit,
                 move || #future,
                 |__breaker_result| #outcome,
@@ -132,16 +132,17 @@ impl Guard<'_> {
 
     /// Asks the circuit for a permit; a rejection returns the callback's value or the error.
     fn admit(&self, is_async: bool) -> TokenStream {
+        let private = self.private();
         let acquire = if is_async {
             // The closed path is decided inline; only the rest awaits the slow path.
-            quote!(match __breaker_circuit.fast_permit() {
+            quote!(match #private::fast_permit(__breaker_circuit) {
                 ::core::option::Option::Some(__breaker_permit) => {
                     ::core::result::Result::Ok(__breaker_permit)
                 }
-                ::core::option::Option::None => __breaker_circuit.acquire().await,
+                ::core::option::Option::None => #private::request_permit(__breaker_circuit).await,
             })
         } else {
-            quote!(__breaker_circuit.acquire_blocking())
+            quote!(#private::request_permit_blocking(__breaker_circuit))
         };
         let rejected = self.rejected(is_async);
         quote! {
@@ -216,11 +217,11 @@ impl Guard<'_> {
         quote! {
             match #caught {
                 ::core::result::Result::Ok(__breaker_result) => {
-                    __breaker_permit.finish_blocking(#outcome);
+                    __breaker_permit.record_blocking(#outcome);
                     __breaker_result
                 }
                 ::core::result::Result::Err(__breaker_panic) => {
-                    __breaker_permit.finish_blocking(#private::Outcome::Failure);
+                    __breaker_permit.record_blocking(#private::Outcome::Failure);
                     ::std::panic::resume_unwind(__breaker_panic)
                 }
             }
@@ -231,7 +232,7 @@ impl Guard<'_> {
         let private = self.private();
         let outcome = self.outcome(true);
         quote! {
-            #private::run(__breaker_permit, #future, |__breaker_result| #outcome).await
+            #private::run_admitted(__breaker_permit, #future, |__breaker_result| #outcome).await
         }
     }
 }

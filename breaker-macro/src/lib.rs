@@ -2,7 +2,7 @@
 //! which documents every key.
 //!
 //! Three steps, one module each: [`parse`] reads `key = value` pairs, [`validate`] checks
-//! them against the design's rules, [`expand`] wraps the fn body. On any error the
+//! them against the attribute's documented rules, [`expand`] wraps the fn body. On any error the
 //! original item is emitted unchanged next to the error, so the rest of the crate (and the
 //! IDE) keeps working.
 #![forbid(unsafe_code)]
@@ -16,7 +16,7 @@ use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
 use quote::ToTokens;
 
-use crate::expand::Guard;
+use crate::expand::Expansion;
 use crate::parse::AttributeArgs;
 use crate::shape::{Shape, callback_arguments};
 use crate::validate::Options;
@@ -44,12 +44,12 @@ fn guard(args: TokenStream2, item: TokenStream2) -> syn::Result<TokenStream2> {
         None => Vec::new(),
     };
     let shape = Shape::of(&item.sig, &item.block);
-    let guard = Guard {
+    let expansion = Expansion {
         options: &options,
         shape,
         callback_args,
     };
-    Ok(guard.expand(item))
+    Ok(expansion.expand(item))
 }
 
 /// The item as a fn with a body, or an error at the item's keyword.

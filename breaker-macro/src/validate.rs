@@ -1,5 +1,5 @@
 //! Validation: turns the parsed `key = value` pairs into [`Options`], checking every rule of
-//! the design table at compile time, each error pointing at the user's offending token.
+//! breaker-runtime's `attribute_docs.md` ("Compile-time checks"), each error at the user's token.
 
 use syn::spanned::Spanned;
 use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitInt, LitStr, Path, UnOp};

@@ -29,7 +29,7 @@ mod environment;
 mod error;
 mod machine;
 mod state;
-mod store_call;
+mod store_runtime;
 
 pub mod emf;
 pub mod store;

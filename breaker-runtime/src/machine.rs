@@ -1,9 +1,10 @@
 //! The circuit's state machine as pure data: given the shared record, what this
-//! environment knows locally and `now`, it returns the decision and the store write to make.
-//! No clock, lock, async or SDK type in here; `breaker` combines it with the store.
+//! environment knows locally and `now`, it returns the decision and the [`Transition`] to
+//! write, and after the store answered, what to believe. No clock, lock, async or SDK type
+//! in here; `breaker` combines it with the store.
 
 use crate::CircuitState;
-use crate::store::{CircuitRecord, Close, ProbeElection, Reopen, Trip, WriteOutcome};
+use crate::store::{CircuitRecord, Transition, WriteOutcome};
 
 /// Seconds added to every write's TTL beyond the recovery timeout.
 const TTL_GRACE_SECS: u64 = 3600;
@@ -28,7 +29,7 @@ pub(crate) enum Admission {
     /// The circuit is open (or someone else probes): do not run it.
     Reject,
     /// Recovery elapsed: try to win the probe election with this write, then probe.
-    Elect(ProbeElection),
+    Elect(Transition),
     /// This environment owns the probe: run the call as a probe.
     Probe,
 }
@@ -44,24 +45,18 @@ pub enum Outcome {
     Ignored,
 }
 
-/// What follows a probe's outcome.
+/// What this environment believes after a transition write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum ProbeStep {
-    /// Stay half-open; the next call probes again.
-    Continue,
-    /// Enough successes: close, conditional on ownership.
-    Close(Close),
-    /// The probe failed: reopen, conditional on ownership.
-    Reopen(Reopen),
-}
-
-/// A store write the machine asked for, to learn what record follows it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Write<'a> {
-    Trip(&'a Trip),
-    Elect(&'a ProbeElection),
-    Close,
-    Reopen(&'a Reopen),
+pub(crate) struct Settled {
+    /// The record to adopt.
+    pub(crate) record: CircuitRecord,
+    /// The transition counts as this environment's: it won, or (store down) it was applied
+    /// locally, or an election of ours had landed before.
+    pub(crate) committed: bool,
+    /// The store said the write won: the record is as fresh as a read.
+    pub(crate) won: bool,
+    /// The store did not answer: the environment carries on alone until it reads again.
+    pub(crate) standalone: bool,
 }
 
 fn secs(millis: u64) -> u64 {
@@ -86,8 +81,8 @@ fn lease_live(record: &CircuitRecord, now_millis: u64) -> bool {
         .is_some_and(|lease| secs(now_millis) <= lease)
 }
 
-fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) -> ProbeElection {
-    ProbeElection {
+fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) -> Transition {
+    Transition::Elect {
         owner: me.to_owned(),
         expected_opened_at: record.opened_at,
         now: secs(now_millis),
@@ -120,35 +115,38 @@ pub(crate) fn admit(
     }
 }
 
-/// After a counted failure while closed: trip once `consecutive_failures` reaches the threshold.
-pub(crate) fn on_closed_failure(
-    consecutive_failures: u32,
-    now_millis: u64,
-    policy: &Policy,
-) -> Option<Trip> {
-    (consecutive_failures >= policy.failure_threshold).then(|| Trip {
+/// Whether `consecutive_failures` counted failures while closed trip the circuit.
+#[inline]
+pub(crate) fn trips(consecutive_failures: u32, policy: &Policy) -> bool {
+    consecutive_failures >= policy.failure_threshold
+}
+
+/// The trip after `consecutive_failures` failures; only once [`trips`] says so.
+pub(crate) fn trip(consecutive_failures: u32, now_millis: u64, policy: &Policy) -> Transition {
+    Transition::Trip {
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
         expiration: expiration(now_millis, policy),
-    })
+    }
 }
 
-/// After a probe ended. `successes` counts consecutive probe successes including this one.
+/// After a probe ended: the close or reopen to write, or `None` to stay half-open (the next
+/// call probes again). `successes` counts consecutive probe successes including this one.
 pub(crate) fn on_probe_outcome(
     outcome: Outcome,
     successes: u32,
     me: &str,
     now_millis: u64,
     policy: &Policy,
-) -> ProbeStep {
+) -> Option<Transition> {
     match outcome {
-        Outcome::Ignored => ProbeStep::Continue,
-        Outcome::Success if successes < policy.success_threshold => ProbeStep::Continue,
-        Outcome::Success => ProbeStep::Close(Close {
+        Outcome::Ignored => None,
+        Outcome::Success if successes < policy.success_threshold => None,
+        Outcome::Success => Some(Transition::Close {
             owner: me.to_owned(),
             expiration: expiration(now_millis, policy),
         }),
-        Outcome::Failure => ProbeStep::Reopen(Reopen {
+        Outcome::Failure => Some(Transition::Reopen {
             owner: me.to_owned(),
             opened_at: secs(now_millis),
             failure_count: 1,
@@ -157,43 +155,42 @@ pub(crate) fn on_probe_outcome(
     }
 }
 
-/// The record this environment should believe after a write: the written one if it won,
-/// the one that beat it if it lost. `current` is the record the write was based on.
-pub(crate) fn after_write(
-    current: &CircuitRecord,
-    write: Write<'_>,
-    outcome: WriteOutcome,
-) -> CircuitRecord {
-    match outcome {
-        WriteOutcome::Won => applied(current, write),
-        WriteOutcome::Lost(record) => record.unwrap_or_default(),
-    }
-}
-
-/// The record a won write leaves behind (also used when the store is down and the
-/// environment carries on alone).
-pub(crate) fn applied(current: &CircuitRecord, write: Write<'_>) -> CircuitRecord {
-    match write {
-        Write::Trip(trip) => CircuitRecord {
-            state: CircuitState::Open,
-            failure_count: trip.failure_count,
-            opened_at: Some(trip.opened_at),
-            half_open_owner: None,
-            probe_lease_expiry: None,
+/// What to believe after writing `transition` from `base`: the written record if it won,
+/// the one that beat it if it lost; `None` (the store did not answer) applies the write
+/// locally and the environment carries on alone.
+pub(crate) fn settle(
+    base: &CircuitRecord,
+    transition: &Transition,
+    reply: Option<WriteOutcome>,
+    me: &str,
+    now_millis: u64,
+    policy: &Policy,
+) -> Settled {
+    match reply {
+        Some(WriteOutcome::Won) => Settled {
+            record: transition.applied_to(Some(base)),
+            committed: true,
+            won: true,
+            standalone: false,
         },
-        Write::Elect(election) => CircuitRecord {
-            state: CircuitState::HalfOpen,
-            half_open_owner: Some(election.owner.clone()),
-            probe_lease_expiry: Some(election.lease_expiry),
-            ..current.clone()
-        },
-        Write::Close => CircuitRecord::closed(),
-        Write::Reopen(reopen) => CircuitRecord {
-            state: CircuitState::Open,
-            failure_count: reopen.failure_count,
-            opened_at: Some(reopen.opened_at),
-            half_open_owner: None,
-            probe_lease_expiry: None,
+        Some(WriteOutcome::Lost(current)) => {
+            let record = current.unwrap_or_default();
+            // An election lost to a record naming this environment the owner: an election of
+            // ours landed earlier but its reply never came back (a cancelled call, a timeout).
+            let own_landed = matches!(transition, Transition::Elect { .. })
+                && admit(&record, me, now_millis, policy, false) == Admission::Probe;
+            Settled {
+                record,
+                committed: own_landed,
+                won: false,
+                standalone: false,
+            }
+        }
+        None => Settled {
+            record: transition.applied_to(Some(base)),
+            committed: true,
+            won: false,
+            standalone: true,
         },
     }
 }

@@ -9,10 +9,13 @@ use std::any::Any;
 use std::collections::HashMap;
 use std::future::{Future, IntoFuture, Ready};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
 use std::time::Duration;
 
-pub use crate::breaker::{CircuitBreaker, Guard, Permit, Run, classify, guard, run};
+pub use crate::breaker::{
+    CircuitBreaker, GuardedCall, Permit, PermitRequest, Recording, RunAdmitted, classify,
+    fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
+};
 pub use crate::default_store::default_store;
 pub use crate::machine::Outcome;
 use crate::store::StateStore;
@@ -21,20 +24,14 @@ pub use crate::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, Circ
 // ---------------------------------------------------------------------------------------
 // One circuit per (name, store), shared by every call site that names it.
 
-type Hooks = Arc<RwLock<Vec<fn(CircuitTransition)>>>;
-
-struct Registered {
-    breaker: CircuitBreaker,
-    hooks: Hooks,
-}
-
 /// Keyed by name and the store's address: the entry keeps the store alive, so an address
 /// is never reused while its key exists.
-static REGISTRY: LazyLock<Mutex<HashMap<(&'static str, usize), Registered>>> =
+static REGISTRY: LazyLock<Mutex<HashMap<(&'static str, usize), CircuitBreaker>>> =
     LazyLock::new(Mutex::default);
 
 /// The circuit of a call site, created by the first call site that names it with this
-/// store. Later call sites share it (their `config` is not used) and add their hook.
+/// store. Later call sites share it (their `config` is not used) and add their hook to the
+/// circuit's list.
 pub fn circuit(
     name: &'static str,
     store: Arc<dyn StateStore>,
@@ -42,33 +39,15 @@ pub fn circuit(
     on_transition: Option<fn(CircuitTransition)>,
 ) -> CircuitBreaker {
     let key = (name, Arc::as_ptr(&store).cast::<()>().addr());
-    let mut registry = REGISTRY.lock().unwrap_or_else(PoisonError::into_inner);
-    let entry = registry.entry(key).or_insert_with(|| {
-        let hooks = Hooks::default();
-        let dispatch = Arc::clone(&hooks);
-        let breaker = CircuitBreaker::new(name, store, config)
-            .with_on_transition(move |transition| run_hooks(&dispatch, transition));
-        Registered { breaker, hooks }
-    });
-    if let Some(hook) = on_transition {
-        entry
-            .hooks
-            .write()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(hook);
-    }
-    entry.breaker.clone()
-}
-
-/// Runs every call site's hook; a panicking hook is logged and the others still run.
-fn run_hooks(hooks: &Hooks, transition: CircuitTransition) {
-    // Copied so no lock is held while user code runs.
-    let hooks = hooks.read().unwrap_or_else(PoisonError::into_inner).clone();
-    for hook in hooks {
-        let transition = transition.clone();
-        if catch_unwind(|| hook(transition)).is_err() {
-            tracing::error!("on_transition hook panicked; the transition stands");
-        }
+    let breaker = REGISTRY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .entry(key)
+        .or_insert_with(|| CircuitBreaker::new(name, store, config))
+        .clone();
+    match on_transition {
+        Some(hook) => breaker.with_on_transition(hook),
+        None => breaker,
     }
 }
 

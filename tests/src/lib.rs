@@ -1,6 +1,5 @@
 //! Shared support for the workspace-level tests: local services, fault proxy, helpers.
 
-pub mod contract;
 pub mod dynalite;
 pub mod fault_proxy;
 pub mod fleet;

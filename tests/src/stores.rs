@@ -4,8 +4,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
-    CircuitRecord, Close, InMemoryStore, ProbeElection, Reopen, StateStore, StoreError,
-    StoreFuture, Trip, WriteOutcome,
+    CircuitRecord, InMemoryStore, StateStore, StoreError, StoreFuture, Transition, WriteOutcome,
 };
 
 /// What a [`ScriptedStore`] does with each call.
@@ -85,32 +84,12 @@ impl StateStore for ScriptedStore {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.behave(self.inner.read(circuit))
     }
-    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.trip(circuit, trip))
-    }
-    fn elect_probe<'a>(
+    fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        election: &'a ProbeElection,
+        transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.elect_probe(circuit, election))
-    }
-    fn close_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        close: &'a Close,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.close_if_owner(circuit, close))
-    }
-    fn reopen_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        reopen: &'a Reopen,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.reopen_if_owner(circuit, reopen))
+        self.behave(self.inner.apply(circuit, transition))
     }
 }

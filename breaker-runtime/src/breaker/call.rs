@@ -1,35 +1,30 @@
-//! The futures of a whole call: admission, decided inline on the first poll when the cache
-//! allows, then the caller's future, run as [`super::run`] describes. [`Guard`] reports a
-//! rejection as the circuit's [`CircuitInfo`] (the attribute's expansion turns it into the
-//! callback's value or the error); [`CallWith`] turns it into the caller's error type.
+//! The future of a whole guarded call: admission, decided inline on the first poll when the
+//! cache allows, then the caller's future, run as [`super::phase`] describes.
+//! [`GuardedCall`] reports a rejection as the circuit's [`CircuitInfo`] (the attribute's
+//! expansion turns it into the callback's value or the error); [`CallWith`] turns it into
+//! the caller's error type.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use super::run::{
-    CatchUnwind, Classify, ErrorsThat, Slow, SlowSlot, catch_unwind_future, finish, poll_admitted,
-    poll_recording,
-};
-use super::{Acquire, CircuitBreaker, Permit};
+use super::CircuitBreaker;
+use super::admitted::{Classify, ErrorsThat};
+use super::permit::{Permit, PermitRequest, fast_permit, request_permit};
+use super::phase::{Phase, PhaseOwned, PhaseProj};
 use crate::machine::Outcome;
 use crate::{CircuitBreakerOpenError, CircuitInfo};
 
 pin_project_lite::pin_project! {
-    /// The future of [`guard`].
+    /// The future of [`guarded_call`].
     #[doc(hidden)]
     #[must_use = "futures do nothing unless awaited"]
-    pub struct Guard<'a, F, Fut, C, O> {
+    pub struct GuardedCall<'a, F, Fut, C, O> {
         breaker: &'a CircuitBreaker,
         classify: C,
-        // Some until admitted: `make` has not run before.
-        make: Option<F>,
-        // Some while the caller's future runs: it admitted `running`.
-        permit: Option<Permit<'a>>,
-        slow: SlowSlot<'a, O>,
         #[pin]
-        running: Option<CatchUnwind<Fut>>,
+        phase: Phase<'a, F, Fut, O>,
     }
 }
 
@@ -37,35 +32,32 @@ pin_project_lite::pin_project! {
 /// counts. A rejection is `Err` with what it reports; nothing runs before the first poll.
 #[doc(hidden)]
 #[inline]
-pub fn guard<'a, F, Fut, C>(
+pub fn guarded_call<'a, F, Fut, C>(
     breaker: &'a CircuitBreaker,
     make: F,
     classify: C,
-) -> Guard<'a, F, Fut, C, Fut::Output>
+) -> GuardedCall<'a, F, Fut, C, Fut::Output>
 where
     F: FnOnce() -> Fut,
     Fut: Future,
     // An `Fn` bound, not `Classify`, so a closure's argument type is inferred.
     C: Fn(&Fut::Output) -> Outcome,
 {
-    Guard::new(breaker, make, classify)
+    GuardedCall::new(breaker, make, classify)
 }
 
-impl<'a, F, Fut, C, O> Guard<'a, F, Fut, C, O> {
+impl<'a, F, Fut, C, O> GuardedCall<'a, F, Fut, C, O> {
     #[inline]
     fn new(breaker: &'a CircuitBreaker, make: F, classify: C) -> Self {
         Self {
             breaker,
             classify,
-            make: Some(make),
-            permit: None,
-            slow: None,
-            running: None,
+            phase: Phase::Start { make },
         }
     }
 }
 
-impl<F, Fut, C> Future for Guard<'_, F, Fut, C, Fut::Output>
+impl<F, Fut, C> Future for GuardedCall<'_, F, Fut, C, Fut::Output>
 where
     F: FnOnce() -> Fut,
     Fut: Future,
@@ -76,63 +68,79 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let admitting = match this.slow.as_deref() {
-            Some(Slow::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
-            Some(Slow::Admitting(_)) => true,
-            None => false,
-        };
-        let permit = if let Some(make) = this.make.take() {
-            // A slow admission under way is seen through, even if the cache has meanwhile
+        let admitted = match this.phase.as_mut().project() {
+            PhaseProj::Start { .. } => match fast_permit(this.breaker) {
+                Some(permit) => Ok(permit),
+                None => ready!(admit_slow(this.phase.as_mut(), this.breaker, cx)),
+            },
+            // An admission under way is seen through, even if the cache has meanwhile
             // turned fresh: it may hold the probe slot, which only it releases.
-            let fast = if admitting {
-                None
-            } else {
-                this.breaker.fast_permit()
-            };
-            let permit = match fast {
-                Some(permit) => permit,
-                None => match admit_slow(this.breaker, this.slow, cx) {
-                    Poll::Pending => {
-                        *this.make = Some(make);
-                        return Poll::Pending;
-                    }
-                    Poll::Ready(Ok(permit)) => permit,
-                    Poll::Ready(Err(circuit)) => return Poll::Ready(Err(circuit)),
-                },
-            };
-            // A panic in `make` itself counts like a panic while polling.
-            match catch_unwind(AssertUnwindSafe(make)) {
-                Ok(future) => this.running.set(Some(catch_unwind_future(future))),
-                Err(panic) => {
-                    return finish(this.slow, permit, Err(panic), &*this.classify, cx).map(Ok);
-                }
+            PhaseProj::Admitting { .. } => {
+                ready!(admit_slow(this.phase.as_mut(), this.breaker, cx))
             }
-            permit
-        } else {
-            match this.permit.take() {
-                Some(permit) => permit,
-                None => panic!("a circuit breaker call polled after completion"),
-            }
+            _ => return this.phase.poll_admitted(&*this.classify, cx).map(Ok),
         };
-        poll_admitted(
-            this.running,
-            this.permit,
-            this.slow,
-            &*this.classify,
-            permit,
-            cx,
-        )
-        .map(Ok)
+        let permit = match admitted {
+            Ok(permit) => permit,
+            Err(info) => return Poll::Ready(Err(info)),
+        };
+        let make = match this.phase.as_mut().project_replace(Phase::Done) {
+            PhaseOwned::Start { make } | PhaseOwned::Admitting { make, .. } => make,
+            _ => unreachable!("matched Start or Admitting above"),
+        };
+        // A panic in `make` itself counts like a panic while polling.
+        match catch_unwind(AssertUnwindSafe(make)) {
+            Ok(future) => this.phase.set(Phase::running(permit, future)),
+            Err(panic) => {
+                return this
+                    .phase
+                    .complete(permit, Err(panic), &*this.classify, cx)
+                    .map(Ok);
+            }
+        }
+        this.phase.poll_admitted(&*this.classify, cx).map(Ok)
     }
 }
 
+/// Admission when the cache cannot decide alone: a rejection from the cached record, or the
+/// slow path (store read, probe election), polled until it decides. Leaves the phase
+/// `Admitting` (with `make`) until then, and `Done` after a rejection.
+#[inline(never)]
+fn admit_slow<'a, F, Fut, O>(
+    mut phase: Pin<&mut Phase<'a, F, Fut, O>>,
+    breaker: &'a CircuitBreaker,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Permit<'a>, CircuitInfo>> {
+    if let PhaseProj::Start { .. } = phase.as_mut().project() {
+        let request = match request_permit(breaker) {
+            PermitRequest::Rejected(Some(info)) => {
+                phase.set(Phase::Done);
+                return Poll::Ready(Err(info));
+            }
+            request => request,
+        };
+        let PhaseOwned::Start { make } = phase.as_mut().project_replace(Phase::Done) else {
+            unreachable!("matched Start above");
+        };
+        phase.set(Phase::Admitting { make, request });
+    }
+    let PhaseProj::Admitting { request, .. } = phase.as_mut().project() else {
+        unreachable!("only called in Start or Admitting");
+    };
+    let decision = ready!(Pin::new(request).poll(cx));
+    if decision.is_err() {
+        phase.set(Phase::Done);
+    }
+    Poll::Ready(decision)
+}
+
 pin_project_lite::pin_project! {
-    /// The future of [`CircuitBreaker::call_with`]: a [`Guard`] whose rejection is the
-    /// caller's error.
+    /// The future of [`CircuitBreaker::call_with`]: a [`GuardedCall`] whose rejection is
+    /// the caller's error.
     #[must_use = "futures do nothing unless awaited"]
     pub(super) struct CallWith<'a, F, Fut, C, O> {
         #[pin]
-        guard: Guard<'a, F, Fut, ErrorsThat<C>, O>,
+        call: GuardedCall<'a, F, Fut, ErrorsThat<C>, O>,
     }
 }
 
@@ -140,7 +148,7 @@ impl<'a, F, Fut, C, O> CallWith<'a, F, Fut, C, O> {
     #[inline]
     pub(super) fn new(breaker: &'a CircuitBreaker, counts: C, make: F) -> Self {
         Self {
-            guard: Guard::new(breaker, make, ErrorsThat(counts)),
+            call: GuardedCall::new(breaker, make, ErrorsThat(counts)),
         }
     }
 }
@@ -156,34 +164,9 @@ where
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        Poll::Ready(match ready!(self.project().guard.poll(cx)) {
+        Poll::Ready(match ready!(self.project().call.poll(cx)) {
             Ok(output) => output,
             Err(circuit) => Err(CircuitBreakerOpenError { circuit }.into()),
         })
     }
-}
-
-/// Admission when the cache cannot decide alone: a rejection from the cached record, or the
-/// slow path (store read, probe election), polled until it decides.
-#[inline(never)]
-fn admit_slow<'a, O>(
-    breaker: &'a CircuitBreaker,
-    slow: &mut SlowSlot<'a, O>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<Permit<'a>, CircuitInfo>> {
-    let pending = match slow.as_deref_mut() {
-        Some(Slow::Admitting(pending)) => pending,
-        _ => match breaker.acquire() {
-            Acquire::Rejected(circuit) => {
-                return Poll::Ready(Err(circuit.expect("a new Acquire holds its rejection")));
-            }
-            pending => match &mut **slow.insert(Box::new(Slow::Admitting(pending))) {
-                Slow::Admitting(pending) => pending,
-                Slow::Recording(..) => unreachable!("just inserted"),
-            },
-        },
-    };
-    let decision = ready!(Pin::new(pending).poll(cx));
-    *slow = None;
-    Poll::Ready(decision)
 }

@@ -36,8 +36,8 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
     }
 }
 
-fn election_at(now: u64, expected_opened_at: Option<u64>) -> ProbeElection {
-    ProbeElection {
+fn election_at(now: u64, expected_opened_at: Option<u64>) -> Transition {
+    Transition::Elect {
         owner: ME.into(),
         expected_opened_at,
         now: now / 1000,
@@ -154,21 +154,25 @@ fn jitter_delays_recovery() {
 
 #[test]
 fn closed_failures_trip_at_the_threshold() {
-    assert_eq!(on_closed_failure(1, T0, &policy()), None);
-    assert_eq!(on_closed_failure(2, T0, &policy()), None);
-    let trip = on_closed_failure(3, T0 + 1_500, &policy()).expect("third failure trips");
+    assert!(!trips(1, &policy()));
+    assert!(!trips(2, &policy()));
+    assert!(trips(3, &policy()));
+    assert!(trips(7, &policy()));
     assert_eq!(
-        trip,
-        Trip {
+        trip(3, T0 + 1_500, &policy()),
+        Transition::Trip {
             failure_count: 3,
             opened_at: T0 / 1000 + 1,
             expiration: T0 / 1000 + 1 + 30 + 3600
         }
     );
-    assert_eq!(
-        on_closed_failure(7, T0, &policy()).map(|t| t.failure_count),
-        Some(7)
-    );
+    assert!(matches!(
+        trip(7, T0, &policy()),
+        Transition::Trip {
+            failure_count: 7,
+            ..
+        }
+    ));
 }
 
 #[test]
@@ -177,18 +181,18 @@ fn probe_outcomes() {
     let exp = now / 1000 + 30 + 3600;
     assert_eq!(
         on_probe_outcome(Outcome::Success, 1, ME, now, &policy()),
-        ProbeStep::Continue
+        None
     );
     assert_eq!(
         on_probe_outcome(Outcome::Success, 2, ME, now, &policy()),
-        ProbeStep::Close(Close {
+        Some(Transition::Close {
             owner: ME.into(),
             expiration: exp
         })
     );
     assert_eq!(
         on_probe_outcome(Outcome::Failure, 1, ME, now, &policy()),
-        ProbeStep::Reopen(Reopen {
+        Some(Transition::Reopen {
             owner: ME.into(),
             opened_at: now / 1000,
             failure_count: 1,
@@ -197,41 +201,50 @@ fn probe_outcomes() {
     );
     assert_eq!(
         on_probe_outcome(Outcome::Ignored, 1, ME, now, &policy()),
-        ProbeStep::Continue
+        None
     );
+}
+
+/// `settle` on a reply, from `base`, at `T0 + 30 s`.
+fn settled(base: &CircuitRecord, transition: &Transition, reply: Option<WriteOutcome>) -> Settled {
+    settle(base, transition, reply, ME, T0 + 30_000, &policy())
 }
 
 #[test]
 fn records_after_won_writes() {
     let opened = T0 / 1000;
-    let trip = Trip {
+    let won = Some(WriteOutcome::Won);
+    let trip = Transition::Trip {
         failure_count: 3,
         opened_at: opened,
         expiration: 1,
     };
-    assert_eq!(
-        applied(&CircuitRecord::closed(), Write::Trip(&trip)),
-        open_at(opened)
-    );
+    let after = settled(&CircuitRecord::closed(), &trip, won.clone());
+    assert_eq!(after.record, open_at(opened));
+    assert!(after.committed && after.won && !after.standalone);
 
     let election = election_at(T0 + 30_000, Some(opened));
     assert_eq!(
-        applied(&open_at(opened), Write::Elect(&election)),
+        settled(&open_at(opened), &election, won.clone()).record,
         half_open(ME, opened, opened + 40)
     );
 
+    let close = Transition::Close {
+        owner: ME.into(),
+        expiration: 1,
+    };
     assert_eq!(
-        applied(&half_open(ME, opened, opened + 40), Write::Close),
+        settled(&half_open(ME, opened, opened + 40), &close, won.clone()).record,
         CircuitRecord::closed()
     );
 
-    let reopen = Reopen {
+    let reopen = Transition::Reopen {
         owner: ME.into(),
         opened_at: opened + 31,
         failure_count: 1,
         expiration: 1,
     };
-    let reopened = applied(&half_open(ME, opened, opened + 40), Write::Reopen(&reopen));
+    let reopened = settled(&half_open(ME, opened, opened + 40), &reopen, won).record;
     assert_eq!(reopened.state, CircuitState::Open);
     assert_eq!(reopened.opened_at, Some(opened + 31));
     assert_eq!(reopened.half_open_owner, None);
@@ -241,34 +254,65 @@ fn records_after_won_writes() {
 #[test]
 fn lost_writes_adopt_the_stored_record() {
     let opened = T0 / 1000;
-    let trip = Trip {
+    let trip = Transition::Trip {
         failure_count: 3,
         opened_at: opened + 5,
         expiration: 1,
     };
     let theirs = open_at(opened);
-    assert_eq!(
-        after_write(
-            &CircuitRecord::closed(),
-            Write::Trip(&trip),
-            WriteOutcome::Lost(Some(theirs.clone()))
-        ),
-        theirs,
-        "a lost trip keeps the winner's opened_at"
+    let after = settled(
+        &CircuitRecord::closed(),
+        &trip,
+        Some(WriteOutcome::Lost(Some(theirs.clone()))),
     );
     assert_eq!(
-        after_write(&open_at(opened), Write::Close, WriteOutcome::Lost(None)),
+        after.record, theirs,
+        "a lost trip keeps the winner's opened_at"
+    );
+    assert!(!after.committed && !after.won);
+    let close = Transition::Close {
+        owner: ME.into(),
+        expiration: 1,
+    };
+    assert_eq!(
+        settled(&open_at(opened), &close, Some(WriteOutcome::Lost(None))).record,
         CircuitRecord::closed(),
         "no record at all reads as closed"
     );
     let other_probe = half_open(OTHER, opened, opened + 40);
     let election = election_at(T0 + 30_000, Some(opened));
-    assert_eq!(
-        after_write(
-            &open_at(opened),
-            Write::Elect(&election),
-            WriteOutcome::Lost(Some(other_probe.clone()))
-        ),
-        other_probe
+    let after = settled(
+        &open_at(opened),
+        &election,
+        Some(WriteOutcome::Lost(Some(other_probe.clone()))),
     );
+    assert_eq!(after.record, other_probe);
+    assert!(!after.committed);
+}
+
+#[test]
+fn an_election_lost_to_its_own_earlier_write_is_committed() {
+    let opened = T0 / 1000;
+    let election = election_at(T0 + 30_000, Some(opened));
+    let mine = half_open(ME, opened, opened + 40);
+    let after = settled(
+        &open_at(opened),
+        &election,
+        Some(WriteOutcome::Lost(Some(mine.clone()))),
+    );
+    assert_eq!(after.record, mine);
+    assert!(after.committed && !after.won && !after.standalone);
+}
+
+#[test]
+fn a_write_the_store_did_not_answer_is_applied_locally() {
+    let opened = T0 / 1000;
+    let trip = Transition::Trip {
+        failure_count: 3,
+        opened_at: opened,
+        expiration: 1,
+    };
+    let after = settled(&CircuitRecord::closed(), &trip, None);
+    assert_eq!(after.record, open_at(opened));
+    assert!(after.committed && !after.won && after.standalone);
 }

@@ -1,25 +1,22 @@
 //! `InMemoryStore`: the protocol evaluated in the process. The embedded default, and the
-//! reference every other store must match.
+//! reference every other store must match: it applies each [`Transition`] exactly as the
+//! transition describes itself.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::conditions::{election_allowed, owned_by, trip_allowed};
-use super::{
-    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreFuture, Trip, WriteOutcome,
-};
-use crate::CircuitState;
+use super::{CircuitRecord, StateStore, StoreFuture, Transition, WriteOutcome};
 
 /// Keeps circuit records in this process: each Lambda environment has its own circuits.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use breaker_runtime::store::{InMemoryStore, StateStore, Trip, WriteOutcome};
+/// use breaker_runtime::store::{InMemoryStore, StateStore, Transition, WriteOutcome};
 /// let store = InMemoryStore::new();
-/// let trip = Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
-/// assert_eq!(store.trip("ce", &trip).await.unwrap(), WriteOutcome::Won);
+/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// // A second trip loses and returns the record that is there.
-/// let WriteOutcome::Lost(Some(current)) = store.trip("ce", &trip).await.unwrap() else { panic!() };
+/// let WriteOutcome::Lost(Some(current)) = store.apply("ce", &trip).await.unwrap() else { panic!() };
 /// assert_eq!(current.opened_at, Some(100));
 /// # }
 /// ```
@@ -33,23 +30,6 @@ impl InMemoryStore {
     pub fn new() -> Self {
         Self::default()
     }
-
-    /// Applies `write` if `allowed` holds for the current record, atomically.
-    fn conditional(
-        &self,
-        circuit: &str,
-        allowed: impl FnOnce(Option<&CircuitRecord>) -> bool,
-        write: impl FnOnce(Option<&CircuitRecord>) -> CircuitRecord,
-    ) -> WriteOutcome {
-        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-        let current = records.get(circuit);
-        if !allowed(current) {
-            return WriteOutcome::Lost(current.cloned());
-        }
-        let next = write(current);
-        records.insert(circuit.to_owned(), next);
-        WriteOutcome::Won
-    }
 }
 
 impl StateStore for InMemoryStore {
@@ -59,67 +39,20 @@ impl StateStore for InMemoryStore {
         Box::pin(std::future::ready(Ok(record)))
     }
 
-    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
-        let outcome = self.conditional(circuit, trip_allowed, |_| CircuitRecord {
-            state: CircuitState::Open,
-            failure_count: trip.failure_count,
-            opened_at: Some(trip.opened_at),
-            half_open_owner: None,
-            probe_lease_expiry: None,
-        });
-        Box::pin(std::future::ready(Ok(outcome)))
-    }
-
-    fn elect_probe<'a>(
+    fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        election: &'a ProbeElection,
+        transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
-        let outcome = self.conditional(
-            circuit,
-            |current| election_allowed(current, election),
-            |current| {
-                let current = current.cloned().unwrap_or_default();
-                CircuitRecord {
-                    state: CircuitState::HalfOpen,
-                    half_open_owner: Some(election.owner.clone()),
-                    probe_lease_expiry: Some(election.lease_expiry),
-                    ..current
-                }
-            },
-        );
-        Box::pin(std::future::ready(Ok(outcome)))
-    }
-
-    fn close_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        close: &'a Close,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        let outcome = self.conditional(
-            circuit,
-            |current| owned_by(current, &close.owner),
-            |_| CircuitRecord::closed(),
-        );
-        Box::pin(std::future::ready(Ok(outcome)))
-    }
-
-    fn reopen_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        reopen: &'a Reopen,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        let outcome = self.conditional(
-            circuit,
-            |current| owned_by(current, &reopen.owner),
-            |_| CircuitRecord {
-                state: CircuitState::Open,
-                failure_count: reopen.failure_count,
-                opened_at: Some(reopen.opened_at),
-                half_open_owner: None,
-                probe_lease_expiry: None,
-            },
-        );
+        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
+        let current = records.get(circuit);
+        let outcome = if transition.allowed(current) {
+            let next = transition.applied_to(current);
+            records.insert(circuit.to_owned(), next);
+            WriteOutcome::Won
+        } else {
+            WriteOutcome::Lost(current.cloned())
+        };
         Box::pin(std::future::ready(Ok(outcome)))
     }
 }

@@ -8,9 +8,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use breaker_runtime::store::{
-    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreFuture, Trip, WriteOutcome,
-};
+use breaker_runtime::store::{CircuitRecord, StateStore, StoreFuture, Transition, WriteOutcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
 use breaker_tests::fleet::unix_millis;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
@@ -37,33 +35,13 @@ impl StateStore for Counting {
         self.reads.fetch_add(1, Ordering::Relaxed);
         self.inner.read(circuit)
     }
-    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
-        self.write();
-        self.inner.trip(circuit, trip)
-    }
-    fn elect_probe<'a>(
+    fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        election: &'a ProbeElection,
+        transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.write();
-        self.inner.elect_probe(circuit, election)
-    }
-    fn close_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        close: &'a Close,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.write();
-        self.inner.close_if_owner(circuit, close)
-    }
-    fn reopen_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        reopen: &'a Reopen,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.write();
-        self.inner.reopen_if_owner(circuit, reopen)
+        self.inner.apply(circuit, transition)
     }
 }
 

@@ -16,7 +16,7 @@ use aws_sdk_dynamodb::types::error::{
     ConditionalCheckFailedException, ProvisionedThroughputExceededException, ThrottlingException,
 };
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
-use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Trip, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use breaker_tests::dynalite::Dynalite;
 
@@ -50,16 +50,11 @@ fn open_item() -> HashMap<String, AttributeValue> {
 }
 
 fn open_record() -> CircuitRecord {
-    CircuitRecord {
-        state: CircuitState::Open,
-        failure_count: 4,
-        opened_at: Some(T0),
-        ..CircuitRecord::closed()
-    }
+    CircuitRecord::open(T0, 4)
 }
 
-fn trip() -> Trip {
-    Trip {
+fn trip() -> Transition {
+    Transition::Trip {
         failure_count: 5,
         opened_at: T0 + 1,
         expiration: T0 + 3631,
@@ -87,7 +82,7 @@ async fn throttling_is_a_store_error_naming_operation_table_and_cause() {
     assert!(read.contains("'circuits'"), "{read}");
     assert!(read.contains("ProvisionedThroughputExceeded"), "{read}");
     let write = store
-        .trip("ce", &trip())
+        .apply("ce", &trip())
         .await
         .expect_err("throttled")
         .to_string();
@@ -112,7 +107,7 @@ async fn server_errors_are_store_errors() {
     let store = mocked(&[&get_500, &update_503]);
     let read = store.read("ce").await.expect_err("500").to_string();
     assert!(read.contains("GetItem"), "{read}");
-    let election = breaker_runtime::store::ProbeElection {
+    let election = Transition::Elect {
         owner: "env".into(),
         expected_opened_at: Some(T0),
         now: T0 + 30,
@@ -120,7 +115,7 @@ async fn server_errors_are_store_errors() {
         expiration: T0 + 3660,
     };
     let elect = store
-        .elect_probe("ce", &election)
+        .apply("ce", &election)
         .await
         .expect_err("503")
         .to_string();
@@ -139,7 +134,7 @@ async fn a_lost_write_adopts_the_returned_item_without_reading() {
     });
     let read = mock!(Client::get_item).then_output(|| GetItemOutput::builder().build());
     let store = mocked(&[&lost_with_item, &read]);
-    let outcome = store.trip("ce", &trip()).await;
+    let outcome = store.apply("ce", &trip()).await;
     assert_eq!(outcome, Ok(WriteOutcome::Lost(Some(open_record()))));
     assert_eq!(
         read.num_calls(),
@@ -159,7 +154,7 @@ async fn a_lost_write_without_the_item_reads_it_once_consistently() {
         .match_requests(|r| r.consistent_read() == Some(true))
         .then_output(|| GetItemOutput::builder().set_item(Some(open_item())).build());
     let store = mocked(&[&lost_bare, &consistent_read]);
-    let outcome = store.trip("ce", &trip()).await;
+    let outcome = store.apply("ce", &trip()).await;
     assert_eq!(outcome, Ok(WriteOutcome::Lost(Some(open_record()))));
     assert_eq!(consistent_read.num_calls(), 1);
 }

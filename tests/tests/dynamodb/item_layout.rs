@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{
-    CircuitRecord, Close, DynamoDbStore, ProbeElection, Reopen, StateStore, Trip, WriteOutcome,
-};
+use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
@@ -66,12 +64,12 @@ async fn every_transition_writes_the_powertools_item() {
     let key = item(&[("id", s("payment-backend"))]);
     let circuit = "payment-backend";
 
-    let trip = Trip {
+    let trip = Transition::Trip {
         failure_count: 5,
         opened_at: T0,
         expiration: T0 + 3630,
     };
-    assert_eq!(store.trip(circuit, &trip).await, Ok(WriteOutcome::Won));
+    assert_eq!(store.apply(circuit, &trip).await, Ok(WriteOutcome::Won));
     assert_eq!(
         raw(&dynalite, "circuits", key.clone()).await,
         item(&[
@@ -83,17 +81,14 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let election = ProbeElection {
+    let election = Transition::Elect {
         owner: "env-1".into(),
         expected_opened_at: Some(T0),
         now: T0 + 30,
         lease_expiry: T0 + 60,
         expiration: T0 + 3660,
     };
-    assert_eq!(
-        store.elect_probe(circuit, &election).await,
-        Ok(WriteOutcome::Won)
-    );
+    assert_eq!(store.apply(circuit, &election).await, Ok(WriteOutcome::Won));
     assert_eq!(
         raw(&dynalite, "circuits", key.clone()).await,
         item(&[
@@ -107,16 +102,13 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let reopen = Reopen {
+    let reopen = Transition::Reopen {
         owner: "env-1".into(),
         opened_at: T0 + 31,
         failure_count: 1,
         expiration: T0 + 3661,
     };
-    assert_eq!(
-        store.reopen_if_owner(circuit, &reopen).await,
-        Ok(WriteOutcome::Won)
-    );
+    assert_eq!(store.apply(circuit, &reopen).await, Ok(WriteOutcome::Won));
     assert_eq!(
         raw(&dynalite, "circuits", key.clone()).await,
         item(&[
@@ -128,25 +120,19 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let election = ProbeElection {
+    let election = Transition::Elect {
+        owner: "env-1".into(),
         expected_opened_at: Some(T0 + 31),
         now: T0 + 62,
         lease_expiry: T0 + 92,
         expiration: T0 + 3692,
-        ..election
     };
-    assert_eq!(
-        store.elect_probe(circuit, &election).await,
-        Ok(WriteOutcome::Won)
-    );
-    let close = Close {
+    assert_eq!(store.apply(circuit, &election).await, Ok(WriteOutcome::Won));
+    let close = Transition::Close {
         owner: "env-1".into(),
         expiration: T0 + 3693,
     };
-    assert_eq!(
-        store.close_if_owner(circuit, &close).await,
-        Ok(WriteOutcome::Won)
-    );
+    assert_eq!(store.apply(circuit, &close).await, Ok(WriteOutcome::Won));
     // Closed: no opening, no owner, no lease left behind.
     assert_eq!(
         raw(&dynalite, "circuits", key).await,
@@ -174,12 +160,12 @@ async fn the_composite_key_holds_the_static_pk_and_the_name() {
         .client(dynalite.client())
         .build()
         .expect("valid store");
-    let trip = Trip {
+    let trip = Transition::Trip {
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3630,
     };
-    assert_eq!(store.trip("ce", &trip).await, Ok(WriteOutcome::Won));
+    assert_eq!(store.apply("ce", &trip).await, Ok(WriteOutcome::Won));
     let key = item(&[("pk", s("circuit_breaker#orders")), ("sk", s("ce"))]);
     assert_eq!(
         raw(&dynalite, "shared", key).await,
@@ -215,12 +201,7 @@ async fn powertools_shaped_items_are_read_correctly() {
                 ("opened_at", n(T0)),
                 ("expiration", n(T0 + 3630)),
             ]),
-            CircuitRecord {
-                state: CircuitState::Open,
-                failure_count: 5,
-                opened_at: Some(T0),
-                ..CircuitRecord::closed()
-            },
+            CircuitRecord::open(T0, 5),
         ),
         (
             item(&[
@@ -232,13 +213,7 @@ async fn powertools_shaped_items_are_read_correctly() {
                 ("probe_lease_expiry", n(T0 + 60)),
                 ("expiration", n(T0 + 3630)),
             ]),
-            CircuitRecord {
-                state: CircuitState::HalfOpen,
-                failure_count: 5,
-                opened_at: Some(T0),
-                half_open_owner: Some("python-env-7".into()),
-                probe_lease_expiry: Some(T0 + 60),
-            },
+            CircuitRecord::half_open(T0, 5, "python-env-7", T0 + 60),
         ),
     ];
     for (raw_item, expected) in cases {
@@ -250,23 +225,20 @@ async fn powertools_shaped_items_are_read_correctly() {
         assert_eq!(store.read(&circuit).await, Ok(Some(expected)), "{circuit}");
     }
     // A Python environment probes; this (Rust) one may not close its circuit.
-    let close = Close {
+    let close = Transition::Close {
         owner: "rust-env".into(),
         expiration: T0,
     };
     assert!(matches!(
-        store.close_if_owner("half", &close).await,
+        store.apply("half", &close).await,
         Ok(WriteOutcome::Lost(Some(_)))
     ));
     // ... and the Python prober's own close (same owner id) wins.
-    let close = Close {
+    let close = Transition::Close {
         owner: "python-env-7".into(),
         expiration: T0,
     };
-    assert_eq!(
-        store.close_if_owner("half", &close).await,
-        Ok(WriteOutcome::Won)
-    );
+    assert_eq!(store.apply("half", &close).await, Ok(WriteOutcome::Won));
 }
 
 fn unix_now() -> u64 {

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use breaker_runtime::store::DynamoDbStore;
-use breaker_tests::contract::run_contract;
+use breaker_runtime::testing::contract::run_contract;
 use breaker_tests::dynalite::Dynalite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

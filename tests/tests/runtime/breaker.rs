@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use breaker_runtime::store::{InMemoryStore, StateStore, Trip};
+use breaker_runtime::store::{InMemoryStore, StateStore, Transition};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, CircuitTransition,
@@ -230,9 +230,9 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
     // Another environment trips the shared record.
     let opened_at = clock.unix_millis() / 1000;
     store
-        .trip(
+        .apply(
             "svc",
-            &Trip {
+            &Transition::Trip {
                 failure_count: 5,
                 opened_at,
                 expiration: opened_at + 3630,

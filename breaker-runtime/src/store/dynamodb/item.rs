@@ -1,6 +1,6 @@
 //! The item layout: attribute names, and the conversion between items and records.
 //!
-//! The layout is Powertools' (see DESIGN.md): `state` S, `failure_count` N, `opened_at` N,
+//! Powertools' layout, as in `docs/dynamodb.md`: `state` S, `failure_count` N, `opened_at` N,
 //! `half_open_owner` S, `probe_lease_expiry` N, `expiration` N, keyed by the circuit name
 //! (or by a static partition key plus the name as sort key).
 

@@ -1,8 +1,8 @@
 //! `DynamoDbStore`: the shared state of every circuit in one DynamoDB table, so a whole
 //! Lambda fleet opens, probes and closes together.
 //!
-//! Every transition is one conditional write whose condition is the protocol's (see
-//! [`conditions`](super::conditions)); a lost write returns the item that beat it
+//! Every [`Transition`] is one conditional write whose condition says in DynamoDB's words
+//! what [`Transition::allowed`] says on a record; a lost write returns the item that beat it
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), or, when the server sends none back
 //! (dynalite), the result of one consistent read. Reads are eventually consistent: the
 //! breaker reads at most once per `local_cache_max_age`, and every write is conditional, so
@@ -23,11 +23,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use tokio::sync::OnceCell;
 
-use super::{
-    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreError, StoreFuture, Trip,
-    WriteOutcome,
-};
-use crate::CircuitState;
+use super::{CircuitRecord, StateStore, StoreError, StoreFuture, Transition, WriteOutcome};
 
 mod builder;
 mod conditions;
@@ -183,22 +179,69 @@ impl Shared {
         Ok(WriteOutcome::Lost(current))
     }
 
-    /// Replaces the item with `record` if `condition` holds.
+    /// Applies `transition`: the election updates the item in place (it keeps `opened_at`
+    /// and `failure_count`); every other transition writes a whole new record.
+    async fn apply(
+        &self,
+        circuit: &str,
+        transition: &Transition,
+    ) -> Result<WriteOutcome, StoreError> {
+        match transition {
+            Transition::Trip { .. } => {
+                self.put(circuit, transition, conditions::TRIP, Vec::new())
+                    .await
+            }
+            Transition::Elect {
+                owner,
+                expected_opened_at,
+                now,
+                lease_expiry,
+                expiration,
+            } => {
+                let mut values = vec![
+                    (":me", AttributeValue::S(owner.clone())),
+                    (":now", number(*now)),
+                    (":lease", number(*lease_expiry)),
+                    (":ttl", number(*expiration)),
+                ];
+                let condition = match expected_opened_at {
+                    Some(expected) => {
+                        values.push((":expected", number(*expected)));
+                        conditions::ELECT
+                    }
+                    None => conditions::ELECT_WITHOUT_OPENED_AT,
+                };
+                self.elect(circuit, condition, values).await
+            }
+            Transition::Close { owner, .. } | Transition::Reopen { owner, .. } => {
+                let values = vec![(":me", AttributeValue::S(owner.clone()))];
+                self.put(circuit, transition, conditions::OWNER, values)
+                    .await
+            }
+        }
+    }
+
+    /// Replaces the item with the record `transition` leaves, if `condition` holds.
     async fn put(
         &self,
         circuit: &str,
-        record: &CircuitRecord,
-        expiration: u64,
+        transition: &Transition,
         condition: &str,
         values: Vec<(&'static str, AttributeValue)>,
     ) -> Result<WriteOutcome, StoreError> {
+        // The record these transitions leave does not depend on the one they replace.
+        let record = transition.applied_to(None);
         let expression = Expression::bind(&self.names, &[condition], values);
         let sent = self
             .client()
             .await
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(self.names.item(circuit, record, expiration)))
+            .set_item(Some(self.names.item(
+                circuit,
+                &record,
+                transition.expiration(),
+            )))
             .condition_expression(condition)
             .set_expression_attribute_names(Some(expression.names))
             .set_expression_attribute_values(Some(expression.values))
@@ -216,24 +259,13 @@ impl Shared {
         }
     }
 
+    /// OPEN → HALF_OPEN in place, if `condition` holds.
     async fn elect(
         &self,
         circuit: &str,
-        election: &ProbeElection,
+        condition: &str,
+        values: Vec<(&'static str, AttributeValue)>,
     ) -> Result<WriteOutcome, StoreError> {
-        let condition = match election.expected_opened_at {
-            Some(_) => conditions::ELECT,
-            None => conditions::ELECT_WITHOUT_OPENED_AT,
-        };
-        let mut values = vec![
-            (":me", AttributeValue::S(election.owner.clone())),
-            (":now", number(election.now)),
-            (":lease", number(election.lease_expiry)),
-            (":ttl", number(election.expiration)),
-        ];
-        if let Some(expected) = election.expected_opened_at {
-            values.push((":expected", number(expected)));
-        }
         let expression =
             Expression::bind(&self.names, &[condition, conditions::ELECT_UPDATE], values);
         let sent = self
@@ -289,84 +321,16 @@ fn number(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-fn owner_values(owner: &str) -> Vec<(&'static str, AttributeValue)> {
-    vec![(":me", AttributeValue::S(owner.to_owned()))]
-}
-
 impl StateStore for DynamoDbStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         Box::pin(self.shared.read(circuit, false))
     }
 
-    fn trip<'a>(&'a self, circuit: &'a str, trip: &'a Trip) -> StoreFuture<'a, WriteOutcome> {
-        let record = CircuitRecord {
-            state: CircuitState::Open,
-            failure_count: trip.failure_count,
-            opened_at: Some(trip.opened_at),
-            ..CircuitRecord::closed()
-        };
-        Box::pin(async move {
-            self.shared
-                .put(
-                    circuit,
-                    &record,
-                    trip.expiration,
-                    conditions::TRIP,
-                    Vec::new(),
-                )
-                .await
-        })
-    }
-
-    fn elect_probe<'a>(
+    fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        election: &'a ProbeElection,
+        transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
-        Box::pin(self.shared.elect(circuit, election))
-    }
-
-    fn close_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        close: &'a Close,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        Box::pin(async move {
-            let values = owner_values(&close.owner);
-            self.shared
-                .put(
-                    circuit,
-                    &CircuitRecord::closed(),
-                    close.expiration,
-                    conditions::OWNER,
-                    values,
-                )
-                .await
-        })
-    }
-
-    fn reopen_if_owner<'a>(
-        &'a self,
-        circuit: &'a str,
-        reopen: &'a Reopen,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        let record = CircuitRecord {
-            state: CircuitState::Open,
-            failure_count: reopen.failure_count,
-            opened_at: Some(reopen.opened_at),
-            ..CircuitRecord::closed()
-        };
-        Box::pin(async move {
-            let values = owner_values(&reopen.owner);
-            self.shared
-                .put(
-                    circuit,
-                    &record,
-                    reopen.expiration,
-                    conditions::OWNER,
-                    values,
-                )
-                .await
-        })
+        Box::pin(self.shared.apply(circuit, transition))
     }
 }

@@ -1,4 +1,5 @@
-//! Helpers for testing your own code that uses breaker, deterministically.
+//! Helpers for testing your own code that uses breaker, deterministically, and (feature
+//! `contract`) for checking your own [`StateStore`](crate::store::StateStore).
 //!
 //! A [`ManualClock`] replaces the system clock of every circuit whose config carries it, so a
 //! test can trip a circuit, jump past the recovery timeout and watch it probe and close,
@@ -37,6 +38,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+#[cfg(feature = "contract")]
+pub mod contract;
 use std::time::Duration;
 
 use crate::clock::Clock;

@@ -1,30 +1,31 @@
-//! The store contract: what every [`StateStore`] must do, checked case by case.
+//! The store contract: what every [`StateStore`] must do, checked case by case. Run it
+//! against your own store (feature `contract`) from a multi-thread tokio runtime.
 //!
-//! Every conditional operation is run where its condition holds (it must win and leave the
-//! documented record) and where it fails (it must lose, change nothing, and return the
-//! record that made it lose). Each outcome is also checked against
-//! [`breaker_runtime::store::conditions`], the reference the in-memory store evaluates.
-//! Races run many writers at once and demand exactly one winner, round after round.
+//! Every transition is applied where its condition holds (it must win and leave
+//! [`Transition::applied_to`] the record before it) and where it fails (it must lose,
+//! change nothing, and return the record that made it lose); each outcome is checked
+//! against [`Transition::allowed`], the reference `InMemoryStore` evaluates. Races run many
+//! writers at once and demand exactly one winner, round after round.
 //!
-//! ```no_run
-//! # async fn demo() {
+//! ```
 //! use std::sync::Arc;
 //! use breaker_runtime::store::InMemoryStore;
-//! breaker_tests::contract::run_contract(Arc::new(InMemoryStore::new())).await;
+//! use breaker_runtime::testing::contract::run_contract;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)] async fn main() {
+//! run_contract(Arc::new(InMemoryStore::new())).await;
 //! # }
 //! ```
 //!
 //! Each case uses circuit names of its own, so one store (one table) serves the whole suite.
 
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use breaker_runtime::CircuitState;
-use breaker_runtime::store::conditions::{election_allowed, owned_by, trip_allowed};
-use breaker_runtime::store::{
-    CircuitRecord, Close, ProbeElection, Reopen, StateStore, Trip, WriteOutcome,
-};
+use crate::CircuitState;
+use crate::store::{CircuitRecord, StateStore, Transition, WriteOutcome};
 
 /// Concurrent writers in each race.
 pub const RACERS: usize = 24;
@@ -100,16 +101,16 @@ fn fresh_circuit(case: &str) -> String {
 const T0: u64 = 1_700_000_000;
 const TTL: u64 = T0 + 3_630;
 
-fn trip_at(opened_at: u64, failure_count: u32) -> Trip {
-    Trip {
+fn trip_at(opened_at: u64, failure_count: u32) -> Transition {
+    Transition::Trip {
         failure_count,
         opened_at,
         expiration: TTL,
     }
 }
 
-fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> ProbeElection {
-    ProbeElection {
+fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> Transition {
+    Transition::Elect {
         owner: owner.to_owned(),
         expected_opened_at,
         now,
@@ -118,65 +119,60 @@ fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> ProbeElec
     }
 }
 
-fn close(owner: &str) -> Close {
-    Close {
+fn close(owner: &str) -> Transition {
+    Transition::Close {
         owner: owner.to_owned(),
         expiration: TTL,
     }
 }
 
-fn reopen(owner: &str, opened_at: u64) -> Reopen {
-    Reopen {
+fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> Transition {
+    Transition::Reopen {
         owner: owner.to_owned(),
         opened_at,
-        failure_count: 1,
+        failure_count,
         expiration: TTL,
     }
 }
 
 fn open_record(opened_at: u64, failure_count: u32) -> CircuitRecord {
-    CircuitRecord {
-        state: CircuitState::Open,
-        failure_count,
-        opened_at: Some(opened_at),
-        half_open_owner: None,
-        probe_lease_expiry: None,
-    }
+    CircuitRecord::open(opened_at, failure_count)
 }
 
 fn half_open_record(opened_at: u64, failure_count: u32, owner: &str, lease: u64) -> CircuitRecord {
-    CircuitRecord {
-        state: CircuitState::HalfOpen,
-        half_open_owner: Some(owner.to_owned()),
-        probe_lease_expiry: Some(lease),
-        ..open_record(opened_at, failure_count)
-    }
+    CircuitRecord::half_open(opened_at, failure_count, owner, lease)
 }
 
 async fn read(store: &dyn StateStore, circuit: &str) -> Option<CircuitRecord> {
     store.read(circuit).await.expect("read answers")
 }
 
-/// The write `op` made, checked against the reference condition on the record before it:
-/// a win must be allowed, a loss must be disallowed, must change nothing, and must return
-/// the record that was there.
-async fn checked(
-    store: &dyn StateStore,
-    circuit: &str,
-    allowed: impl FnOnce(Option<&CircuitRecord>) -> bool,
-    outcome: WriteOutcome,
-    before: Option<CircuitRecord>,
-) -> WriteOutcome {
-    let expected_win = allowed(before.as_ref());
+/// Applies `transition`, checked against its own condition on the record before it: a
+/// win must be allowed and leave the record the transition describes; a loss must be
+/// disallowed, change nothing, and return the record that was there.
+async fn apply(store: &dyn StateStore, circuit: &str, transition: &Transition) -> WriteOutcome {
+    let before = read(store, circuit).await;
+    let outcome = store
+        .apply(circuit, transition)
+        .await
+        .expect("the write answers");
+    let expected_win = transition.allowed(before.as_ref());
     match &outcome {
-        WriteOutcome::Won => assert!(
-            expected_win,
-            "won although the condition fails on {before:?}"
-        ),
+        WriteOutcome::Won => {
+            assert!(
+                expected_win,
+                "{transition:?} won although its condition fails on {before:?}"
+            );
+            assert_eq!(
+                read(store, circuit).await,
+                Some(transition.applied_to(before.as_ref())),
+                "a won write leaves the record its transition describes"
+            );
+        }
         WriteOutcome::Lost(current) => {
             assert!(
                 !expected_win,
-                "lost although the condition holds on {before:?}"
+                "{transition:?} lost although its condition holds on {before:?}"
             );
             assert_eq!(
                 current, &before,
@@ -192,54 +188,14 @@ async fn checked(
     outcome
 }
 
-async fn do_trip(store: &dyn StateStore, circuit: &str, trip: &Trip) -> WriteOutcome {
-    let before = read(store, circuit).await;
-    let outcome = store.trip(circuit, trip).await.expect("trip answers");
-    checked(store, circuit, trip_allowed, outcome, before).await
-}
-
-async fn do_elect(store: &dyn StateStore, circuit: &str, e: &ProbeElection) -> WriteOutcome {
-    let before = read(store, circuit).await;
-    let outcome = store
-        .elect_probe(circuit, e)
-        .await
-        .expect("election answers");
-    checked(store, circuit, |r| election_allowed(r, e), outcome, before).await
-}
-
-async fn do_close(store: &dyn StateStore, circuit: &str, c: &Close) -> WriteOutcome {
-    let before = read(store, circuit).await;
-    let outcome = store
-        .close_if_owner(circuit, c)
-        .await
-        .expect("close answers");
-    checked(store, circuit, |r| owned_by(r, &c.owner), outcome, before).await
-}
-
-async fn do_reopen(store: &dyn StateStore, circuit: &str, r: &Reopen) -> WriteOutcome {
-    let before = read(store, circuit).await;
-    let outcome = store
-        .reopen_if_owner(circuit, r)
-        .await
-        .expect("reopen answers");
-    checked(
-        store,
-        circuit,
-        |rec| owned_by(rec, &r.owner),
-        outcome,
-        before,
-    )
-    .await
-}
-
 /// Trips `circuit` at `T0` and elects `owner` at `T0 + 30` (lease until `T0 + 60`).
 async fn half_open_by(store: &dyn StateStore, circuit: &str, owner: &str) {
     assert_eq!(
-        do_trip(store, circuit, &trip_at(T0, 5)).await,
+        apply(store, circuit, &trip_at(T0, 5)).await,
         WriteOutcome::Won
     );
     let e = election(owner, Some(T0), T0 + 30);
-    assert_eq!(do_elect(store, circuit, &e).await, WriteOutcome::Won);
+    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
 }
 
 fn lost(outcome: WriteOutcome) -> Option<CircuitRecord> {
@@ -255,22 +211,22 @@ async fn read_of_an_unknown_circuit_is_none(store: &dyn StateStore, circuit: &st
 
 async fn trip_wins_on_an_absent_record(store: &dyn StateStore, circuit: &str) {
     assert_eq!(
-        do_trip(store, circuit, &trip_at(T0, 5)).await,
+        apply(store, circuit, &trip_at(T0, 5)).await,
         WriteOutcome::Won
     );
     assert_eq!(read(store, circuit).await, Some(open_record(T0, 5)));
 }
 
 async fn trip_loses_on_open_and_returns_it(store: &dyn StateStore, circuit: &str) {
-    do_trip(store, circuit, &trip_at(T0, 5)).await;
-    let second = do_trip(store, circuit, &trip_at(T0 + 9, 7)).await;
+    apply(store, circuit, &trip_at(T0, 5)).await;
+    let second = apply(store, circuit, &trip_at(T0 + 9, 7)).await;
     // The loser adopts the stored opening instead of resetting it.
     assert_eq!(lost(second), Some(open_record(T0, 5)));
 }
 
 async fn trip_loses_on_half_open_and_returns_it(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    let outcome = do_trip(store, circuit, &trip_at(T0 + 31, 5)).await;
+    let outcome = apply(store, circuit, &trip_at(T0 + 31, 5)).await;
     assert_eq!(
         lost(outcome),
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
@@ -280,11 +236,11 @@ async fn trip_loses_on_half_open_and_returns_it(store: &dyn StateStore, circuit:
 async fn trip_wins_again_after_close(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
     assert_eq!(
-        do_close(store, circuit, &close("env-a")).await,
+        apply(store, circuit, &close("env-a")).await,
         WriteOutcome::Won
     );
     assert_eq!(
-        do_trip(store, circuit, &trip_at(T0 + 100, 3)).await,
+        apply(store, circuit, &trip_at(T0 + 100, 3)).await,
         WriteOutcome::Won
     );
     assert_eq!(read(store, circuit).await, Some(open_record(T0 + 100, 3)));
@@ -300,16 +256,16 @@ async fn election_wins_on_open_with_the_read_opened_at(store: &dyn StateStore, c
 }
 
 async fn election_loses_on_a_stale_opened_at(store: &dyn StateStore, circuit: &str) {
-    do_trip(store, circuit, &trip_at(T0, 5)).await;
+    apply(store, circuit, &trip_at(T0, 5)).await;
     // This environment read an older opening (the circuit reopened since).
-    let outcome = do_elect(store, circuit, &election("env-a", Some(T0 - 60), T0 + 30)).await;
+    let outcome = apply(store, circuit, &election("env-a", Some(T0 - 60), T0 + 30)).await;
     assert_eq!(lost(outcome), Some(open_record(T0, 5)));
-    let no_opening = do_elect(store, circuit, &election("env-a", None, T0 + 30)).await;
+    let no_opening = apply(store, circuit, &election("env-a", None, T0 + 30)).await;
     assert_eq!(lost(no_opening), Some(open_record(T0, 5)));
 }
 
 async fn election_loses_on_an_absent_record(store: &dyn StateStore, circuit: &str) {
-    let outcome = do_elect(store, circuit, &election("env-a", Some(T0), T0 + 30)).await;
+    let outcome = apply(store, circuit, &election("env-a", Some(T0), T0 + 30)).await;
     assert_eq!(lost(outcome), None);
     assert_eq!(
         read(store, circuit).await,
@@ -320,14 +276,14 @@ async fn election_loses_on_an_absent_record(store: &dyn StateStore, circuit: &st
 
 async fn election_loses_on_closed(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    do_close(store, circuit, &close("env-a")).await;
-    let outcome = do_elect(store, circuit, &election("env-b", None, T0 + 90)).await;
+    apply(store, circuit, &close("env-a")).await;
+    let outcome = apply(store, circuit, &election("env-b", None, T0 + 90)).await;
     assert_eq!(lost(outcome).map(|r| r.state), Some(CircuitState::Closed));
 }
 
 async fn election_loses_while_the_lease_is_live(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    let outcome = do_elect(store, circuit, &election("env-b", Some(T0), T0 + 45)).await;
+    let outcome = apply(store, circuit, &election("env-b", Some(T0), T0 + 45)).await;
     assert_eq!(
         lost(outcome),
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
@@ -337,7 +293,7 @@ async fn election_loses_while_the_lease_is_live(store: &dyn StateStore, circuit:
 async fn election_loses_when_the_lease_expires_this_second(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
     // The lease is live through its expiry second; takeover needs `lease < now`.
-    let outcome = do_elect(store, circuit, &election("env-b", Some(T0), T0 + 60)).await;
+    let outcome = apply(store, circuit, &election("env-b", Some(T0), T0 + 60)).await;
     assert_eq!(
         lost(outcome),
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
@@ -347,7 +303,7 @@ async fn election_loses_when_the_lease_expires_this_second(store: &dyn StateStor
 async fn election_takes_over_an_expired_lease(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
     let takeover = election("env-b", Some(T0), T0 + 61);
-    assert_eq!(do_elect(store, circuit, &takeover).await, WriteOutcome::Won);
+    assert_eq!(apply(store, circuit, &takeover).await, WriteOutcome::Won);
     assert_eq!(
         read(store, circuit).await,
         Some(half_open_record(T0, 5, "env-b", T0 + 91))
@@ -357,7 +313,7 @@ async fn election_takes_over_an_expired_lease(store: &dyn StateStore, circuit: &
 async fn close_by_the_owner_wins_and_clears_the_record(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
     assert_eq!(
-        do_close(store, circuit, &close("env-a")).await,
+        apply(store, circuit, &close("env-a")).await,
         WriteOutcome::Won
     );
     assert_eq!(read(store, circuit).await, Some(CircuitRecord::closed()));
@@ -365,7 +321,7 @@ async fn close_by_the_owner_wins_and_clears_the_record(store: &dyn StateStore, c
 
 async fn close_by_another_environment_loses(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    let outcome = do_close(store, circuit, &close("env-b")).await;
+    let outcome = apply(store, circuit, &close("env-b")).await;
     assert_eq!(
         lost(outcome),
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
@@ -373,29 +329,29 @@ async fn close_by_another_environment_loses(store: &dyn StateStore, circuit: &st
 }
 
 async fn close_loses_on_open_absent_and_closed(store: &dyn StateStore, circuit: &str) {
-    assert_eq!(lost(do_close(store, circuit, &close("env-a")).await), None);
-    do_trip(store, circuit, &trip_at(T0, 5)).await;
-    let on_open = do_close(store, circuit, &close("env-a")).await;
+    assert_eq!(lost(apply(store, circuit, &close("env-a")).await), None);
+    apply(store, circuit, &trip_at(T0, 5)).await;
+    let on_open = apply(store, circuit, &close("env-a")).await;
     assert_eq!(lost(on_open), Some(open_record(T0, 5)));
-    let reopened = do_reopen(store, circuit, &reopen("env-a", T0 + 1)).await;
+    let reopened = apply(store, circuit, &reopen("env-a", T0 + 1, 1)).await;
     assert_eq!(lost(reopened), Some(open_record(T0, 5)));
 }
 
 async fn reopen_by_the_owner_wins_with_a_new_opened_at(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    let outcome = do_reopen(store, circuit, &reopen("env-a", T0 + 40)).await;
+    let outcome = apply(store, circuit, &reopen("env-a", T0 + 40, 1)).await;
     assert_eq!(outcome, WriteOutcome::Won);
     assert_eq!(read(store, circuit).await, Some(open_record(T0 + 40, 1)));
     // The next election must expect the new opening.
-    let stale = do_elect(store, circuit, &election("env-b", Some(T0), T0 + 80)).await;
+    let stale = apply(store, circuit, &election("env-b", Some(T0), T0 + 80)).await;
     assert_eq!(lost(stale), Some(open_record(T0 + 40, 1)));
-    let fresh = do_elect(store, circuit, &election("env-b", Some(T0 + 40), T0 + 80)).await;
+    let fresh = apply(store, circuit, &election("env-b", Some(T0 + 40), T0 + 80)).await;
     assert_eq!(fresh, WriteOutcome::Won);
 }
 
 async fn reopen_by_another_environment_loses(store: &dyn StateStore, circuit: &str) {
     half_open_by(store, circuit, "env-a").await;
-    let outcome = do_reopen(store, circuit, &reopen("env-b", T0 + 40)).await;
+    let outcome = apply(store, circuit, &reopen("env-b", T0 + 40, 1)).await;
     assert_eq!(
         lost(outcome),
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
@@ -408,16 +364,16 @@ async fn a_former_owner_cannot_close_or_reopen_after_a_takeover(
 ) {
     half_open_by(store, circuit, "env-a").await;
     let takeover = election("env-b", Some(T0), T0 + 61);
-    assert_eq!(do_elect(store, circuit, &takeover).await, WriteOutcome::Won);
+    assert_eq!(apply(store, circuit, &takeover).await, WriteOutcome::Won);
     let by_b = half_open_record(T0, 5, "env-b", T0 + 91);
     assert_eq!(
-        lost(do_close(store, circuit, &close("env-a")).await),
+        lost(apply(store, circuit, &close("env-a")).await),
         Some(by_b.clone())
     );
-    let reopen_a = do_reopen(store, circuit, &reopen("env-a", T0 + 62)).await;
+    let reopen_a = apply(store, circuit, &reopen("env-a", T0 + 62, 1)).await;
     assert_eq!(lost(reopen_a), Some(by_b));
     assert_eq!(
-        do_close(store, circuit, &close("env-b")).await,
+        apply(store, circuit, &close("env-b")).await,
         WriteOutcome::Won
     );
 }
@@ -456,7 +412,7 @@ fn the_winner(outcomes: &[WriteOutcome], round: usize) -> usize {
 
 async fn concurrent_elections_have_exactly_one_winner(store: Arc<dyn StateStore>, circuit: String) {
     let mut opened_at = T0;
-    do_trip(&*store, &circuit, &trip_at(opened_at, 5)).await;
+    apply(&*store, &circuit, &trip_at(opened_at, 5)).await;
     for round in 0..RACE_ROUNDS {
         let now = opened_at + 30;
         let c = circuit.clone();
@@ -464,7 +420,7 @@ async fn concurrent_elections_have_exactly_one_winner(store: Arc<dyn StateStore>
             let c = c.clone();
             async move {
                 let e = election(&format!("env-{i}"), Some(opened_at), now);
-                store.elect_probe(&c, &e).await.expect("election answers")
+                store.apply(&c, &e).await.expect("election answers")
             }
         })
         .await;
@@ -482,14 +438,8 @@ async fn concurrent_elections_have_exactly_one_winner(store: Arc<dyn StateStore>
         assert_eq!(read(&*store, &circuit).await, Some(expected));
         // The winner's probe fails: reopen, and race again for the next window.
         opened_at = now + 1;
-        let r = Reopen {
-            failure_count: 5,
-            ..reopen(&winner, opened_at)
-        };
-        assert_eq!(
-            store.reopen_if_owner(&circuit, &r).await,
-            Ok(WriteOutcome::Won)
-        );
+        let r = reopen(&winner, opened_at, 5);
+        assert_eq!(store.apply(&circuit, &r).await, Ok(WriteOutcome::Won));
     }
 }
 
@@ -501,7 +451,7 @@ async fn concurrent_trips_have_exactly_one_winner(store: Arc<dyn StateStore>, ci
             let c = name.clone();
             async move {
                 let t = trip_at(T0 + i as u64, i as u32 + 1);
-                store.trip(&c, &t).await.expect("trip answers")
+                store.apply(&c, &t).await.expect("trip answers")
             }
         })
         .await;
@@ -533,10 +483,10 @@ async fn close_and_takeover_race_has_exactly_one_winner(
             let c = name.clone();
             async move {
                 if i == 0 {
-                    store.close_if_owner(&c, &close("env-owner")).await
+                    store.apply(&c, &close("env-owner")).await
                 } else {
                     let e = election(&format!("env-{i}"), Some(T0), T0 + 61);
-                    store.elect_probe(&c, &e).await
+                    store.apply(&c, &e).await
                 }
                 .expect("write answers")
             }

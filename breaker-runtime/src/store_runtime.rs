@@ -5,31 +5,13 @@
 //! pooled in one test's runtime break when that runtime ends. One long-lived thread
 //! serves every circuit of the process; it only wakes on cache misses and transitions.
 
+use std::future::Future;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::store::{
-    CircuitRecord, Close, ProbeElection, Reopen, StateStore, StoreError, Trip, WriteOutcome,
-};
-
-/// One protocol operation, owned so it can travel to the store runtime.
-#[derive(Debug, Clone)]
-pub(crate) enum StoreOp {
-    Read,
-    Trip(Trip),
-    Elect(ProbeElection),
-    Close(Close),
-    Reopen(Reopen),
-}
-
-/// What a store operation answered.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum StoreReply {
-    Record(Option<CircuitRecord>),
-    Write(WriteOutcome),
-}
+use crate::store::{CircuitRecord, StateStore, StoreError, Transition, WriteOutcome};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -46,29 +28,36 @@ fn runtime() -> Result<&'static Runtime, StoreError> {
         .map_err(|e| StoreError::new(format!("cannot start the store runtime: {e}")))
 }
 
-async fn execute(
-    store: &dyn StateStore,
-    circuit: &str,
-    op: &StoreOp,
-) -> Result<StoreReply, StoreError> {
-    Ok(match op {
-        StoreOp::Read => StoreReply::Record(store.read(circuit).await?),
-        StoreOp::Trip(trip) => StoreReply::Write(store.trip(circuit, trip).await?),
-        StoreOp::Elect(election) => StoreReply::Write(store.elect_probe(circuit, election).await?),
-        StoreOp::Close(close) => StoreReply::Write(store.close_if_owner(circuit, close).await?),
-        StoreOp::Reopen(reopen) => StoreReply::Write(store.reopen_if_owner(circuit, reopen).await?),
-    })
-}
-
-/// Runs `op` on the store runtime; a store that takes longer than `timeout` is an error.
-pub(crate) async fn run(
+/// Reads `circuit`'s record on the store runtime.
+pub(crate) async fn read(
     store: Arc<dyn StateStore>,
     circuit: Arc<str>,
-    op: StoreOp,
     timeout: Duration,
-) -> Result<StoreReply, StoreError> {
+) -> Result<Option<CircuitRecord>, StoreError> {
+    on_store_runtime(timeout, async move { store.read(&circuit).await }).await
+}
+
+/// Applies `transition` to `circuit`'s record on the store runtime.
+pub(crate) async fn apply(
+    store: Arc<dyn StateStore>,
+    circuit: Arc<str>,
+    transition: Transition,
+    timeout: Duration,
+) -> Result<WriteOutcome, StoreError> {
+    on_store_runtime(
+        timeout,
+        async move { store.apply(&circuit, &transition).await },
+    )
+    .await
+}
+
+/// Runs `operation` on the store runtime; one that takes longer than `timeout` is an error.
+async fn on_store_runtime<T: Send + 'static>(
+    timeout: Duration,
+    operation: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
     let task = runtime()?.spawn(async move {
-        match tokio::time::timeout(timeout, execute(&*store, &circuit, &op)).await {
+        match tokio::time::timeout(timeout, operation).await {
             Ok(reply) => reply,
             Err(_) => Err(StoreError::new(format!(
                 "store call timed out after {timeout:?}"

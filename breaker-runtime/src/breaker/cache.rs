@@ -1,0 +1,139 @@
+//! This environment's copy of a circuit's shared record: when it is trusted, how it is
+//! refreshed (one reader per circuit at a time), and how a new record is adopted and
+//! published to the hot path.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{MutexGuard, PoisonError};
+
+use super::circuit::Circuit;
+use crate::machine::{self, Admission};
+use crate::store::CircuitRecord;
+use crate::{CircuitInfo, CircuitState, environment};
+
+/// What the slow path knows of the shared record. Guarded by `Circuit::cache`.
+#[derive(Debug, Default)]
+pub(super) struct RecordCache {
+    pub(super) record: CircuitRecord,
+    /// The cached record is trusted until then (unix millis).
+    pub(super) fresh_until: u64,
+    /// After a store error, the store is left alone until then (unix millis).
+    pub(super) store_retry_at: u64,
+    /// Consecutive probe successes of this environment.
+    pub(super) probe_successes: u32,
+    /// Bumped on every local transition, so a read that started before it is not adopted.
+    pub(super) version: u64,
+    /// A write failed and was applied locally: this environment carries on alone until the
+    /// store answers a read again.
+    pub(super) standalone: bool,
+}
+
+impl RecordCache {
+    /// Until when the cached record is used without reading the store: while it is fresh,
+    /// or while the store backs off after an error (unix millis).
+    pub(super) fn trusted_until(&self) -> u64 {
+        self.fresh_until.max(self.store_retry_at)
+    }
+}
+
+impl Circuit {
+    pub(super) fn lock(&self) -> MutexGuard<'_, RecordCache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// When a record read or written at `now` stops being trusted.
+    pub(super) fn fresh_from(&self, now: u64) -> u64 {
+        now + self.config.local_cache_max_age.as_millis() as u64
+    }
+
+    /// Makes `record` the believed state and republishes the hot-path flag.
+    pub(super) fn adopt(&self, cache: &mut RecordCache, record: CircuitRecord) {
+        if record.state != cache.record.state {
+            if record.state == CircuitState::Closed || cache.record.state == CircuitState::Closed {
+                self.failures.store(0, Ordering::Relaxed);
+            }
+            cache.probe_successes = 0;
+        }
+        cache.record = record;
+        self.publish(cache);
+    }
+
+    /// Tells the hot path until when the circuit is known closed (0: it is not).
+    pub(super) fn publish(&self, cache: &RecordCache) {
+        let closed_until = match cache.record.state {
+            CircuitState::Closed => cache.trusted_until(),
+            _ => 0,
+        };
+        self.closed_until.store(closed_until, Ordering::Release);
+    }
+
+    /// Re-reads the shared record when the cache is stale. Only one task per circuit reads;
+    /// the others go on with the cached record.
+    pub(super) async fn refresh_if_stale(&self, now: u64) {
+        let version = {
+            let cache = self.lock();
+            if now < cache.trusted_until() {
+                return;
+            }
+            cache.version
+        };
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _reading = ClearOnDrop(&self.refreshing);
+        let read = self.read_store().await;
+        let mut cache = self.lock();
+        match read {
+            Ok(record) => {
+                cache.standalone = false;
+                cache.fresh_until = self.fresh_from(now);
+                if cache.version == version {
+                    self.adopt(&mut cache, record.unwrap_or_default());
+                } else {
+                    self.publish(&cache);
+                }
+            }
+            Err(_) if cache.version == version && !cache.standalone => {
+                // Fail open: without the store, this environment starts again from closed.
+                self.adopt(&mut cache, CircuitRecord::closed());
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// What the state machine says of a call at `now`, given the cached record.
+    pub(super) fn admission(&self, cache: &RecordCache, now: u64) -> Admission {
+        let in_flight = self.probe_in_flight.load(Ordering::Acquire);
+        machine::admit(
+            &cache.record,
+            environment::id(),
+            now,
+            &self.policy,
+            in_flight,
+        )
+    }
+
+    /// The open path without a future or a store call: when the cached record needs no
+    /// refresh and says reject, [`permit_slow`](Self::permit_slow) would decide the same.
+    #[cold]
+    #[inline(never)]
+    pub(super) fn reject_from_cache(&self) -> Option<CircuitInfo> {
+        let now = self.now();
+        let cache = self.lock();
+        if now >= cache.trusted_until() {
+            return None;
+        }
+        match self.admission(&cache, now) {
+            Admission::Reject => Some(self.info_of(&cache.record)),
+            _ => None,
+        }
+    }
+}
+
+/// Clears a flag when dropped, so a cancelled reader does not block refreshes forever.
+struct ClearOnDrop<'a>(&'a AtomicBool);
+
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
+}

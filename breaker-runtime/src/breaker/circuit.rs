@@ -1,0 +1,120 @@
+//! `Circuit`: the state one circuit shares between its clones, call sites and tasks, and
+//! the lock-free part of it that the closed path reads and writes.
+
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::cache::RecordCache;
+use super::hooks::Hooks;
+use super::permit::{Permit, PermitKind};
+use crate::machine::{self, Outcome, Policy};
+use crate::store::StateStore;
+use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
+
+pub(super) struct Circuit {
+    pub(super) name: Arc<str>,
+    pub(super) store: Arc<dyn StateStore>,
+    pub(super) config: CircuitBreakerConfig,
+    pub(super) policy: Policy,
+    pub(super) disabled: bool,
+    pub(super) hooks: Hooks,
+    /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
+    pub(super) closed_until: AtomicU64,
+    /// Consecutive counted failures while closed.
+    pub(super) failures: AtomicU32,
+    /// A probe of this circuit is running in this process.
+    pub(super) probe_in_flight: AtomicBool,
+    /// A task of this process is reading the store; others use the cached record.
+    pub(super) refreshing: AtomicBool,
+    pub(super) cache: Mutex<RecordCache>,
+}
+
+impl Circuit {
+    pub(super) fn new(
+        name: Arc<str>,
+        store: Arc<dyn StateStore>,
+        config: CircuitBreakerConfig,
+    ) -> Self {
+        let jitter_millis = environment::jitter_millis(config.recovery_jitter);
+        let policy = Policy {
+            failure_threshold: config.failure_threshold,
+            success_threshold: config.success_threshold,
+            recovery_millis: config.recovery_timeout.as_millis() as u64 + jitter_millis,
+            probe_lease_secs: config.probe_lease.as_secs().max(1),
+            recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
+        };
+        Self {
+            name,
+            store,
+            config,
+            policy,
+            disabled: environment::breakers_disabled(),
+            hooks: Hooks::default(),
+            closed_until: AtomicU64::new(0),
+            failures: AtomicU32::new(0),
+            probe_in_flight: AtomicBool::new(false),
+            refreshing: AtomicBool::new(false),
+            cache: Mutex::new(RecordCache::default()),
+        }
+    }
+
+    pub(super) fn now(&self) -> u64 {
+        self.config.clock.now_millis()
+    }
+
+    /// The closed path's admission: a permit when the circuit is bypassed, or known closed
+    /// and fresh; `None` sends the call to the slow path.
+    #[inline]
+    pub(super) fn fast_permit(&self) -> Option<Permit<'_>> {
+        if self.disabled {
+            return Some(Permit::new(self, PermitKind::Bypass));
+        }
+        let closed_until = self.closed_until.load(Ordering::Acquire);
+        (self.now() < closed_until).then_some(Permit::new(self, PermitKind::Closed))
+    }
+
+    /// Counts a closed call's outcome without locking. Returns the failure count when the
+    /// machine says it trips the circuit.
+    #[inline]
+    pub(super) fn count_closed(&self, outcome: Outcome) -> Option<u32> {
+        match outcome {
+            Outcome::Success => {
+                self.note_closed_success();
+                None
+            }
+            Outcome::Failure => {
+                let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
+                machine::trips(failures, &self.policy).then_some(failures)
+            }
+            Outcome::Ignored => None,
+        }
+    }
+
+    /// A closed call succeeded: the consecutive failures start again.
+    #[inline]
+    pub(super) fn note_closed_success(&self) {
+        // Load first: a healthy circuit never writes the shared cache line.
+        if self.failures.load(Ordering::Relaxed) != 0 {
+            self.failures.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// What a rejection (or [`CircuitBreaker::info`](super::CircuitBreaker::info)) reports.
+    pub(super) fn info(&self) -> CircuitInfo {
+        let cache = self.lock();
+        self.info_of(&cache.record)
+    }
+
+    pub(super) fn info_of(&self, record: &crate::store::CircuitRecord) -> CircuitInfo {
+        let failure_count = match record.state {
+            CircuitState::Closed => self.failures.load(Ordering::Relaxed),
+            _ => record.failure_count,
+        };
+        CircuitInfo {
+            name: self.name.to_string(),
+            state: record.state,
+            failure_count,
+            opened_at: record.opened_at,
+        }
+    }
+}

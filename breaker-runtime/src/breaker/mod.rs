@@ -1,0 +1,262 @@
+//! `CircuitBreaker`: the public face of one circuit. The jobs behind it each have a module:
+//!
+//! - [`circuit`]: the shared state of one circuit and its lock-free hot path;
+//! - [`permit`]: admission of one call and the report of how it ended;
+//! - [`cache`]: this environment's copy of the shared record, and its refresh;
+//! - [`store_access`]: store calls with the back-off after an error;
+//! - [`transitions`]: trip, probe election, probe outcome, each committed then announced;
+//! - [`hooks`]: the `on_transition` hooks;
+//! - [`call`], [`phase`] and [`admitted`]: the hand-written futures of a guarded call.
+//!
+//! Hot path (closed, cached): one clock read, one atomic load, the call, and at most one
+//! atomic store. Everything else takes the slow path under a short std mutex that is never
+//! held across an await or a hook.
+
+use std::fmt;
+use std::future::Future;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::sync::Arc;
+
+mod admitted;
+mod cache;
+mod call;
+mod circuit;
+mod hooks;
+mod permit;
+mod phase;
+mod store_access;
+mod transitions;
+
+pub use admitted::{RunAdmitted, run_admitted};
+pub use call::{GuardedCall, guarded_call};
+pub use permit::{
+    Permit, PermitRequest, Recording, classify, fast_permit, request_permit,
+    request_permit_blocking,
+};
+
+use crate::machine::Outcome;
+use crate::store::StateStore;
+use crate::{
+    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState, CircuitTransition,
+};
+use circuit::Circuit;
+
+/// A circuit breaker without the attribute: for tower layers, queue consumers and any code
+/// that can't use `#[circuit_breaker]`. Clones share one circuit.
+///
+/// ```
+/// use std::sync::Arc;
+/// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+/// use breaker_runtime::store::InMemoryStore;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let config = CircuitBreakerConfig::builder().failure_threshold(2).build().unwrap();
+/// let breaker = CircuitBreaker::new("payment-backend", Arc::new(InMemoryStore::new()), config);
+///
+/// for _ in 0..2 {
+///     let _ = breaker.call(|| async { Err::<(), _>(anyhow::anyhow!("503")) }).await;
+/// }
+/// let rejected = breaker.call(|| async { Ok::<_, anyhow::Error>("never runs") }).await;
+/// assert!(rejected.unwrap_err().downcast_ref::<CircuitBreakerOpenError>().is_some());
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct CircuitBreaker {
+    circuit: Arc<Circuit>,
+}
+
+impl fmt::Debug for CircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CircuitBreaker")
+            .field("name", &self.circuit.name)
+            .field("state", &self.state())
+            .field("config", &self.circuit.config)
+            .field("store", &self.circuit.store)
+            .finish()
+    }
+}
+
+impl CircuitBreaker {
+    /// A circuit named `name` whose shared state lives in `store`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// assert_eq!(breaker.name(), "ce");
+    /// assert_eq!(breaker.config().failure_threshold(), 5);
+    /// ```
+    pub fn new(
+        name: impl Into<String>,
+        store: Arc<dyn StateStore>,
+        config: CircuitBreakerConfig,
+    ) -> Self {
+        Self {
+            circuit: Arc::new(Circuit::new(name.into().into(), store, config)),
+        }
+    }
+
+    /// Adds a hook that runs after each transition this environment commits, outside every
+    /// lock. Every hook added to the circuit (through any clone, and by every
+    /// `#[circuit_breaker]` call site naming it) runs, in the order added; a panic in one
+    /// is caught and logged, and the others still run.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
+    ///     .with_on_transition(|t| println!("{} {} -> {}", t.circuit_name, t.from_state, t.to_state))
+    ///     .with_on_transition(|t| println!("metrics: {}", t.to_state));
+    /// # drop(breaker);
+    /// ```
+    pub fn with_on_transition(
+        self,
+        hook: impl Fn(CircuitTransition) + Send + Sync + 'static,
+    ) -> Self {
+        self.circuit.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// The circuit's name.
+    pub fn name(&self) -> &str {
+        &self.circuit.name
+    }
+
+    /// The circuit's config.
+    pub fn config(&self) -> &CircuitBreakerConfig {
+        &self.circuit.config
+    }
+
+    /// Runs `f` unless the circuit is open; every `Err` counts as a failure. A rejected call
+    /// returns `Err(CircuitBreakerOpenError.into())`. A panic in `f` counts and is resumed.
+    ///
+    /// An `async fn` in all but the signature: nothing happens until the future is polled,
+    /// and it is `Send` when `f` and its future are. It is a hand-written future because
+    /// that makes the closed path cheaper (see `docs/performance.md`).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let breaker = CircuitBreaker::new("api", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let answer: Result<u32, anyhow::Error> = breaker.call(|| async { Ok(42) }).await;
+    /// assert_eq!(answer.unwrap(), 42);
+    /// # }
+    /// ```
+    pub fn call<T, E, F, Fut>(&self, f: F) -> impl Future<Output = Result<T, E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<CircuitBreakerOpenError>,
+    {
+        self.call_with(|_: &E| true, f)
+    }
+
+    /// Like [`call`](Self::call), counting only the errors for which `counts` is true.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let breaker = CircuitBreaker::new("api", Arc::new(InMemoryStore::new()), config);
+    /// let is_5xx = |e: &anyhow::Error| e.to_string().starts_with('5');
+    /// let _ = breaker.call_with(is_5xx, || async { Err::<(), _>(anyhow::anyhow!("404")) }).await;
+    /// assert_eq!(breaker.state(), CircuitState::Closed);
+    /// # }
+    /// ```
+    pub fn call_with<T, E, F, Fut>(
+        &self,
+        counts: impl Fn(&E) -> bool,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<CircuitBreakerOpenError>,
+    {
+        call::CallWith::new(self, counts, f)
+    }
+
+    /// The blocking twin of [`call`](Self::call), for sync code inside or outside a tokio
+    /// runtime.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let breaker = CircuitBreaker::new("fs", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let n: Result<u32, Box<dyn std::error::Error + Send + Sync>> = breaker.call_blocking(|| Ok(7));
+    /// assert_eq!(n.unwrap(), 7);
+    /// ```
+    pub fn call_blocking<T, E>(&self, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<CircuitBreakerOpenError>,
+    {
+        self.call_blocking_with(|_: &E| true, f)
+    }
+
+    /// The blocking twin of [`call_with`](Self::call_with).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let breaker = CircuitBreaker::new("fs", Arc::new(InMemoryStore::new()), config);
+    /// let unless_not_found = |e: &anyhow::Error| e.to_string() != "not found";
+    /// let missing: Result<(), anyhow::Error> =
+    ///     breaker.call_blocking_with(unless_not_found, || Err(anyhow::anyhow!("not found")));
+    /// assert!(missing.is_err());
+    /// assert_eq!(breaker.state(), CircuitState::Closed);
+    /// ```
+    pub fn call_blocking_with<T, E>(
+        &self,
+        counts: impl Fn(&E) -> bool,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<CircuitBreakerOpenError>,
+    {
+        let permit = match request_permit_blocking(self) {
+            Ok(permit) => permit,
+            Err(circuit) => return Err(CircuitBreakerOpenError { circuit }.into()),
+        };
+        match catch_unwind(AssertUnwindSafe(f)) {
+            Ok(result) => {
+                permit.record_blocking(classify(&result, &counts));
+                result
+            }
+            Err(panic) => {
+                permit.record_blocking(Outcome::Failure);
+                resume_unwind(panic)
+            }
+        }
+    }
+
+    /// The state this environment believes the circuit is in, from its cache (no I/O).
+    pub fn state(&self) -> CircuitState {
+        self.circuit.lock().record.state
+    }
+
+    /// The current state, re-read from the store if the cache is stale; runs nothing.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let breaker = CircuitBreaker::new("api", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let info = breaker.info().await;
+    /// assert_eq!((info.name.as_str(), info.state), ("api", CircuitState::Closed));
+    /// # }
+    /// ```
+    pub async fn info(&self) -> CircuitInfo {
+        self.circuit.refresh_if_stale(self.circuit.now()).await;
+        self.circuit.info()
+    }
+}

@@ -1,0 +1,221 @@
+//! Admission of one call ([`Permit`]) and the report of how it ended
+//! ([`Permit::record`]). The closed path decides both inline; everything else (a rejection
+//! from the cache, a refresh, an election, a trip, a probe outcome) is out of line.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use super::CircuitBreaker;
+use super::circuit::Circuit;
+use crate::CircuitInfo;
+use crate::blocking::block_on;
+use crate::machine::Outcome;
+
+/// Which kind of call a [`Permit`] admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum PermitKind {
+    /// The circuit is closed.
+    Closed,
+    /// This environment's one probe.
+    Probe,
+    /// Every circuit is disabled (`CIRCUIT_BREAKER_DISABLED`).
+    Bypass,
+    /// The outcome was recorded; nothing is left to do.
+    Spent,
+}
+
+/// Admission of one call. Report how it ended with [`Permit::record`] (or its blocking
+/// twin); a permit dropped unrecorded (a cancelled future) counts as ignored.
+#[doc(hidden)]
+#[must_use = "report the call's outcome with `record`"]
+pub struct Permit<'a> {
+    circuit: &'a Circuit,
+    kind: PermitKind,
+}
+
+impl fmt::Debug for Permit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Permit")
+            .field("circuit", &self.circuit.name)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl<'a> Permit<'a> {
+    #[inline]
+    pub(super) fn new(circuit: &'a Circuit, kind: PermitKind) -> Self {
+        Self { circuit, kind }
+    }
+
+    /// Moves the permit out of `self`, leaving a spent one (which does nothing when dropped).
+    #[inline]
+    pub(super) fn take(&mut self) -> Self {
+        let kind = std::mem::replace(&mut self.kind, PermitKind::Spent);
+        Self::new(self.circuit, kind)
+    }
+
+    /// Reports how the admitted call ended. The closed path completes inline; only a
+    /// transition (trip, probe outcome) is a boxed future.
+    #[inline]
+    pub fn record(mut self, outcome: Outcome) -> Recording<'a> {
+        if self.record_inline(outcome) {
+            return Recording::Done;
+        }
+        self.record_transition(outcome)
+    }
+
+    /// The blocking twin of [`record`](Self::record).
+    #[inline]
+    pub fn record_blocking(mut self, outcome: Outcome) {
+        if !self.record_inline(outcome) {
+            block_on(self.record_transition(outcome));
+        }
+    }
+
+    /// Records the closed path's success, the one outcome that needs no lock and no
+    /// store, inline in the caller; false for any other outcome.
+    #[inline]
+    fn record_inline(&mut self, outcome: Outcome) -> bool {
+        let inline = self.kind == PermitKind::Closed && outcome == Outcome::Success;
+        if inline {
+            self.kind = PermitKind::Spent;
+            self.circuit.note_closed_success();
+        }
+        inline
+    }
+
+    /// Every outcome but the closed path's success, out of line so that the hot path inlines.
+    #[inline(never)]
+    fn record_transition(mut self, outcome: Outcome) -> Recording<'a> {
+        let circuit = self.circuit;
+        // Spent from here on: the transition's future takes over the probe slot.
+        match std::mem::replace(&mut self.kind, PermitKind::Spent) {
+            PermitKind::Closed => match circuit.count_closed(outcome) {
+                Some(failures) => Recording::Writing(Box::pin(circuit.trip(failures))),
+                None => Recording::Done,
+            },
+            PermitKind::Probe => Recording::Writing(Box::pin(circuit.end_probe(outcome))),
+            PermitKind::Bypass | PermitKind::Spent => Recording::Done,
+        }
+    }
+}
+
+impl Drop for Permit<'_> {
+    fn drop(&mut self) {
+        if self.kind == PermitKind::Probe {
+            // Cancelled mid-probe: free the slot so the next call can probe.
+            self.circuit.release_probe();
+        }
+    }
+}
+
+/// The closed path's admission, decided inline; `None` means [`request_permit`] must
+/// decide (open, half-open, stale cache).
+#[doc(hidden)]
+#[inline]
+pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
+    breaker.circuit.fast_permit()
+}
+
+/// Asks to run one call once [`fast_permit`] said no. `Err` carries what a rejection
+/// reports. A rejection from the cached record is ready at once; only the slow path is a
+/// (boxed) future. (Called first, it still decides right, by the slow path.)
+#[doc(hidden)]
+pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
+    let circuit = &*breaker.circuit;
+    match circuit.reject_from_cache() {
+        Some(info) => PermitRequest::Rejected(Some(info)),
+        None => PermitRequest::Pending(Box::pin(circuit.permit_slow())),
+    }
+}
+
+/// The blocking admission: [`fast_permit`], else [`request_permit`] driven to its end.
+#[doc(hidden)]
+#[inline]
+pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, CircuitInfo> {
+    let circuit = &*breaker.circuit;
+    if let Some(permit) = circuit.fast_permit() {
+        return Ok(permit);
+    }
+    match circuit.reject_from_cache() {
+        Some(info) => Err(info),
+        None => block_on(circuit.permit_slow()),
+    }
+}
+
+/// Counts an `Err` only if the classifier says so.
+#[doc(hidden)]
+pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Outcome {
+    match result {
+        Ok(_) => Outcome::Success,
+        Err(e) if counts(e) => Outcome::Failure,
+        Err(_) => Outcome::Ignored,
+    }
+}
+
+/// The future of [`request_permit`]: ready at once when the cache rejects.
+#[doc(hidden)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum PermitRequest<'a> {
+    /// Rejected from the cached record, decided inline (taken by the poll that returns it).
+    Rejected(Option<CircuitInfo>),
+    /// The slow path: cache refresh, election.
+    Pending(Pin<Box<dyn Future<Output = Result<Permit<'a>, CircuitInfo>> + Send + 'a>>),
+}
+
+impl fmt::Debug for PermitRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Rejected(_) => "PermitRequest::Rejected",
+            Self::Pending(_) => "PermitRequest::Pending",
+        })
+    }
+}
+
+impl<'a> Future for PermitRequest<'a> {
+    type Output = Result<Permit<'a>, CircuitInfo>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Rejected(info) => Poll::Ready(Err(info
+                .take()
+                .expect("PermitRequest polled after completion"))),
+            Self::Pending(pending) => pending.as_mut().poll(cx),
+        }
+    }
+}
+
+/// The future of [`Permit::record`]: done at once unless the outcome is a transition.
+#[doc(hidden)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum Recording<'a> {
+    /// Recorded inline.
+    Done,
+    /// A trip or a probe outcome being written.
+    Writing(Pin<Box<dyn Future<Output = ()> + Send + 'a>>),
+}
+
+impl fmt::Debug for Recording<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Done => "Recording::Done",
+            Self::Writing(_) => "Recording::Writing",
+        })
+    }
+}
+
+impl Future for Recording<'_> {
+    type Output = ();
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
+        match self.get_mut() {
+            Self::Done => Poll::Ready(()),
+            Self::Writing(writing) => writing.as_mut().poll(cx),
+        }
+    }
+}
