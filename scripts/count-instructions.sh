@@ -18,7 +18,7 @@ command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; 
 CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
   cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
   --features macros --example hot_path_calls
-bin=target/release/examples/hot_path_calls
+bin="${CARGO_TARGET_DIR:-target}/release/examples/hot_path_calls"
 
 count() { # operation calls [dyn] -> instructions executed by the whole run
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \

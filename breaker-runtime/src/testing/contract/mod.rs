@@ -1,0 +1,105 @@
+//! The store contract: what every [`StateStore`] must do, checked case by case. Run it
+//! against your own store (feature `contract`) from a multi-thread tokio runtime.
+//!
+//! Every transition is applied where its condition holds (it must win and leave
+//! [`Transition::applied_to`] the record before it) and where it fails (it must lose,
+//! change nothing, and return the record that made it lose); each outcome is checked
+//! against [`Transition::allowed`], the reference `InMemoryStore` evaluates. Races run many
+//! writers at once and demand exactly one winner, round after round.
+//!
+//! ```
+//! use std::sync::Arc;
+//! use breaker_runtime::store::InMemoryStore;
+//! use breaker_runtime::testing::contract::run_contract;
+//!
+//! # #[tokio::main(flavor = "multi_thread", worker_threads = 2)] async fn main() {
+//! run_contract(Arc::new(InMemoryStore::new())).await;
+//! # }
+//! ```
+//!
+//! Each case uses circuit names of its own, so one store (one table) serves the whole suite.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::store::StateStore;
+
+mod cases;
+mod races;
+mod support;
+
+use cases::*;
+use races::*;
+
+/// Concurrent writers in each race.
+pub const RACERS: usize = 24;
+/// Rounds of each race.
+pub const RACE_ROUNDS: usize = 20;
+
+/// A running contract case.
+type CaseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A contract case: its name and the check.
+type Case = (&'static str, fn(Arc<dyn StateStore>, String) -> CaseFuture);
+
+/// Runs every case against `store`, in order; panics naming the first case that fails.
+pub async fn run_contract(store: Arc<dyn StateStore>) {
+    for (name, case) in cases() {
+        let circuit = fresh_circuit(name);
+        let started = std::time::Instant::now();
+        case(Arc::clone(&store), circuit).await;
+        eprintln!("contract case {name}: ok in {:?}", started.elapsed());
+    }
+}
+
+/// The names of every case, in the order [`run_contract`] runs them.
+pub fn case_names() -> Vec<&'static str> {
+    cases().iter().map(|(name, _)| *name).collect()
+}
+
+macro_rules! case {
+    ($name:ident) => {
+        (stringify!($name), |store, circuit| {
+            Box::pin(async move { $name(&*store, &circuit).await })
+        })
+    };
+    (race $name:ident) => {
+        (stringify!($name), |store, circuit| {
+            Box::pin(async move { $name(store, circuit).await })
+        })
+    };
+}
+
+fn cases() -> Vec<Case> {
+    vec![
+        case!(read_of_an_unknown_circuit_is_none),
+        case!(trip_wins_on_an_absent_record),
+        case!(trip_loses_on_open_and_returns_it),
+        case!(trip_loses_on_half_open_and_returns_it),
+        case!(trip_wins_again_after_close),
+        case!(election_wins_on_open_with_the_read_opened_at),
+        case!(election_loses_on_a_stale_opened_at),
+        case!(election_loses_on_an_absent_record),
+        case!(election_loses_on_closed),
+        case!(election_loses_while_the_lease_is_live),
+        case!(election_loses_when_the_lease_expires_this_second),
+        case!(election_takes_over_an_expired_lease),
+        case!(close_by_the_owner_wins_and_clears_the_record),
+        case!(close_by_another_environment_loses),
+        case!(close_loses_on_open_absent_and_closed),
+        case!(reopen_by_the_owner_wins_with_a_new_opened_at),
+        case!(reopen_by_another_environment_loses),
+        case!(a_former_owner_cannot_close_or_reopen_after_a_takeover),
+        case!(race concurrent_elections_have_exactly_one_winner),
+        case!(race concurrent_trips_have_exactly_one_winner),
+        case!(race close_and_takeover_race_has_exactly_one_winner),
+    ]
+}
+
+fn fresh_circuit(case: &str) -> String {
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    format!("{case}-{}-{n}", std::process::id())
+}

@@ -1,0 +1,111 @@
+//! What the contract's cases share: fixed instants, transition and record builders, and
+//! the checked write every sequential case goes through.
+
+use crate::store::{CircuitRecord, StateStore, Transition, WriteOutcome};
+
+pub(super) const T0: u64 = 1_700_000_000;
+const TTL: u64 = T0 + 3_630;
+
+pub(super) fn trip_at(opened_at: u64, failure_count: u32) -> Transition {
+    Transition::Trip {
+        failure_count,
+        opened_at,
+        expiration: TTL,
+    }
+}
+
+pub(super) fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> Transition {
+    Transition::Elect {
+        owner: owner.to_owned(),
+        expected_opened_at,
+        now,
+        lease_expiry: now + 30,
+        expiration: TTL,
+    }
+}
+
+pub(super) fn close(owner: &str) -> Transition {
+    Transition::Close {
+        owner: owner.to_owned(),
+        expiration: TTL,
+    }
+}
+
+pub(super) fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> Transition {
+    Transition::Reopen {
+        owner: owner.to_owned(),
+        opened_at,
+        failure_count,
+        expiration: TTL,
+    }
+}
+
+pub(super) fn open_record(opened_at: u64, failure_count: u32) -> CircuitRecord {
+    CircuitRecord::open(opened_at, failure_count)
+}
+
+pub(super) fn half_open_record(opened_at: u64, failure_count: u32, owner: &str, lease: u64) -> CircuitRecord {
+    CircuitRecord::half_open(opened_at, failure_count, owner, lease)
+}
+
+pub(super) async fn read(store: &dyn StateStore, circuit: &str) -> Option<CircuitRecord> {
+    store.read(circuit).await.expect("read answers")
+}
+
+/// Applies `transition`, checked against its own condition on the record before it: a
+/// win must be allowed and leave the record the transition describes; a loss must be
+/// disallowed, change nothing, and return the record that was there.
+pub(super) async fn apply(store: &dyn StateStore, circuit: &str, transition: &Transition) -> WriteOutcome {
+    let before = read(store, circuit).await;
+    let outcome = store
+        .apply(circuit, transition)
+        .await
+        .expect("the write answers");
+    let expected_win = transition.allowed(before.as_ref());
+    match &outcome {
+        WriteOutcome::Won => {
+            assert!(
+                expected_win,
+                "{transition:?} won although its condition fails on {before:?}"
+            );
+            assert_eq!(
+                read(store, circuit).await,
+                Some(transition.applied_to(before.as_ref())),
+                "a won write leaves the record its transition describes"
+            );
+        }
+        WriteOutcome::Lost(current) => {
+            assert!(
+                !expected_win,
+                "{transition:?} lost although its condition holds on {before:?}"
+            );
+            assert_eq!(
+                current, &before,
+                "a lost write returns the record that beat it"
+            );
+            assert_eq!(
+                read(store, circuit).await,
+                before,
+                "a lost write changes nothing"
+            );
+        }
+    }
+    outcome
+}
+
+/// Trips `circuit` at `T0` and elects `owner` at `T0 + 30` (lease until `T0 + 60`).
+pub(super) async fn half_open_by(store: &dyn StateStore, circuit: &str, owner: &str) {
+    assert_eq!(
+        apply(store, circuit, &trip_at(T0, 5)).await,
+        WriteOutcome::Won
+    );
+    let e = election(owner, Some(T0), T0 + 30);
+    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
+}
+
+pub(super) fn lost(outcome: WriteOutcome) -> Option<CircuitRecord> {
+    match outcome {
+        WriteOutcome::Lost(record) => record,
+        WriteOutcome::Won => panic!("expected the write to lose"),
+    }
+}
