@@ -1,8 +1,7 @@
-//! The future of a whole guarded call: admission, decided inline on the first poll when the
-//! cache allows, then the caller's future, run as [`super::phase`] describes.
-//! [`GuardedCall`] reports a rejection as the circuit's [`CircuitInfo`] (the attribute's
-//! expansion turns it into the callback's value or the error); [`CallWith`] turns it into
-//! the caller's error type.
+//! The futures of a whole call: admission, decided inline on the first poll when the cache
+//! allows, then the caller's future, run as [`super::run`] describes. [`GuardedCall`] reports a
+//! rejection as the circuit's [`CircuitInfo`] (the attribute's expansion turns it into the
+//! callback's value or the error); [`CallWith`] turns it into the caller's error type.
 
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -10,9 +9,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use super::CircuitBreaker;
-use super::admitted::{Classify, ErrorsThat};
+use super::admitted::{
+    CatchUnwind, Classify, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
+    poll_admitted, poll_recording,
+};
 use super::permit::{Permit, PermitRequest, fast_permit, request_permit};
-use super::phase::{Phase, PhaseOwned, PhaseProj};
 use crate::machine::Outcome;
 use crate::{CircuitBreakerOpenError, CircuitInfo};
 
@@ -23,8 +24,13 @@ pin_project_lite::pin_project! {
     pub struct GuardedCall<'a, F, Fut, C, O> {
         breaker: &'a CircuitBreaker,
         classify: C,
+        // Some until admitted: `make` has not run before.
+        make: Option<F>,
+        // Some while the caller's future runs: it admitted `running`.
+        permit: Option<Permit<'a>>,
+        slow: SlowSlot<'a, O>,
         #[pin]
-        phase: Phase<'a, F, Fut, O>,
+        running: Option<CatchUnwind<Fut>>,
     }
 }
 
@@ -52,7 +58,10 @@ impl<'a, F, Fut, C, O> GuardedCall<'a, F, Fut, C, O> {
         Self {
             breaker,
             classify,
-            phase: Phase::Start { make },
+            make: Some(make),
+            permit: None,
+            slow: None,
+            running: None,
         }
     }
 }
@@ -68,75 +77,59 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
-        let admitted = match this.phase.as_mut().project() {
-            PhaseProj::Start { .. } => match fast_permit(this.breaker) {
-                Some(permit) => Ok(permit),
-                None => ready!(admit_slow(this.phase.as_mut(), this.breaker, cx)),
-            },
-            // An admission under way is seen through, even if the cache has meanwhile
+        let admitting = match this.slow.as_deref() {
+            Some(SlowPhase::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
+            Some(SlowPhase::Admitting(_)) => true,
+            None => false,
+        };
+        let permit = if let Some(make) = this.make.take() {
+            // A slow admission under way is seen through, even if the cache has meanwhile
             // turned fresh: it may hold the probe slot, which only it releases.
-            PhaseProj::Admitting { .. } => {
-                ready!(admit_slow(this.phase.as_mut(), this.breaker, cx))
+            let fast = if admitting {
+                None
+            } else {
+                fast_permit(this.breaker)
+            };
+            let permit = match fast {
+                Some(permit) => permit,
+                None => match admit_slow(this.breaker, this.slow, cx) {
+                    Poll::Pending => {
+                        *this.make = Some(make);
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(Ok(permit)) => permit,
+                    Poll::Ready(Err(circuit)) => return Poll::Ready(Err(circuit)),
+                },
+            };
+            // A panic in `make` itself counts like a panic while polling.
+            match catch_unwind(AssertUnwindSafe(make)) {
+                Ok(future) => this.running.set(Some(catch_unwind_future(future))),
+                Err(panic) => {
+                    return complete(this.slow, permit, Err(panic), &*this.classify, cx).map(Ok);
+                }
             }
-            _ => return this.phase.poll_admitted(&*this.classify, cx).map(Ok),
-        };
-        let permit = match admitted {
-            Ok(permit) => permit,
-            Err(info) => return Poll::Ready(Err(info)),
-        };
-        let make = match this.phase.as_mut().project_replace(Phase::Done) {
-            PhaseOwned::Start { make } | PhaseOwned::Admitting { make, .. } => make,
-            _ => unreachable!("matched Start or Admitting above"),
-        };
-        // A panic in `make` itself counts like a panic while polling.
-        match catch_unwind(AssertUnwindSafe(make)) {
-            Ok(future) => this.phase.set(Phase::running(permit, future)),
-            Err(panic) => {
-                return this
-                    .phase
-                    .complete(permit, Err(panic), &*this.classify, cx)
-                    .map(Ok);
+            permit
+        } else {
+            match this.permit.take() {
+                Some(permit) => permit,
+                None => panic!("a circuit breaker call polled after completion"),
             }
-        }
-        this.phase.poll_admitted(&*this.classify, cx).map(Ok)
-    }
-}
-
-/// Admission when the cache cannot decide alone: a rejection from the cached record, or the
-/// slow path (store read, probe election), polled until it decides. Leaves the phase
-/// `Admitting` (with `make`) until then, and `Done` after a rejection.
-#[inline(never)]
-fn admit_slow<'a, F, Fut, O>(
-    mut phase: Pin<&mut Phase<'a, F, Fut, O>>,
-    breaker: &'a CircuitBreaker,
-    cx: &mut Context<'_>,
-) -> Poll<Result<Permit<'a>, CircuitInfo>> {
-    if let PhaseProj::Start { .. } = phase.as_mut().project() {
-        let request = match request_permit(breaker) {
-            PermitRequest::Rejected(Some(info)) => {
-                phase.set(Phase::Done);
-                return Poll::Ready(Err(info));
-            }
-            request => request,
         };
-        let PhaseOwned::Start { make } = phase.as_mut().project_replace(Phase::Done) else {
-            unreachable!("matched Start above");
-        };
-        phase.set(Phase::Admitting { make, request });
+        poll_admitted(
+            this.running,
+            this.permit,
+            this.slow,
+            &*this.classify,
+            permit,
+            cx,
+        )
+        .map(Ok)
     }
-    let PhaseProj::Admitting { request, .. } = phase.as_mut().project() else {
-        unreachable!("only called in Start or Admitting");
-    };
-    let decision = ready!(Pin::new(request).poll(cx));
-    if decision.is_err() {
-        phase.set(Phase::Done);
-    }
-    Poll::Ready(decision)
 }
 
 pin_project_lite::pin_project! {
-    /// The future of [`CircuitBreaker::call_with`]: a [`GuardedCall`] whose rejection is
-    /// the caller's error.
+    /// The future of [`CircuitBreaker::call_with`]: a [`GuardedCall`] whose rejection is the
+    /// caller's error.
     #[must_use = "futures do nothing unless awaited"]
     pub(super) struct CallWith<'a, F, Fut, C, O> {
         #[pin]
@@ -169,4 +162,31 @@ where
             Err(circuit) => Err(CircuitBreakerOpenError { circuit }.into()),
         })
     }
+}
+
+/// Admission when the cache cannot decide alone: a rejection from the cached record, or the
+/// slow path (store read, probe election), polled until it decides.
+#[inline(never)]
+fn admit_slow<'a, O>(
+    breaker: &'a CircuitBreaker,
+    slow: &mut SlowSlot<'a, O>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Permit<'a>, CircuitInfo>> {
+    let pending = match slow.as_deref_mut() {
+        Some(SlowPhase::Admitting(pending)) => pending,
+        _ => match request_permit(breaker) {
+            PermitRequest::Rejected(circuit) => {
+                return Poll::Ready(Err(
+                    circuit.expect("a new PermitRequest holds its rejection")
+                ));
+            }
+            pending => match &mut **slow.insert(Box::new(SlowPhase::Admitting(pending))) {
+                SlowPhase::Admitting(pending) => pending,
+                SlowPhase::Recording(..) => unreachable!("just inserted"),
+            },
+        },
+    };
+    let decision = ready!(Pin::new(pending).poll(cx));
+    *slow = None;
+    Poll::Ready(decision)
 }

@@ -6,7 +6,7 @@
 //! - [`store_access`]: store calls with the back-off after an error;
 //! - [`transitions`]: trip, probe election, probe outcome, each committed then announced;
 //! - [`hooks`]: the `on_transition` hooks;
-//! - [`call`], [`phase`] and [`admitted`]: the hand-written futures of a guarded call.
+//! - [`call`] and [`admitted`]: the hand-written futures of a guarded call.
 //!
 //! Hot path (closed, cached): one clock read, one atomic load, the call, and at most one
 //! atomic store. Everything else takes the slow path under a short std mutex that is never
@@ -23,7 +23,6 @@ mod call;
 mod circuit;
 mod hooks;
 mod permit;
-mod phase;
 mod store_access;
 mod transitions;
 

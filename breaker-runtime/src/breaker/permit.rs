@@ -50,13 +50,6 @@ impl<'a> Permit<'a> {
         Self { circuit, kind }
     }
 
-    /// Moves the permit out of `self`, leaving a spent one (which does nothing when dropped).
-    #[inline]
-    pub(super) fn take(&mut self) -> Self {
-        let kind = std::mem::replace(&mut self.kind, PermitKind::Spent);
-        Self::new(self.circuit, kind)
-    }
-
     /// Reports how the admitted call ended. The closed path completes inline; only a
     /// transition (trip, probe outcome) is a boxed future.
     #[inline]
@@ -71,8 +64,15 @@ impl<'a> Permit<'a> {
     #[inline]
     pub fn record_blocking(mut self, outcome: Outcome) {
         if !self.record_inline(outcome) {
-            block_on(self.record_transition(outcome));
+            self.record_transition_blocking(outcome);
         }
+    }
+
+    /// The blocking twin of [`record_transition`](Self::record_transition), out of line
+    /// for the same reason.
+    #[inline(never)]
+    fn record_transition_blocking(self, outcome: Outcome) {
+        block_on(self.record_transition(outcome));
     }
 
     /// Records the closed path's success, the one outcome that needs no lock and no

@@ -1,8 +1,8 @@
-//! The guarded call and its open-circuit fallback.
+//! The charge and what it does while the circuit is open.
 
-use breaker_runtime::{CircuitInfo, circuit_breaker};
+use breaker_runtime::CircuitInfo;
 use lambda_runtime::Diagnostic;
-use payment_client::{Order, PaymentClient, PaymentError};
+use payment_client::{GuardedPaymentError, Order, PaymentClient, PaymentError};
 use serde_json::{Value, json};
 
 use crate::overflow::{BufferError, OverflowQueue};
@@ -51,21 +51,16 @@ impl From<ChargeError> for Diagnostic {
     }
 }
 
-/// Only an unwell payment API counts toward opening the circuit.
-fn payment_api_unwell(error: &ChargeError) -> bool {
-    matches!(error, ChargeError::Unavailable(_))
-}
-
-/// Charges `order`; the order id is the idempotency key.
-#[circuit_breaker(
-    name = "payment-backend",
-    config = circuit_env::circuit_config(),
-    handled = payment_api_unwell,
-    on_circuit_open = buffer_order,
-    on_transition = breaker_runtime::emf::log_transition
-)]
+/// Charges `order` through the shared `payment-backend` circuit; the order id is the
+/// idempotency key. While the circuit is open the order is buffered instead.
 pub async fn charge(app: &App, order: &Order) -> Result<Value, ChargeError> {
-    let receipt = app.payments.charge(order).await?;
+    let receipt = match app.payments.charge_guarded(order).await {
+        Ok(receipt) => receipt,
+        Err(GuardedPaymentError::CircuitOpen(open)) => {
+            return buffer_order(app, order, open.circuit).await;
+        }
+        Err(GuardedPaymentError::Payment(error)) => return Err(error.into()),
+    };
     Ok(json!({
         "statusCode": receipt.status,
         "order_id": order.order_id,

@@ -115,7 +115,8 @@ impl PaymentClient {
         Ok(Self { url, timeout, http })
     }
 
-    /// POSTs `order.payload` with the order id as idempotency key.
+    /// POSTs `order.payload` with the order id as idempotency key. Not guarded: the
+    /// functions call [`charge_guarded`](Self::charge_guarded), behind the circuit.
     pub async fn charge(&self, order: &Order) -> Result<Receipt, PaymentError> {
         match tokio::time::timeout(self.timeout, self.post(order)).await {
             Ok(result) => result,

@@ -5,7 +5,6 @@ use super::support::*;
 use crate::CircuitState;
 use crate::store::{CircuitRecord, StateStore, WriteOutcome};
 
-
 pub(super) async fn read_of_an_unknown_circuit_is_none(store: &dyn StateStore, circuit: &str) {
     assert_eq!(read(store, circuit).await, None);
 }
@@ -47,7 +46,10 @@ pub(super) async fn trip_wins_again_after_close(store: &dyn StateStore, circuit:
     assert_eq!(read(store, circuit).await, Some(open_record(T0 + 100, 3)));
 }
 
-pub(super) async fn election_wins_on_open_with_the_read_opened_at(store: &dyn StateStore, circuit: &str) {
+pub(super) async fn election_wins_on_open_with_the_read_opened_at(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
     half_open_by(store, circuit, "env-a").await;
     // Election keeps the opening and the failure count, adds owner and lease.
     assert_eq!(
@@ -91,7 +93,10 @@ pub(super) async fn election_loses_while_the_lease_is_live(store: &dyn StateStor
     );
 }
 
-pub(super) async fn election_loses_when_the_lease_expires_this_second(store: &dyn StateStore, circuit: &str) {
+pub(super) async fn election_loses_when_the_lease_expires_this_second(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
     half_open_by(store, circuit, "env-a").await;
     // The lease is live through its expiry second; takeover needs `lease < now`.
     let outcome = apply(store, circuit, &election("env-b", Some(T0), T0 + 60)).await;
@@ -111,7 +116,10 @@ pub(super) async fn election_takes_over_an_expired_lease(store: &dyn StateStore,
     );
 }
 
-pub(super) async fn close_by_the_owner_wins_and_clears_the_record(store: &dyn StateStore, circuit: &str) {
+pub(super) async fn close_by_the_owner_wins_and_clears_the_record(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
     half_open_by(store, circuit, "env-a").await;
     assert_eq!(
         apply(store, circuit, &close("env-a")).await,
@@ -138,7 +146,10 @@ pub(super) async fn close_loses_on_open_absent_and_closed(store: &dyn StateStore
     assert_eq!(lost(reopened), Some(open_record(T0, 5)));
 }
 
-pub(super) async fn reopen_by_the_owner_wins_with_a_new_opened_at(store: &dyn StateStore, circuit: &str) {
+pub(super) async fn reopen_by_the_owner_wins_with_a_new_opened_at(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
     half_open_by(store, circuit, "env-a").await;
     let outcome = apply(store, circuit, &reopen("env-a", T0 + 40, 1)).await;
     assert_eq!(outcome, WriteOutcome::Won);

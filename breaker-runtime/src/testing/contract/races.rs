@@ -39,7 +39,10 @@ fn the_winner(outcomes: &[WriteOutcome], round: usize) -> usize {
     winners[0]
 }
 
-pub(super) async fn concurrent_elections_have_exactly_one_winner(store: Arc<dyn StateStore>, circuit: String) {
+pub(super) async fn concurrent_elections_have_exactly_one_winner(
+    store: Arc<dyn StateStore>,
+    circuit: String,
+) {
     let mut opened_at = T0;
     apply(&*store, &circuit, &trip_at(opened_at, 5)).await;
     for round in 0..RACE_ROUNDS {
@@ -72,7 +75,10 @@ pub(super) async fn concurrent_elections_have_exactly_one_winner(store: Arc<dyn 
     }
 }
 
-pub(super) async fn concurrent_trips_have_exactly_one_winner(store: Arc<dyn StateStore>, circuit: String) {
+pub(super) async fn concurrent_trips_have_exactly_one_winner(
+    store: Arc<dyn StateStore>,
+    circuit: String,
+) {
     for round in 0..RACE_ROUNDS {
         let c = format!("{circuit}-{round}");
         let name = c.clone();

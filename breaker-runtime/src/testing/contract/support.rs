@@ -44,7 +44,12 @@ pub(super) fn open_record(opened_at: u64, failure_count: u32) -> CircuitRecord {
     CircuitRecord::open(opened_at, failure_count)
 }
 
-pub(super) fn half_open_record(opened_at: u64, failure_count: u32, owner: &str, lease: u64) -> CircuitRecord {
+pub(super) fn half_open_record(
+    opened_at: u64,
+    failure_count: u32,
+    owner: &str,
+    lease: u64,
+) -> CircuitRecord {
     CircuitRecord::half_open(opened_at, failure_count, owner, lease)
 }
 
@@ -55,7 +60,11 @@ pub(super) async fn read(store: &dyn StateStore, circuit: &str) -> Option<Circui
 /// Applies `transition`, checked against its own condition on the record before it: a
 /// win must be allowed and leave the record the transition describes; a loss must be
 /// disallowed, change nothing, and return the record that was there.
-pub(super) async fn apply(store: &dyn StateStore, circuit: &str, transition: &Transition) -> WriteOutcome {
+pub(super) async fn apply(
+    store: &dyn StateStore,
+    circuit: &str,
+    transition: &Transition,
+) -> WriteOutcome {
     let before = read(store, circuit).await;
     let outcome = store
         .apply(circuit, transition)
