@@ -1,5 +1,6 @@
 //! `CircuitBreakerConfig`: thresholds, timeouts and their validation.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::CircuitBreakerConfigError;
@@ -36,6 +37,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) store_error_backoff: Duration,
     pub(crate) probe_lease: Duration,
     pub(crate) clock: Clock,
+    /// `None`: the process's environment id.
+    pub(crate) environment_id: Option<Arc<str>>,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -50,6 +53,7 @@ impl Default for CircuitBreakerConfig {
             store_error_backoff: Duration::from_secs(5),
             probe_lease: Duration::from_secs(30),
             clock: Clock::System,
+            environment_id: None,
         }
     }
 }
@@ -159,6 +163,22 @@ impl CircuitBreakerConfigBuilder {
     /// over (≥ 1 s; default 30 s). Make it longer than your slowest protected call.
     pub fn probe_lease(mut self, lease: Duration) -> Self {
         self.config.probe_lease = lease;
+        self
+    }
+
+    /// The id this circuit's environment writes as probe owner, instead of the process's
+    /// (a random uuid). For simulations that run many execution environments in one
+    /// process; a Lambda function leaves it unset. It also seeds the recovery jitter.
+    ///
+    /// ```
+    /// let config = breaker_runtime::CircuitBreakerConfig::builder()
+    ///     .environment_id("sim-env-42")
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(config);
+    /// ```
+    pub fn environment_id(mut self, id: impl Into<String>) -> Self {
+        self.config.environment_id = Some(id.into().into());
         self
     }
 

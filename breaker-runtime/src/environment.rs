@@ -1,5 +1,6 @@
 //! Facts about this execution environment: its id, its jitter, the kill switch.
 
+use std::hash::{Hash, Hasher};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
 
@@ -11,13 +12,17 @@ pub(crate) fn id() -> &'static str {
     &ENVIRONMENT_ID
 }
 
-/// A random delay in `[0, jitter]`, drawn once per circuit.
-pub(crate) fn jitter_millis(jitter: Duration) -> u64 {
-    let span = jitter.as_millis() as u64;
+/// A delay in `[0, jitter]`, fixed per environment and circuit: a hash of both, so it is
+/// spread across a fleet (environment ids are random) and reproducible in a simulation
+/// (which chooses them).
+pub(crate) fn jitter_millis(jitter: Duration, environment_id: &str, circuit: &str) -> u64 {
+    let span = u64::try_from(jitter.as_millis()).unwrap_or(u64::MAX);
     if span == 0 {
         return 0;
     }
-    (uuid::Uuid::new_v4().as_u128() % (u128::from(span) + 1)) as u64
+    let mut hasher = std::hash::DefaultHasher::new();
+    (environment_id, circuit).hash(&mut hasher);
+    hasher.finish() % span.saturating_add(1)
 }
 
 /// Whether `CIRCUIT_BREAKER_DISABLED` is truthy (`1`, `true`, `yes`, `on`); warns once.

@@ -8,7 +8,7 @@ use std::sync::{MutexGuard, PoisonError};
 use super::circuit::Circuit;
 use crate::machine::{self, Admission};
 use crate::store::CircuitRecord;
-use crate::{CircuitInfo, CircuitState, environment};
+use crate::{CircuitInfo, CircuitState};
 
 /// What the slow path knows of the shared record. Guarded by `Circuit::cache`.
 #[derive(Debug, Default)]
@@ -105,7 +105,7 @@ impl Circuit {
         let in_flight = self.probe_in_flight.load(Ordering::Acquire);
         machine::admit(
             &cache.record,
-            environment::id(),
+            &self.environment_id,
             now,
             &self.policy,
             in_flight,

@@ -13,6 +13,8 @@ use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
 
 pub(super) struct Circuit {
     pub(super) name: Arc<str>,
+    /// Written as probe owner: the process's id unless the config names one.
+    pub(super) environment_id: Arc<str>,
     pub(super) store: Arc<dyn StateStore>,
     pub(super) config: CircuitBreakerConfig,
     pub(super) policy: Policy,
@@ -35,7 +37,12 @@ impl Circuit {
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
-        let jitter_millis = environment::jitter_millis(config.recovery_jitter);
+        let environment_id: Arc<str> = match &config.environment_id {
+            Some(id) => Arc::clone(id),
+            None => environment::id().into(),
+        };
+        let jitter_millis =
+            environment::jitter_millis(config.recovery_jitter, &environment_id, &name);
         let policy = Policy {
             failure_threshold: config.failure_threshold,
             success_threshold: config.success_threshold,
@@ -45,6 +52,7 @@ impl Circuit {
         };
         Self {
             name,
+            environment_id,
             store,
             config,
             policy,

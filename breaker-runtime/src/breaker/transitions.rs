@@ -11,7 +11,7 @@ use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind};
 use crate::machine::{self, Admission, Outcome};
 use crate::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
-use crate::{CircuitInfo, CircuitState, CircuitTransition, environment};
+use crate::{CircuitInfo, CircuitState, CircuitTransition};
 
 impl Circuit {
     /// Admission when the cache cannot decide alone: refresh a stale cache, then run,
@@ -105,7 +105,7 @@ impl Circuit {
             let next = machine::on_probe_outcome(
                 outcome,
                 cache.probe_successes,
-                environment::id(),
+                &self.environment_id,
                 now,
                 &self.policy,
             );
@@ -139,7 +139,7 @@ impl Circuit {
             base,
             transition,
             reply.ok(),
-            environment::id(),
+            &self.environment_id,
             now,
             &self.policy,
         );
