@@ -292,10 +292,17 @@ fn at_least_one(key: &Ident, value: &Expr) -> syn::Result<u32> {
     }
 }
 
+/// The longest duration the runtime's config accepts: 365 days, in seconds.
+const MAX_SECONDS: u64 = 365 * 24 * 3600;
+
 fn whole_seconds(key: &Ident, value: &Expr, minimum: u64) -> syn::Result<u64> {
     let expected = format!("a whole number of seconds of at least {minimum}");
     let int = integer(key, value, &expected)?;
     match int.base10_parse::<u64>() {
+        Ok(n) if n > MAX_SECONDS => Err(syn::Error::new_spanned(
+            int,
+            format!("expected at most {MAX_SECONDS} seconds (365 days) for `{key}`, got {n}"),
+        )),
         Ok(n) if n >= minimum => Ok(n),
         Ok(n) => Err(syn::Error::new_spanned(
             int,

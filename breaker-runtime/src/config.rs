@@ -134,7 +134,10 @@ impl CircuitBreakerConfigBuilder {
     }
 
     /// How long a copy of the shared state is trusted (≥ 0; default 5 s). Zero reads the
-    /// store before every call.
+    /// store before every call. Longer ages mean fewer reads but a slower fleet: an
+    /// environment may keep calling a downstream up to this long after another one opened
+    /// the circuit. An age above the recovery timeout is allowed; it trades reaction time
+    /// for store traffic.
     pub fn local_cache_max_age(mut self, max_age: Duration) -> Self {
         self.config.local_cache_max_age = max_age;
         self
@@ -210,8 +213,47 @@ impl CircuitBreakerConfigBuilder {
         )?;
         at_least("store_timeout", c.store_timeout, Duration::from_millis(1))?;
         at_least("probe_lease", c.probe_lease, Duration::from_secs(1))?;
+        for (field, value) in [
+            ("recovery_timeout", c.recovery_timeout),
+            ("local_cache_max_age", c.local_cache_max_age),
+            ("recovery_jitter", c.recovery_jitter),
+            ("store_timeout", c.store_timeout),
+            ("store_error_backoff", c.store_error_backoff),
+        ] {
+            at_most(field, value, MAX_DURATION)?;
+        }
+        // The lease must not outlive the record: every write sets its TTL to
+        // now + recovery timeout + the grace, and an election is such a write.
+        at_most("probe_lease", c.probe_lease, TTL_GRACE)?;
         Ok(self.config)
     }
+}
+
+/// The longest duration any setting takes: far beyond any sensible value, and small
+/// enough that sums of settings in milliseconds cannot overflow.
+const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
+
+/// How long a record outlives its recovery timeout before DynamoDB's TTL may delete it.
+pub(crate) const TTL_GRACE: Duration = Duration::from_secs(3600);
+
+/// A duration in milliseconds, saturating (the builder keeps durations far below that).
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn at_most(
+    field: &'static str,
+    value: Duration,
+    maximum: Duration,
+) -> Result<(), CircuitBreakerConfigError> {
+    if value <= maximum {
+        return Ok(());
+    }
+    Err(CircuitBreakerConfigError::TooLarge {
+        field,
+        maximum: format!("{maximum:?}"),
+        value: format!("{value:?}"),
+    })
 }
 
 fn at_least_one(field: &'static str, value: u32) -> Result<(), CircuitBreakerConfigError> {
@@ -278,10 +320,37 @@ mod tests {
                 CircuitBreakerConfig::builder().probe_lease(Duration::from_millis(10)),
                 "probe_lease must be at least 1s, got 10ms",
             ),
+            (
+                CircuitBreakerConfig::builder().probe_lease(Duration::from_secs(3601)),
+                "probe_lease must be at most 3600s, got 3601s",
+            ),
+            (
+                CircuitBreakerConfig::builder().recovery_timeout(Duration::MAX),
+                "recovery_timeout must be at most 31536000s, got 18446744073709551615.999999999s",
+            ),
+            (
+                CircuitBreakerConfig::builder().local_cache_max_age(Duration::from_secs(u64::MAX)),
+                "local_cache_max_age must be at most 31536000s, got 18446744073709551615s",
+            ),
+            (
+                CircuitBreakerConfig::builder()
+                    .store_error_backoff(Duration::from_secs(400 * 86400)),
+                "store_error_backoff must be at most 31536000s, got 34560000s",
+            ),
         ];
         for (builder, message) in cases {
             assert_eq!(builder.build().unwrap_err().to_string(), message);
         }
+    }
+
+    #[test]
+    fn a_cache_age_above_the_recovery_timeout_is_valid() {
+        let c = CircuitBreakerConfig::builder()
+            .recovery_timeout(Duration::from_secs(2))
+            .local_cache_max_age(Duration::from_secs(60))
+            .build()
+            .unwrap();
+        assert_eq!(c.local_cache_max_age(), Duration::from_secs(60));
     }
 
     #[test]

@@ -43,6 +43,17 @@ pub enum CircuitBreakerConfigError {
         /// The value given, with its unit.
         value: String,
     },
+    /// A numeric field is above its maximum (durations beyond it would overflow the
+    /// protocol's arithmetic, or outlive the record's TTL).
+    #[error("{field} must be at most {maximum}, got {value}")]
+    TooLarge {
+        /// The field's name, as in the builder.
+        field: &'static str,
+        /// The largest accepted value, with its unit.
+        maximum: String,
+        /// The value given, with its unit.
+        value: String,
+    },
     /// A required setting was not given.
     #[error("{0} is required")]
     Missing(&'static str),

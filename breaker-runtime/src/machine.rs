@@ -7,7 +7,7 @@ use crate::CircuitState;
 use crate::store::{CircuitRecord, Transition, WriteOutcome};
 
 /// Seconds added to every write's TTL beyond the recovery timeout.
-const TTL_GRACE_SECS: u64 = 3600;
+const TTL_GRACE_SECS: u64 = crate::config::TTL_GRACE.as_secs();
 
 /// The numbers the machine needs, derived once per circuit from its config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +64,9 @@ fn secs(millis: u64) -> u64 {
 }
 
 fn expiration(now_millis: u64, policy: &Policy) -> u64 {
-    secs(now_millis) + policy.recovery_secs + TTL_GRACE_SECS
+    secs(now_millis)
+        .saturating_add(policy.recovery_secs)
+        .saturating_add(TTL_GRACE_SECS)
 }
 
 /// Whether the recovery timeout has elapsed since `opened_at`.
@@ -86,7 +88,7 @@ fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) 
         owner: me.to_owned(),
         expected_opened_at: record.opened_at,
         now: secs(now_millis),
-        lease_expiry: secs(now_millis) + policy.probe_lease_secs,
+        lease_expiry: secs(now_millis).saturating_add(policy.probe_lease_secs),
         expiration: expiration(now_millis, policy),
     }
 }

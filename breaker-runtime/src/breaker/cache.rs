@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{MutexGuard, PoisonError};
 
 use super::circuit::Circuit;
+use crate::config::millis;
 use crate::machine::{self, Admission};
 use crate::store::CircuitRecord;
 use crate::{CircuitInfo, CircuitState};
@@ -42,7 +43,7 @@ impl Circuit {
 
     /// When a record read or written at `now` stops being trusted.
     pub(super) fn fresh_from(&self, now: u64) -> u64 {
-        now + self.config.local_cache_max_age.as_millis() as u64
+        now.saturating_add(millis(self.config.local_cache_max_age))
     }
 
     /// Makes `record` the believed state and republishes the hot-path flag.

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::cache::RecordCache;
 use super::hooks::Hooks;
 use super::permit::{Permit, PermitKind};
+use crate::config::millis;
 use crate::machine::{self, Outcome, Policy};
 use crate::store::StateStore;
 use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
@@ -46,7 +47,7 @@ impl Circuit {
         let policy = Policy {
             failure_threshold: config.failure_threshold,
             success_threshold: config.success_threshold,
-            recovery_millis: config.recovery_timeout.as_millis() as u64 + jitter_millis,
+            recovery_millis: millis(config.recovery_timeout).saturating_add(jitter_millis),
             probe_lease_secs: config.probe_lease.as_secs().max(1),
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
         };

@@ -5,6 +5,7 @@ use std::future::Future;
 use std::sync::Arc;
 
 use super::circuit::Circuit;
+use crate::config::millis;
 use crate::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
 use crate::store_runtime;
 
@@ -46,7 +47,9 @@ impl Circuit {
         if let Err(error) = &reply {
             tracing::warn!(circuit = %self.name, %error, "circuit breaker store failed; failing open");
             let mut cache = self.lock();
-            let retry_at = self.now() + self.config.store_error_backoff.as_millis() as u64;
+            let retry_at = self
+                .now()
+                .saturating_add(millis(self.config.store_error_backoff));
             cache.store_retry_at = retry_at;
             cache.fresh_until = cache.fresh_until.max(retry_at);
             self.publish(&cache);
