@@ -5,13 +5,14 @@
 //! → the buffer drains. Everything it starts stops when it exits.
 
 use std::collections::HashMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_tests::fault_proxy::{Fault, Service};
-use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
-use breaker_tests::sample_stack::SampleStack;
+use breaker_tests::fixtures::fault_proxy::{Fault, Service};
+use breaker_tests::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use breaker_tests::harness::sample_stack::SampleStack;
+use breaker_tests::wall_clock::unix_secs;
 use serde_json::{Value, json};
 
 /// Orders sent during the payment outage.
@@ -298,9 +299,8 @@ async fn wait_for_recovery(stack: &SampleStack, circuit: &str) -> anyhow::Result
         Some(AttributeValue::N(n)) => n.parse()?,
         _ => return Ok(()),
     };
-    let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     tokio::time::sleep(Duration::from_secs(
-        (opened_at + RECOVERY_SECS + 1).saturating_sub(now),
+        (opened_at + RECOVERY_SECS + 1).saturating_sub(unix_secs()),
     ))
     .await;
     Ok(())

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use breaker_runtime::store::{DynamoDbStore, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
-use breaker_tests::dynalite::Dynalite;
+use breaker_tests::fixtures::dynalite::Dynalite;
 use criterion::{Criterion, criterion_group, criterion_main};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;

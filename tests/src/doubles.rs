@@ -1,6 +1,8 @@
-//! Store wrappers for tests: count operations, fail every call, or hang forever.
+//! Test doubles of a store: a wrapper that counts every operation and, on command, fails
+//! every call or never answers.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
@@ -10,7 +12,7 @@ use breaker_runtime::store::{
 /// What a [`ScriptedStore`] does with each call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Behaviour {
-    /// Delegate to an in-memory store.
+    /// Delegate to the wrapped store.
     Healthy,
     /// Answer every call with an error.
     Failing,
@@ -18,20 +20,26 @@ pub enum Behaviour {
     Hanging,
 }
 
-/// An in-memory store that counts reads and writes and can be told to fail or hang.
+/// A store (in-memory unless told otherwise) that counts reads and writes and can be told
+/// to fail or hang.
 #[derive(Debug)]
 pub struct ScriptedStore {
-    inner: InMemoryStore,
+    inner: Arc<dyn StateStore>,
     behaviour: std::sync::Mutex<Behaviour>,
     reads: AtomicUsize,
     writes: AtomicUsize,
 }
 
 impl ScriptedStore {
-    /// A store that behaves as told.
+    /// An in-memory store that behaves as told.
     pub fn new(behaviour: Behaviour) -> Self {
+        Self::wrapping(Arc::new(InMemoryStore::new()), behaviour)
+    }
+
+    /// `inner`, counted, behaving as told (while healthy, `inner` answers).
+    pub fn wrapping(inner: Arc<dyn StateStore>, behaviour: Behaviour) -> Self {
         Self {
-            inner: InMemoryStore::new(),
+            inner,
             behaviour: std::sync::Mutex::new(behaviour),
             reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
@@ -59,6 +67,12 @@ impl ScriptedStore {
     /// Every operation so far.
     pub fn calls(&self) -> usize {
         self.reads() + self.writes()
+    }
+
+    /// Counts from zero again.
+    pub fn reset_counts(&self) {
+        self.reads.store(0, Ordering::SeqCst);
+        self.writes.store(0, Ordering::SeqCst);
     }
 
     fn behave<'a, T: Send + 'a>(

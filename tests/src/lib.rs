@@ -1,11 +1,20 @@
-//! Shared support for the workspace-level tests: local services, fault proxy, helpers.
+//! Shared support for the workspace-level tests, in four kinds:
+//!
+//! - [`fixtures`]: local servers a test starts and drops (dynalite, moto, the fault proxy,
+//!   the payment stub) and what they share: the supervised process, a free port, the local
+//!   SDK configuration.
+//! - [`harness`]: what drives the code under test: a function binary under a loopback Lambda
+//!   Runtime API, the sample stack, a fleet of worker processes.
+//! - [`doubles`]: stand-ins for a store, scripted to count, fail or hang.
+//! - [`circuits`]: the small helpers of in-process circuit tests; [`wall_clock`]: the time
+//!   in unix milliseconds.
 
-pub mod dynalite;
-pub mod fault_proxy;
-pub mod fleet;
-pub mod http1;
-pub mod moto;
-pub mod payment_stub;
-pub mod runtime_api;
-pub mod sample_stack;
-pub mod stores;
+pub mod circuits;
+pub mod doubles;
+pub mod fixtures;
+pub mod harness;
+pub mod wall_clock;
+
+// The paths `tests/tests/functions/` imports from; new code names the modules above.
+pub use fixtures::fault_proxy;
+pub use harness::{runtime_api, sample_stack};

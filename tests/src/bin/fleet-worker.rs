@@ -1,49 +1,19 @@
-//! One execution environment of a test fleet (see `breaker_tests::fleet`): calls a loopback
-//! downstream through a `CircuitBreaker` on the default store (`CIRCUIT_BREAKER_TABLE`: a
-//! `DynamoDbStore` from the standard AWS environment), in a loop, and reports on stdout. Commands on stdin: `stats`, `reset`.
-//! Exits when stdin closes.
+//! One execution environment of a test fleet (see `breaker_tests::harness::fleet`): calls a
+//! loopback downstream through a `CircuitBreaker` on the default store
+//! (`CIRCUIT_BREAKER_TABLE`: a `DynamoDbStore` from the standard AWS environment), in a loop,
+//! and reports on stdout. Commands on stdin: `stats`, `reset`. Exits when stdin closes.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use breaker_runtime::store::{CircuitRecord, StateStore, StoreFuture, Transition, WriteOutcome};
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
-use breaker_tests::fleet::unix_millis;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+use breaker_tests::circuits::{BoxError as Error, is_rejection};
+use breaker_tests::doubles::{Behaviour, ScriptedStore};
+use breaker_tests::wall_clock::unix_millis;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpStream;
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
-/// Counts store operations on their way to the real store.
-#[derive(Debug)]
-struct Counting {
-    inner: Arc<dyn StateStore>,
-    reads: AtomicU64,
-    writes: AtomicU64,
-}
-
-impl Counting {
-    fn write(&self) {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-impl StateStore for Counting {
-    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        self.inner.read(circuit)
-    }
-    fn apply<'a>(
-        &'a self,
-        circuit: &'a str,
-        transition: &'a Transition,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.write();
-        self.inner.apply(circuit, transition)
-    }
-}
 
 /// Counters since the last `reset`.
 #[derive(Debug, Default)]
@@ -85,18 +55,15 @@ impl Downstream {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> anyhow::Result<()> {
     let index: usize = var("FLEET_WORKER_INDEX")?.parse()?;
-    let store = Arc::new(Counting {
-        // The process default store: CIRCUIT_BREAKER_TABLE selects a DynamoDbStore whose
-        // client comes from the standard AWS environment (AWS_ENDPOINT_URL_DYNAMODB points
-        // at dynalite), as in Lambda.
-        inner: breaker_runtime::default_store(),
-        reads: AtomicU64::new(0),
-        writes: AtomicU64::new(0),
-    });
+    // The process default store: CIRCUIT_BREAKER_TABLE selects a DynamoDbStore whose
+    // client comes from the standard AWS environment (AWS_ENDPOINT_URL_DYNAMODB points at
+    // dynalite), as in Lambda. Wrapped to count its reads and writes.
+    let default_store = breaker_runtime::default_store();
     anyhow::ensure!(
-        format!("{:?}", store.inner).starts_with("DynamoDbStore"),
+        format!("{default_store:?}").starts_with("DynamoDbStore"),
         "CIRCUIT_BREAKER_TABLE did not select a DynamoDbStore"
     );
+    let store = Arc::new(ScriptedStore::wrapping(default_store, Behaviour::Healthy));
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
         .success_threshold(1)
@@ -151,8 +118,7 @@ async fn main() -> anyhow::Result<()> {
             .max_overhead_us
             .fetch_max(overhead.as_micros() as u64, Ordering::Relaxed);
         counters.calls.fetch_add(1, Ordering::Relaxed);
-        let rejected =
-            matches!(&result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some());
+        let rejected = is_rejection(&result);
         let counter = match (&result, rejected) {
             (_, true) => &counters.rejected,
             (Ok(()), _) => &counters.ok,
@@ -168,7 +134,7 @@ async fn main() -> anyhow::Result<()> {
 }
 
 /// Serves `stats` and `reset`; exits the process when stdin closes (the test is gone).
-fn commands(store: &Counting, counters: &Counters, since: &std::sync::Mutex<Instant>) {
+fn commands(store: &ScriptedStore, counters: &Counters, since: &std::sync::Mutex<Instant>) {
     for line in std::io::stdin().lines() {
         let Ok(line) = line else { break };
         let since_reset =
@@ -181,11 +147,10 @@ fn commands(store: &Counting, counters: &Counters, since: &std::sync::Mutex<Inst
                     &counters.failed,
                     &counters.rejected,
                     &counters.max_overhead_us,
-                    &store.reads,
-                    &store.writes,
                 ] {
                     counter.store(0, Ordering::Relaxed);
                 }
+                store.reset_counts();
                 if let Ok(mut t) = since.lock() {
                     *t = Instant::now();
                 }
@@ -196,8 +161,8 @@ fn commands(store: &Counting, counters: &Counters, since: &std::sync::Mutex<Inst
                 counters.ok.load(Ordering::Relaxed),
                 counters.failed.load(Ordering::Relaxed),
                 counters.rejected.load(Ordering::Relaxed),
-                store.reads.load(Ordering::Relaxed),
-                store.writes.load(Ordering::Relaxed),
+                store.reads(),
+                store.writes(),
                 since_reset(since).as_millis(),
                 counters.max_overhead_us.load(Ordering::Relaxed),
             ),

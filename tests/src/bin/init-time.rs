@@ -9,7 +9,8 @@
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use breaker_tests::runtime_api::{FunctionProcess, LogEcho, function_binary};
+use breaker_tests::fixtures::sdk::local_env;
+use breaker_tests::harness::runtime_api::{FunctionProcess, LogEcho, function_binary};
 use serde_json::{Value, json};
 
 const COLD_STARTS: usize = 7;
@@ -19,9 +20,8 @@ async fn main() -> anyhow::Result<()> {
     let dir = std::env::args().nth(1).map(PathBuf::from);
     // Never reached: the events below are answered before any AWS call.
     let unreachable = "http://127.0.0.1:9".to_owned();
-    let env = [
-        ("AWS_ACCESS_KEY_ID", "local".to_owned()),
-        ("AWS_SECRET_ACCESS_KEY", "local".to_owned()),
+    let mut env = local_env();
+    env.extend([
         ("AWS_ENDPOINT_URL", unreachable.clone()),
         ("CIRCUIT_BREAKER_TABLE", "circuit-breakers".to_owned()),
         ("SNAPSHOT_TABLE", "cost-snapshots".to_owned()),
@@ -30,7 +30,7 @@ async fn main() -> anyhow::Result<()> {
             format!("{unreachable}/123456789012/overflow"),
         ),
         ("PAYMENT_API_URL", format!("{unreachable}/charges")),
-    ];
+    ]);
     let cases: [(&str, Value); 3] = [
         ("cost-report", json!({"start": "not-a-date"})),
         ("charge", json!({"amount": 1})),

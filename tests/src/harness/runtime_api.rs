@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
-//! use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
+//! use breaker_tests::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
 //! let function = FunctionProcess::start("charge", &[("PAYMENT_API_URL", "http://127.0.0.1:9/".into())], LogEcho::Stderr).await?;
 //! let outcome = function.invoke(serde_json::json!({"order_id": 1})).await?;
 //! assert!(matches!(outcome, Invocation::Response(_)));
@@ -20,7 +20,7 @@ use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
@@ -30,7 +30,9 @@ use tokio::process::{Child, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::http1::{self, Unframed};
+use crate::fixtures::http1::{self, Unframed};
+use crate::fixtures::sdk::REGION;
+use crate::wall_clock::unix_millis;
 
 /// Longest an invocation may take before `invoke` gives up.
 const INVOKE_TIMEOUT: Duration = Duration::from_secs(60);
@@ -257,22 +259,10 @@ async fn connection(
             if let Some(done) = lock(&shared.waiting).remove(request_id) {
                 let _ = done.send(invocation);
             }
-            http1::write_response(
-                &mut writer,
-                202,
-                &[("Content-Type", "application/json")],
-                b"{}",
-            )
-            .await?;
+            accepted(&mut writer).await?;
         } else if path.ends_with("/runtime/init/error") {
             *lock(&shared.init_error) = Some(String::from_utf8_lossy(&body).into_owned());
-            http1::write_response(
-                &mut writer,
-                202,
-                &[("Content-Type", "application/json")],
-                b"{}",
-            )
-            .await?;
+            accepted(&mut writer).await?;
         } else {
             http1::write_response(&mut writer, 404, &[], b"not a Runtime API path").await?;
         }
@@ -280,10 +270,12 @@ async fn connection(
     Ok(())
 }
 
-fn unix_millis() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
+/// The Runtime API's answer to a posted response or error: 202 with an empty JSON object.
+async fn accepted<W>(writer: &mut W) -> std::io::Result<()>
+where
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    http1::write_response(writer, 202, &[("Content-Type", "application/json")], b"{}").await
 }
 
 /// A function binary running against its own [`RuntimeApi`]. Dropping it kills the process.
@@ -329,7 +321,7 @@ impl FunctionProcess {
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-            .env("AWS_REGION", "us-east-1")
+            .env("AWS_REGION", REGION)
             .env("AWS_EC2_METADATA_DISABLED", "true")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

@@ -13,11 +13,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use serde_json::{Value, json};
 
-use crate::dynalite::Dynalite;
-use crate::fault_proxy::FaultProxy;
-use crate::moto::{Moto, QueuePair};
-use crate::payment_stub::PaymentStub;
-use crate::runtime_api::{FunctionProcess, LogEcho};
+use super::runtime_api::{FunctionProcess, LogEcho};
+use crate::fixtures::dynalite::Dynalite;
+use crate::fixtures::fault_proxy::FaultProxy;
+use crate::fixtures::moto::{Moto, QueuePair};
+use crate::fixtures::payment_stub::PaymentStub;
 
 /// Receives before an overflow message moves to the DLQ (the template's `maxReceiveCount`).
 pub const MAX_RECEIVE_COUNT: u32 = 5;

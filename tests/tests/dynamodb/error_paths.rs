@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::types::error::{
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use breaker_tests::dynalite::Dynalite;
+use breaker_tests::fixtures::sdk::local_sdk_config;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -209,7 +209,7 @@ async fn a_store_that_never_answers_costs_at_most_the_store_timeout() {
             held.push(socket);
         }
     });
-    let local_config = Dynalite::sdk_config_for(&endpoint);
+    let local_config = local_sdk_config(&endpoint);
     let store = DynamoDbStore::builder()
         .table_name("circuits")
         .sdk_config(&local_config)

@@ -4,14 +4,15 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
-use breaker_tests::dynalite::Dynalite;
+use breaker_tests::fixtures::dynalite::Dynalite;
+use breaker_tests::wall_clock::unix_secs;
 
 type Item = HashMap<String, AttributeValue>;
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -241,13 +242,6 @@ async fn powertools_shaped_items_are_read_correctly() {
     assert_eq!(store.apply("half", &close).await, Ok(WriteOutcome::Won));
 }
 
-fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("after 1970")
-        .as_secs()
-}
-
 #[tokio::test]
 async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
     let (dynalite, store) = crate::simple_table().await;
@@ -260,7 +254,7 @@ async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
         .expect("valid config");
 
     // Opened by a Powertools function a moment ago: this environment rejects.
-    let now = unix_now();
+    let now = unix_secs();
     put_raw(
         &dynalite,
         "circuits",
@@ -283,11 +277,11 @@ async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
 
     // A trip by this environment: expiration = now + recovery_timeout + 3600.
     let own = CircuitBreaker::new("own", store, config);
-    let before = unix_now();
+    let before = unix_secs();
     for _ in 0..2 {
         let _: Result<(), Error> = own.call(|| async { Err("503".into()) }).await;
     }
-    let after = unix_now();
+    let after = unix_secs();
     assert_eq!(own.state(), CircuitState::Open);
     let written = raw(&dynalite, "circuits", item(&[("id", s("own"))])).await;
     let AttributeValue::N(expiration) = &written["expiration"] else {

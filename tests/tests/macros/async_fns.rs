@@ -7,24 +7,16 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, circuit_breaker,
-};
+use breaker_runtime::{CircuitBreakerOpenError, CircuitState, circuit_breaker};
+use breaker_tests::circuits::manual_config;
 
-fn config(clock: &ManualClock) -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(3)
-        .success_threshold(2)
-        .recovery_timeout(Duration::from_secs(30))
-        .clock(clock.clone())
-        .build()
-        .expect("valid config")
-}
+/// The recovery timeout of every circuit here.
+const RECOVERY: Duration = Duration::from_secs(30);
 
 static CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static ENTRIES: AtomicU32 = AtomicU32::new(0);
 
-#[circuit_breaker(name = "async-plain", config = config(&CLOCK), persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "async-plain", config = manual_config(&CLOCK, 3, 2, RECOVERY), persistence_store = InMemoryStore::new())]
 async fn charge(amount: u32, fail: bool) -> Result<u32, anyhow::Error> {
     ENTRIES.fetch_add(1, Ordering::SeqCst);
     tokio::task::yield_now().await;
@@ -61,7 +53,7 @@ async fn trips_skips_the_body_while_open_and_recovers() {
 
 static REOPEN_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 
-#[circuit_breaker(name = "async-reopen", config = config(&REOPEN_CLOCK), persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "async-reopen", config = manual_config(&REOPEN_CLOCK, 3, 2, RECOVERY), persistence_store = InMemoryStore::new())]
 async fn flaky(fail: bool) -> Result<(), anyhow::Error> {
     if fail {
         anyhow::bail!("still down");

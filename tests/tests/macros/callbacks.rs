@@ -7,19 +7,11 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreakerConfig, CircuitInfo, CircuitState, CircuitTransition, circuit_breaker,
-};
+use breaker_runtime::{CircuitInfo, CircuitState, CircuitTransition, circuit_breaker};
+use breaker_tests::circuits::manual_config;
 
-fn config(clock: &ManualClock, failures: u32) -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(failures)
-        .success_threshold(1)
-        .recovery_timeout(Duration::from_secs(10))
-        .clock(clock.clone())
-        .build()
-        .expect("valid config")
-}
+/// The recovery timeout of every circuit here.
+const RECOVERY: Duration = Duration::from_secs(10);
 
 #[derive(Debug, Clone, PartialEq)]
 struct Order {
@@ -30,7 +22,7 @@ struct Order {
 static ASYNC_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static ASYNC_SEEN: Mutex<Vec<(Order, CircuitInfo)>> = Mutex::new(Vec::new());
 
-#[circuit_breaker(name = "async-cb-async", config = config(&ASYNC_CLOCK, 2), on_circuit_open = buffer_order, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "async-cb-async", config = manual_config(&ASYNC_CLOCK, 2, 1, RECOVERY), on_circuit_open = buffer_order, persistence_store = InMemoryStore::new())]
 async fn submit(order: Order) -> Result<String, anyhow::Error> {
     anyhow::bail!("order api down for {}", order.id)
 }
@@ -72,7 +64,7 @@ async fn an_async_callback_is_awaited_with_the_exact_arguments() {
 static PLAIN_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static PLAIN_ENTRIES: AtomicU32 = AtomicU32::new(0);
 
-#[circuit_breaker(name = "async-cb-plain", config = config(&PLAIN_CLOCK, 1), on_circuit_open = cached_rate, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "async-cb-plain", config = manual_config(&PLAIN_CLOCK, 1, 1, RECOVERY), on_circuit_open = cached_rate, persistence_store = InMemoryStore::new())]
 async fn exchange_rate(from: &str, to: &str) -> Result<f64, anyhow::Error> {
     PLAIN_ENTRIES.fetch_add(1, Ordering::SeqCst);
     anyhow::bail!("rates api down for {from}->{to}")
@@ -101,7 +93,7 @@ static VALUE_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static VALUE_ENTRIES: AtomicU32 = AtomicU32::new(0);
 
 /// Not a `Result`: only panics count, and the callback supplies the value while open.
-#[circuit_breaker(name = "cb-non-result", config = config(&VALUE_CLOCK, 2), on_circuit_open = default_greeting, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "cb-non-result", config = manual_config(&VALUE_CLOCK, 2, 1, RECOVERY), on_circuit_open = default_greeting, persistence_store = InMemoryStore::new())]
 fn greeting(user: &str) -> String {
     VALUE_ENTRIES.fetch_add(1, Ordering::SeqCst);
     if user.is_empty() {
@@ -133,7 +125,7 @@ fn record_transition(transition: CircuitTransition) {
     TRANSITIONS.lock().unwrap().push(transition);
 }
 
-#[circuit_breaker(name = "hooked", config = config(&HOOK_CLOCK, 1), on_transition = record_transition, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "hooked", config = manual_config(&HOOK_CLOCK, 1, 1, RECOVERY), on_transition = record_transition, persistence_store = InMemoryStore::new())]
 async fn hooked(fail: bool) -> Result<(), anyhow::Error> {
     if fail {
         anyhow::bail!("down");
@@ -183,7 +175,7 @@ fn panicking_hook(_: CircuitTransition) {
     panic!("hook bug");
 }
 
-#[circuit_breaker(name = "panicking-hook", config = config(&PANIC_HOOK_CLOCK, 1), on_transition = panicking_hook, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "panicking-hook", config = manual_config(&PANIC_HOOK_CLOCK, 1, 1, RECOVERY), on_transition = panicking_hook, persistence_store = InMemoryStore::new())]
 fn panicking_hooked() -> Result<(), anyhow::Error> {
     anyhow::bail!("down")
 }
@@ -206,7 +198,7 @@ struct Client {
 static METHOD_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 
 impl Client {
-    #[circuit_breaker(name = "method-cb", config = config(&METHOD_CLOCK, 1), on_circuit_open = Self::cached_quote, persistence_store = InMemoryStore::new())]
+    #[circuit_breaker(name = "method-cb", config = manual_config(&METHOD_CLOCK, 1, 1, RECOVERY), on_circuit_open = Self::cached_quote, persistence_store = InMemoryStore::new())]
     async fn quote(&self, sku: u32) -> Result<u32, anyhow::Error> {
         anyhow::bail!("quote api down for {sku}")
     }

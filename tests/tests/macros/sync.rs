@@ -7,19 +7,11 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState, circuit_breaker,
-};
+use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState, circuit_breaker};
+use breaker_tests::circuits::manual_config;
 
-fn config(clock: &ManualClock) -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(3)
-        .success_threshold(1)
-        .recovery_timeout(Duration::from_secs(30))
-        .clock(clock.clone())
-        .build()
-        .expect("valid config")
-}
+/// The recovery timeout of every circuit here.
+const RECOVERY: Duration = Duration::from_secs(30);
 
 fn unix_secs(clock: &ManualClock) -> u64 {
     clock.unix_millis() / 1000
@@ -28,7 +20,7 @@ fn unix_secs(clock: &ManualClock) -> u64 {
 static PLAIN_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 static PLAIN_ENTRIES: AtomicU32 = AtomicU32::new(0);
 
-#[circuit_breaker(name = "sync-plain", config = config(&PLAIN_CLOCK), persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "sync-plain", config = manual_config(&PLAIN_CLOCK, 3, 1, RECOVERY), persistence_store = InMemoryStore::new())]
 fn fetch_plain(fail: bool) -> Result<u32, anyhow::Error> {
     PLAIN_ENTRIES.fetch_add(1, Ordering::SeqCst);
     if fail {
@@ -74,7 +66,7 @@ fn trips_after_failure_threshold_and_then_skips_the_body() {
 
 static RESET_CLOCK: LazyLock<ManualClock> = LazyLock::new(ManualClock::new);
 
-#[circuit_breaker(name = "sync-reset", config = config(&RESET_CLOCK), persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "sync-reset", config = manual_config(&RESET_CLOCK, 3, 1, RECOVERY), persistence_store = InMemoryStore::new())]
 fn fetch_reset(fail: bool) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     if fail {
         return Err("boom".into());
@@ -108,7 +100,7 @@ type Seen = (String, Vec<u8>, (u32, u32), CircuitInfo);
 static CALLBACK_SEEN: Mutex<Vec<Seen>> = Mutex::new(Vec::new());
 
 /// A non-`Result` error type: fine with a callback.
-#[circuit_breaker(name = "sync-callback", config = config(&CALLBACK_CLOCK), on_circuit_open = cached_price, persistence_store = InMemoryStore::new())]
+#[circuit_breaker(name = "sync-callback", config = manual_config(&CALLBACK_CLOCK, 3, 1, RECOVERY), on_circuit_open = cached_price, persistence_store = InMemoryStore::new())]
 fn price(sku: String, mut payload: Vec<u8>, (qty, fail): (u32, u32)) -> Result<u32, String> {
     CALLBACK_ENTRIES.fetch_add(1, Ordering::SeqCst);
     payload.clear();

@@ -6,28 +6,10 @@ use std::time::Duration;
 
 use breaker_runtime::store::{InMemoryStore, StateStore, Transition};
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, CircuitTransition,
-};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState, CircuitTransition};
+use breaker_tests::circuits::{BoxError as Error, fail, is_rejection, manual_config};
 
-type Error = Box<dyn std::error::Error + Send + Sync>;
-
-fn config(clock: &ManualClock, failures: u32, successes: u32) -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(failures)
-        .success_threshold(successes)
-        .recovery_timeout(Duration::from_secs(30))
-        .local_cache_max_age(Duration::from_secs(5))
-        .clock(clock.clone())
-        .build()
-        .expect("valid config")
-}
-
-async fn fail(breaker: &CircuitBreaker) -> Result<(), Error> {
-    breaker
-        .call(|| async { Err::<(), Error>("downstream 503".into()) })
-        .await
-}
+const RECOVERY: Duration = Duration::from_secs(30);
 
 async fn succeed(breaker: &CircuitBreaker, entered: &AtomicUsize) -> Result<(), Error> {
     breaker
@@ -38,15 +20,11 @@ async fn succeed(breaker: &CircuitBreaker, entered: &AtomicUsize) -> Result<(), 
         .await
 }
 
-fn is_rejection(result: &Result<(), Error>) -> bool {
-    matches!(result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some())
-}
-
 #[tokio::test]
 async fn trips_after_threshold_rejects_without_calling_then_recovers() {
     let clock = ManualClock::new();
     let store = Arc::new(InMemoryStore::new());
-    let breaker = CircuitBreaker::new("svc", store.clone(), config(&clock, 3, 2));
+    let breaker = CircuitBreaker::new("svc", store.clone(), manual_config(&clock, 3, 2, RECOVERY));
     let entered = AtomicUsize::new(0);
 
     for _ in 0..2 {
@@ -105,7 +83,7 @@ async fn trips_after_threshold_rejects_without_calling_then_recovers() {
 async fn a_failed_probe_reopens_with_a_new_opened_at() {
     let clock = ManualClock::new();
     let store = Arc::new(InMemoryStore::new());
-    let breaker = CircuitBreaker::new("svc", store.clone(), config(&clock, 1, 3));
+    let breaker = CircuitBreaker::new("svc", store.clone(), manual_config(&clock, 1, 3, RECOVERY));
     assert!(fail(&breaker).await.is_err());
     let first_open = store.read("svc").await.unwrap().unwrap().opened_at.unwrap();
     clock.advance(Duration::from_secs(30));
@@ -126,7 +104,11 @@ async fn a_failed_probe_reopens_with_a_new_opened_at() {
 #[tokio::test]
 async fn successes_reset_the_consecutive_count() {
     let clock = ManualClock::new();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 3, 1));
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 3, 1, RECOVERY),
+    );
     let entered = AtomicUsize::new(0);
     for _ in 0..10 {
         assert!(fail(&breaker).await.is_err());
@@ -140,7 +122,11 @@ async fn successes_reset_the_consecutive_count() {
 #[tokio::test]
 async fn ignored_errors_change_nothing() {
     let clock = ManualClock::new();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 2, 1));
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 2, 1, RECOVERY),
+    );
     let counts = |e: &Error| !e.to_string().starts_with("400");
     for _ in 0..50 {
         let r: Result<(), Error> = breaker
@@ -161,7 +147,11 @@ async fn ignored_errors_change_nothing() {
 #[tokio::test]
 async fn panics_count_as_failures_and_are_resumed() {
     let clock = ManualClock::new();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 2, 1));
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 2, 1, RECOVERY),
+    );
     for _ in 0..2 {
         let b = breaker.clone();
         let joined = tokio::spawn(async move {
@@ -185,11 +175,15 @@ async fn hooks_fire_once_per_committed_transition_and_panicking_hooks_are_contai
     let clock = ManualClock::new();
     let seen: Arc<Mutex<Vec<CircuitTransition>>> = Arc::default();
     let log = seen.clone();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 1, 1))
-        .with_on_transition(move |t| {
-            log.lock().unwrap().push(t);
-            panic!("a broken hook");
-        });
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 1, 1, RECOVERY),
+    )
+    .with_on_transition(move |t| {
+        log.lock().unwrap().push(t);
+        panic!("a broken hook");
+    });
     let entered = AtomicUsize::new(0);
     assert!(fail(&breaker).await.is_err());
     assert!(is_rejection(&fail(&breaker).await));
@@ -223,7 +217,7 @@ async fn hooks_fire_once_per_committed_transition_and_panicking_hooks_are_contai
 async fn another_environments_trip_is_seen_within_the_cache_age() {
     let clock = ManualClock::new();
     let store = Arc::new(InMemoryStore::new());
-    let breaker = CircuitBreaker::new("svc", store.clone(), config(&clock, 5, 1));
+    let breaker = CircuitBreaker::new("svc", store.clone(), manual_config(&clock, 5, 1, RECOVERY));
     let entered = AtomicUsize::new(0);
     succeed(&breaker, &entered).await.expect("closed");
 
@@ -256,10 +250,10 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
 #[tokio::test]
 async fn healthy_calls_read_the_store_once_per_cache_age_and_never_write() {
     let clock = ManualClock::new();
-    let store = Arc::new(breaker_tests::stores::ScriptedStore::new(
-        breaker_tests::stores::Behaviour::Healthy,
+    let store = Arc::new(breaker_tests::doubles::ScriptedStore::new(
+        breaker_tests::doubles::Behaviour::Healthy,
     ));
-    let breaker = CircuitBreaker::new("svc", store.clone(), config(&clock, 5, 1));
+    let breaker = CircuitBreaker::new("svc", store.clone(), manual_config(&clock, 5, 1, RECOVERY));
     let entered = AtomicUsize::new(0);
     for second in 0..60 {
         for _ in 0..100 {
@@ -275,7 +269,11 @@ async fn healthy_calls_read_the_store_once_per_cache_age_and_never_write() {
 #[tokio::test]
 async fn clones_share_one_circuit() {
     let clock = ManualClock::new();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 2, 1));
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 2, 1, RECOVERY),
+    );
     let clone = breaker.clone();
     assert!(fail(&breaker).await.is_err());
     assert!(fail(&clone).await.is_err());
@@ -286,7 +284,11 @@ async fn clones_share_one_circuit() {
 #[tokio::test]
 async fn info_reports_local_failures_while_closed() {
     let clock = ManualClock::new();
-    let breaker = CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config(&clock, 3, 1));
+    let breaker = CircuitBreaker::new(
+        "svc",
+        Arc::new(InMemoryStore::new()),
+        manual_config(&clock, 3, 1, RECOVERY),
+    );
     assert!(fail(&breaker).await.is_err());
     assert!(fail(&breaker).await.is_err());
     let info = breaker.info().await;

@@ -10,37 +10,16 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
-};
-
-type Error = Box<dyn std::error::Error + Send + Sync>;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+use breaker_tests::circuits::{BoxError as Error, fail, is_rejection, manual_config};
 
 fn breaker(clock: &ManualClock, failures: u32) -> CircuitBreaker {
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(failures)
-        .success_threshold(1)
-        .recovery_timeout(Duration::from_secs(30))
-        .local_cache_max_age(Duration::from_secs(5))
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
+    let config = manual_config(clock, failures, 1, Duration::from_secs(30));
     CircuitBreaker::new("svc", Arc::new(InMemoryStore::new()), config)
-}
-
-async fn fail(breaker: &CircuitBreaker) {
-    let result = breaker
-        .call(|| async { Err::<(), Error>("downstream 503".into()) })
-        .await;
-    assert!(result.is_err());
 }
 
 fn poll_once<F: Future>(future: std::pin::Pin<&mut F>) -> Poll<F::Output> {
     future.poll(&mut Context::from_waker(Waker::noop()))
-}
-
-fn is_rejection(result: &Result<(), Error>) -> bool {
-    matches!(result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some())
 }
 
 #[tokio::test]
@@ -61,7 +40,7 @@ async fn nothing_is_admitted_or_run_before_the_first_poll() {
         0,
         "a dropped future ran nothing"
     );
-    fail(&breaker).await;
+    assert!(fail(&breaker).await.is_err());
     assert_eq!(breaker.state(), CircuitState::Open);
     let result = created_closed.await;
     assert!(is_rejection(&result), "admitted at first poll: {result:?}");
@@ -101,7 +80,7 @@ async fn a_panic_while_creating_the_future_counts_and_is_resumed() {
 async fn a_cancelled_probe_frees_the_slot_for_the_next_call() {
     let clock = ManualClock::new();
     let breaker = breaker(&clock, 1);
-    fail(&breaker).await;
+    assert!(fail(&breaker).await.is_err());
     clock.advance(Duration::from_secs(30));
 
     let entered = AtomicUsize::new(0);
@@ -155,7 +134,7 @@ async fn a_cancelled_closed_call_counts_as_nothing() {
     }
     assert_eq!(breaker.state(), CircuitState::Closed);
     assert_eq!(breaker.info().await.failure_count, 0);
-    fail(&breaker).await;
+    assert!(fail(&breaker).await.is_err());
     assert_eq!(
         breaker.state(),
         CircuitState::Open,
@@ -165,7 +144,7 @@ async fn a_cancelled_closed_call_counts_as_nothing() {
 
 #[tokio::test]
 async fn a_call_cancelled_while_its_election_is_written_leaves_the_probe_to_the_next_call() {
-    use breaker_tests::stores::{Behaviour, ScriptedStore};
+    use breaker_tests::doubles::{Behaviour, ScriptedStore};
     let clock = ManualClock::new();
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
     let config = CircuitBreakerConfig::builder()
@@ -178,7 +157,7 @@ async fn a_call_cancelled_while_its_election_is_written_leaves_the_probe_to_the_
         .build()
         .expect("valid config");
     let breaker = CircuitBreaker::new("svc", store.clone(), config);
-    fail(&breaker).await;
+    assert!(fail(&breaker).await.is_err());
     clock.advance(Duration::from_secs(30));
     breaker.info().await; // a fresh cache: the next call goes straight to the election
 

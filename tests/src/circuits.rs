@@ -1,0 +1,42 @@
+//! Helpers of the in-process circuit tests (`tests/tests/runtime`, `tests/tests/macros`): a
+//! config on a manual clock, a failing call, and whether a result is the breaker's rejection.
+
+use std::time::Duration;
+
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+
+/// The error type of the calls these tests guard.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A circuit that opens after `failures` consecutive failures, probes once `recovery` has
+/// passed on `clock`, closes after `successes` probe successes, and trusts its copy of the
+/// shared state for 5 s.
+pub fn manual_config(
+    clock: &ManualClock,
+    failures: u32,
+    successes: u32,
+    recovery: Duration,
+) -> CircuitBreakerConfig {
+    CircuitBreakerConfig::builder()
+        .failure_threshold(failures)
+        .success_threshold(successes)
+        .recovery_timeout(recovery)
+        .local_cache_max_age(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .expect("valid config")
+}
+
+/// One call through `breaker` whose downstream answers 503.
+pub async fn fail(breaker: &CircuitBreaker) -> Result<(), BoxError> {
+    breaker
+        .call(|| async { Err::<(), BoxError>("downstream 503".into()) })
+        .await
+}
+
+/// Whether `result` is the breaker's rejection (the circuit was open), not the call's own
+/// outcome.
+pub fn is_rejection<T>(result: &Result<T, BoxError>) -> bool {
+    matches!(result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some())
+}
