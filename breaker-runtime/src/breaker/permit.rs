@@ -72,7 +72,10 @@ impl<'a> Permit<'a> {
     /// for the same reason.
     #[inline(never)]
     fn record_transition_blocking(self, outcome: Outcome) {
-        block_on(self.record_transition(outcome));
+        // Only a transition is waited for: parking needs a waker, which allocates.
+        if let writing @ Recording::Writing(_) = self.record_transition(outcome) {
+            block_on(writing);
+        }
     }
 
     /// Records the closed path's success, the one outcome that needs no lock and no
