@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test tools lint unit-tests doc-tests template-checks bench quickstart
+.PHONY: demo test tools lint unit-tests doc-tests template-checks bench quickstart sim
 
 tools:
 	scripts/install-tools.sh all
@@ -35,3 +35,8 @@ template-checks:
 
 bench:
 	$(CARGO) bench -p breaker-runtime --bench hot_path
+
+# Every fleet scenario of the simulator (docs/scale.md): a table each on stdout, then the
+# markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.
+sim:
+	$(CARGO) run --release -p breaker-sim -- --markdown

@@ -1,0 +1,37 @@
+//! # breaker-sim
+//!
+//! A deterministic fleet simulator for the circuit breaker: thousands of real
+//! [`CircuitBreaker`](breaker_runtime::CircuitBreaker)s, one per simulated Lambda execution
+//! environment, on one virtual clock, sharing one DynamoDB item that is modelled with the
+//! service's limits (units, per-item throttling, lagging reads, latency).
+//!
+//! Why: the protocol is tested on 16 real processes, but users run fleets of thousands of
+//! environments on one item per circuit, and a single item is held to 3,000 RCU and 1,000
+//! WCU per second. No test can run ten thousand Lambda environments; a simulator that runs
+//! the code users run can. A run is a pure function of its scenario and seed.
+//!
+//! One module per job:
+//!
+//! - [`rng`]: the seeded random streams;
+//! - [`model`]: DynamoDB's item, limits and client retries;
+//! - [`env_store`]: one environment's `StateStore` over the shared model;
+//! - [`traffic`]: Poisson arrivals, one invocation per environment at a time;
+//! - [`downstream`]: the protected service's latency and health schedule;
+//! - [`scenario`]: the situations of issue 10;
+//! - [`fleet`]: the discrete-event loop that drives the breakers;
+//! - [`metrics`]: the measurements and their definitions;
+//! - [`report`]: the table, the JSON line and the markdown table;
+//! - [`chart`]: the SVG chart of a run.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod chart;
+pub mod downstream;
+pub mod env_store;
+pub mod fleet;
+pub mod metrics;
+pub mod model;
+pub mod report;
+pub mod rng;
+pub mod scenario;
+pub mod traffic;

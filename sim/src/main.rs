@@ -1,0 +1,120 @@
+//! `breaker-sim`: runs the fleet scenarios and prints their figures.
+//!
+//! ```text
+//! breaker-sim                                   # every scenario: tables, charts in docs/scale/
+//! breaker-sim --scenario outage --envs 1000     # one scenario, another fleet size
+//! breaker-sim --json                            # one JSON object per scenario per line
+//! ```
+#![forbid(unsafe_code)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+
+use breaker_sim::scenario::{NAMES, Scenario};
+use breaker_sim::{chart, fleet, report};
+
+/// A deterministic fleet simulator: real circuit breakers, one virtual clock, DynamoDB's
+/// limits.
+#[derive(Debug, Parser)]
+#[command(name = "breaker-sim", version)]
+struct Args {
+    /// Scenario to run (outage, light, store-throttled, store-down-while-open, flapping,
+    /// scale-100k), or `all`.
+    #[arg(long, default_value = "all")]
+    scenario: String,
+    /// Environments, instead of the scenario's own fleet size.
+    #[arg(long)]
+    envs: Option<u32>,
+    /// Seed of every random draw: the same seed gives the same figures.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Virtual seconds to simulate, instead of the scenario's own.
+    #[arg(long)]
+    duration: Option<u64>,
+    /// Print one JSON object per scenario per line instead of tables.
+    #[arg(long)]
+    json: bool,
+    /// After the scenarios, print one markdown table of all of them.
+    #[arg(long)]
+    markdown: bool,
+    /// Where to write the SVG charts (`<scenario>.svg`).
+    #[arg(long, default_value = "docs/scale")]
+    charts: PathBuf,
+    /// Write no charts.
+    #[arg(long)]
+    no_charts: bool,
+}
+
+fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
+    let mut scenarios = if args.scenario == "all" {
+        Scenario::all()
+    } else {
+        match Scenario::named(&args.scenario) {
+            Some(scenario) => vec![scenario],
+            None => bail!(
+                "unknown scenario '{}': one of {} or all",
+                args.scenario,
+                NAMES.join(", ")
+            ),
+        }
+    };
+    for scenario in &mut scenarios {
+        scenario.seed = args.seed;
+        if let Some(envs) = args.envs {
+            if envs == 0 || envs >= breaker_sim::traffic::MAX_ENVS {
+                bail!(
+                    "--envs must be between 1 and {}",
+                    breaker_sim::traffic::MAX_ENVS - 1
+                );
+            }
+            scenario.envs = envs;
+        }
+        if let Some(duration) = args.duration {
+            scenario.duration_ms = duration * 1000;
+        }
+    }
+    Ok(scenarios)
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let scenarios = scenarios(&args)?;
+    if !args.no_charts {
+        std::fs::create_dir_all(&args.charts)
+            .with_context(|| format!("creating {}", args.charts.display()))?;
+    }
+    let mut summaries = Vec::with_capacity(scenarios.len());
+    for scenario in &scenarios {
+        let started = Instant::now();
+        let run = fleet::run(scenario)
+            .with_context(|| format!("configuring the breakers of {}", scenario.name))?;
+        let summary = run.metrics.summary();
+        eprintln!(
+            "{}: {} environments, {} calls in {} virtual s, {:.1} s of wall time",
+            scenario.name,
+            scenario.envs,
+            summary.calls,
+            scenario.duration_ms / 1000,
+            started.elapsed().as_secs_f64()
+        );
+        if !args.no_charts {
+            let path = args.charts.join(format!("{}.svg", scenario.name));
+            chart::write(&run, &path)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        if args.json {
+            println!("{}", report::json_line(&summary)?);
+        } else {
+            println!("{}\n{}\n", scenario.about, report::table(&summary));
+        }
+        summaries.push(summary);
+    }
+    if args.markdown {
+        println!("{}", report::markdown(&summaries));
+    }
+    Ok(())
+}

@@ -1,0 +1,633 @@
+//! The measurements of a run, defined so they can be checked (issue 10):
+//!
+//! - a **recovery window** runs from one `opened_at` (a trip or reopen landing in the item)
+//!   to the next one or the close; **election requests per window** = won + lost + throttled
+//!   election attempts made while it runs;
+//! - **probes in flight** = downstream calls made as probes that have started and not
+//!   ended, fleet-wide;
+//! - **open propagation** = for each environment, the last call it admitted after the trip
+//!   landed (until the close), minus that landing; the maximum over environments is the
+//!   maximum over those calls, so no per-environment state is kept;
+//! - **close propagation** = for each environment, its first admission after the close
+//!   landed, minus that landing (an environment with no call before the next trip has none);
+//! - **throttled requests** (throttled attempts), counted separately inside the **trip
+//!   burst** (from a trip write made while the item is closed until cache age + lag later)
+//!   and outside it;
+//! - per virtual second: environments per state, calls, downstream calls, store units and
+//!   throttles, for the charts.
+//!
+//! The item's state is followed from the requests that won, so the metrics need nothing
+//! from the model but the log.
+
+use breaker_runtime::CircuitState;
+use serde::Serialize;
+
+use crate::env_store::StoreRequest;
+use crate::model::{RequestKind, RequestOutcome};
+
+/// One virtual second of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Second {
+    /// Environments whose breaker believed CLOSED at the second's start.
+    pub closed: u32,
+    /// … OPEN.
+    pub open: u32,
+    /// … HALF_OPEN.
+    pub half_open: u32,
+    /// Calls started.
+    pub calls: u32,
+    /// Calls that reached the downstream (probes included).
+    pub downstream_calls: u32,
+    /// Downstream calls made as probes.
+    pub probes: u32,
+    /// DynamoDB requests (attempts that reached the store).
+    pub store_requests: u32,
+    /// Read units consumed, in halves.
+    pub read_half_units: u32,
+    /// Write units consumed.
+    pub write_units: u32,
+    /// Throttled attempts.
+    pub throttled: u32,
+}
+
+/// A recovery window and the elections made in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// When the opening landed, virtual ms.
+    pub start_ms: u64,
+    /// When the next opening or the close landed; `None`: still open at the end.
+    pub end_ms: Option<u64>,
+    /// Election attempts that won.
+    pub elections_won: u32,
+    /// Election attempts that lost.
+    pub elections_lost: u32,
+    /// Election attempts throttled.
+    pub elections_throttled: u32,
+    /// Election requests the store did not answer (unreachable): not DynamoDB requests.
+    pub elections_unanswered: u32,
+}
+
+impl Window {
+    /// Won + lost + throttled election writes.
+    pub fn election_writes(&self) -> u32 {
+        self.elections_won + self.elections_lost + self.elections_throttled
+    }
+}
+
+/// One call, as the simulator saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The environment.
+    pub env: u32,
+    /// Virtual ms the call started.
+    pub start_ms: u64,
+    /// The downstream ran (closed admission or probe).
+    pub admitted: bool,
+    /// The downstream ran as a probe, from this virtual ms to that one.
+    pub probe: Option<(u64, u64)>,
+    /// The downstream failed the call.
+    pub failed: bool,
+}
+
+/// The figures of a run: one JSON object per scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Environments.
+    pub envs: u32,
+    /// The seed.
+    pub seed: u64,
+    /// Virtual seconds simulated.
+    pub duration_s: u64,
+    /// Calls started (invocations of the protected function).
+    pub calls: u64,
+    /// Calls rejected by the breaker.
+    pub rejected: u64,
+    /// Calls that reached the downstream, probes included.
+    pub downstream_calls: u64,
+    /// Downstream calls that failed.
+    pub downstream_failures: u64,
+    /// Downstream calls made as probes.
+    pub probes: u64,
+    /// Most probes in flight at once, fleet-wide.
+    pub max_probes_in_flight: u32,
+    /// Trips that landed.
+    pub trips_won: u64,
+    /// Closes that landed.
+    pub closes_won: u64,
+    /// Recovery windows (openings that landed).
+    pub windows: usize,
+    /// Most election writes that won in one window.
+    pub max_elections_won_per_window: u32,
+    /// Most election writes (won + lost + throttled) in one window.
+    pub max_election_writes_per_window: u32,
+    /// Election writes made while no window ran (the item was closed or never opened).
+    pub election_writes_outside_windows: u64,
+    /// DynamoDB requests: every attempt that reached the store, throttled ones included.
+    pub store_requests: u64,
+    /// GetItem attempts.
+    pub read_requests: u64,
+    /// PutItem/UpdateItem attempts.
+    pub write_requests: u64,
+    /// Throttled attempts.
+    pub throttled_requests: u64,
+    /// Throttled attempts inside a trip burst.
+    pub throttled_in_trip_burst: u64,
+    /// Throttled attempts outside every trip burst.
+    pub throttled_outside_trip_burst: u64,
+    /// Requests to an unreachable store (not DynamoDB requests: none reached it).
+    pub unreachable_requests: u64,
+    /// Most read units consumed in one virtual second.
+    pub max_rcu_per_s: f64,
+    /// Most write units consumed in one virtual second.
+    pub max_wcu_per_s: u32,
+    /// Read units consumed in all.
+    pub rcu_total: f64,
+    /// Write units consumed in all.
+    pub wcu_total: u64,
+    /// The longest an environment kept calling the downstream after a trip landed, s.
+    pub max_open_propagation_s: Option<f64>,
+    /// The longest an environment took to admit a call after a close landed, s.
+    pub max_close_propagation_s: Option<f64>,
+    /// The longest an environment kept rejecting calls after a close landed, s.
+    pub max_rejecting_after_close_s: Option<f64>,
+    /// Non-probe downstream calls made while the item was OPEN or HALF_OPEN.
+    pub downstream_calls_while_open: u64,
+    /// From the downstream's recovery to the close that followed, s; `None`: no recovery
+    /// in the scenario, or no close after it.
+    pub time_to_close_s: Option<f64>,
+    /// DynamoDB requests per million calls.
+    pub store_requests_per_million_calls: f64,
+    /// DynamoDB on-demand cost per million calls, USD (us-east-1: $0.125 per million read
+    /// request units, $0.625 per million write request units).
+    pub store_cost_per_million_calls_usd: f64,
+}
+
+/// USD per read request unit, on demand, us-east-1.
+pub const USD_PER_RRU: f64 = 0.125e-6;
+/// USD per write request unit, on demand, us-east-1.
+pub const USD_PER_WRU: f64 = 0.625e-6;
+
+/// Collects a run's measurements as the simulator reports calls and requests.
+#[derive(Debug)]
+pub struct Metrics {
+    scenario: String,
+    envs: u32,
+    seed: u64,
+    duration_ms: u64,
+    burst_ms: u64,
+    recovered_at_ms: Option<u64>,
+    calls: u64,
+    rejected: u64,
+    downstream_calls: u64,
+    downstream_failures: u64,
+    probes: Vec<(u64, u64)>,
+    /// The item's state, as the won writes left it.
+    item: CircuitState,
+    windows: Vec<Window>,
+    election_writes_outside_windows: u64,
+    trips_won: u64,
+    closes_won: u64,
+    close_times: Vec<u64>,
+    read_requests: u64,
+    write_requests: u64,
+    throttled: u64,
+    throttled_in_burst: u64,
+    unreachable: u64,
+    read_half_units: u64,
+    write_units: u64,
+    burst_until_ms: Option<u64>,
+    /// Landing of the trip whose opening is still in force (until the close).
+    trip_landed_ms: Option<u64>,
+    max_open_propagation_ms: Option<u64>,
+    /// Landing of the last close, until the next trip.
+    close_landed_ms: Option<u64>,
+    /// Bumped at every close; `admitted_in_close_epoch[env]` says if env admitted since.
+    close_epoch: u32,
+    admitted_in_close_epoch: Vec<u32>,
+    max_close_propagation_ms: Option<u64>,
+    max_rejecting_after_close_ms: Option<u64>,
+    downstream_calls_while_open: u64,
+    seconds: Vec<Second>,
+}
+
+impl Metrics {
+    /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is the
+    /// trip burst's length, `recovered_at_ms` when the downstream recovers for good.
+    pub fn new(
+        scenario: &str,
+        envs: u32,
+        seed: u64,
+        duration_ms: u64,
+        burst_ms: u64,
+        recovered_at_ms: Option<u64>,
+    ) -> Self {
+        let seconds = duration_ms.div_ceil(1000) as usize;
+        Self {
+            scenario: scenario.to_owned(),
+            envs,
+            seed,
+            duration_ms,
+            burst_ms,
+            recovered_at_ms,
+            calls: 0,
+            rejected: 0,
+            downstream_calls: 0,
+            downstream_failures: 0,
+            probes: Vec::new(),
+            item: CircuitState::Closed,
+            windows: Vec::new(),
+            election_writes_outside_windows: 0,
+            trips_won: 0,
+            closes_won: 0,
+            close_times: Vec::new(),
+            read_requests: 0,
+            write_requests: 0,
+            throttled: 0,
+            throttled_in_burst: 0,
+            unreachable: 0,
+            read_half_units: 0,
+            write_units: 0,
+            burst_until_ms: None,
+            trip_landed_ms: None,
+            max_open_propagation_ms: None,
+            close_landed_ms: None,
+            close_epoch: 0,
+            admitted_in_close_epoch: vec![0; envs as usize],
+            max_close_propagation_ms: None,
+            max_rejecting_after_close_ms: None,
+            downstream_calls_while_open: 0,
+            seconds: vec![Second::default(); seconds],
+        }
+    }
+
+    /// The item was written OPEN at `at_ms` before the run (a scenario's start): a window
+    /// and an opening begin then.
+    pub fn opened_before_start(&mut self, at_ms: u64) {
+        self.item = CircuitState::Open;
+        self.trip_landed_ms = Some(at_ms);
+        self.start_window(at_ms);
+    }
+
+    fn second(&mut self, at_ms: u64) -> Option<&mut Second> {
+        self.seconds.get_mut((at_ms / 1000) as usize)
+    }
+
+    /// Environments per state at the start of virtual second `second`.
+    pub fn sample(&mut self, second: u64, closed: u32, open: u32, half_open: u32) {
+        if let Some(s) = self.seconds.get_mut(second as usize) {
+            (s.closed, s.open, s.half_open) = (closed, open, half_open);
+        }
+    }
+
+    /// A call; report it before its store requests (its writes take effect after it was
+    /// admitted).
+    #[inline]
+    pub fn on_call(&mut self, call: &Call) {
+        self.calls += 1;
+        let item_open = self.item != CircuitState::Closed;
+        let mut downstream = 0;
+        let mut probe = 0;
+        if !call.admitted {
+            self.rejected += 1;
+            if let Some(closed_at) = self.close_landed_ms {
+                let after = call.start_ms.saturating_sub(closed_at);
+                self.max_rejecting_after_close_ms = Some(
+                    self.max_rejecting_after_close_ms
+                        .map_or(after, |m| m.max(after)),
+                );
+            }
+        } else {
+            downstream = 1;
+            self.downstream_calls += 1;
+            self.downstream_failures += u64::from(call.failed);
+            if let Some(interval) = call.probe {
+                probe = 1;
+                self.probes.push(interval);
+            } else {
+                if item_open {
+                    self.downstream_calls_while_open += 1;
+                }
+                if let Some(tripped_at) = self.trip_landed_ms {
+                    let after = call.start_ms.saturating_sub(tripped_at);
+                    self.max_open_propagation_ms =
+                        Some(self.max_open_propagation_ms.map_or(after, |m| m.max(after)));
+                }
+            }
+            if let Some(closed_at) = self.close_landed_ms {
+                let seen = &mut self.admitted_in_close_epoch[call.env as usize];
+                if *seen != self.close_epoch {
+                    *seen = self.close_epoch;
+                    let after = call.start_ms.saturating_sub(closed_at);
+                    self.max_close_propagation_ms = Some(
+                        self.max_close_propagation_ms
+                            .map_or(after, |m| m.max(after)),
+                    );
+                }
+            }
+        }
+        if let Some(s) = self.second(call.start_ms) {
+            s.calls += 1;
+            s.downstream_calls += downstream;
+            s.probes += probe;
+        }
+    }
+
+    /// A store request, after its call was reported.
+    pub fn on_request(&mut self, r: &StoreRequest) {
+        let t = r.time_ms;
+        // A request to an unreachable store reaches no DynamoDB: counted apart.
+        let sent = if r.outcome == RequestOutcome::Unreachable {
+            self.unreachable += 1;
+            0
+        } else {
+            r.attempts
+        };
+        match r.kind {
+            RequestKind::Read => self.read_requests += u64::from(sent),
+            _ => self.write_requests += u64::from(sent),
+        }
+        if r.kind == RequestKind::Trip
+            && self.item == CircuitState::Closed
+            && self.burst_until_ms.is_none_or(|until| t > until)
+        {
+            self.burst_until_ms = Some(t + self.burst_ms);
+        }
+        self.throttled += u64::from(r.throttled_attempts);
+        if self.burst_until_ms.is_some_and(|until| t <= until) {
+            self.throttled_in_burst += u64::from(r.throttled_attempts);
+        }
+        self.read_half_units += u64::from(r.read_half_units);
+        self.write_units += u64::from(r.write_units);
+        if let Some(s) = self.second(t) {
+            s.store_requests += sent;
+            s.read_half_units += r.read_half_units;
+            s.write_units += r.write_units;
+            s.throttled += r.throttled_attempts;
+        }
+        if r.kind == RequestKind::Elect {
+            self.count_election(r);
+        }
+        if r.outcome == RequestOutcome::Won {
+            self.landed(r.kind, t);
+        }
+    }
+
+    fn count_election(&mut self, r: &StoreRequest) {
+        let open_window = self
+            .windows
+            .last_mut()
+            .filter(|window| window.end_ms.is_none());
+        let Some(window) = open_window else {
+            let answered = r.outcome != RequestOutcome::Unreachable;
+            self.election_writes_outside_windows += u64::from(r.attempts) * u64::from(answered);
+            return;
+        };
+        window.elections_throttled += r.throttled_attempts;
+        match r.outcome {
+            RequestOutcome::Won => window.elections_won += 1,
+            RequestOutcome::Lost => window.elections_lost += 1,
+            RequestOutcome::Unreachable => window.elections_unanswered += 1,
+            RequestOutcome::Throttled | RequestOutcome::Served => {}
+        }
+    }
+
+    /// A write of `kind` won at `t`.
+    fn landed(&mut self, kind: RequestKind, t: u64) {
+        match kind {
+            RequestKind::Trip => {
+                self.trips_won += 1;
+                self.item = CircuitState::Open;
+                self.trip_landed_ms = Some(t);
+                self.close_landed_ms = None;
+                self.start_window(t);
+            }
+            RequestKind::Reopen => {
+                self.item = CircuitState::Open;
+                self.start_window(t);
+            }
+            RequestKind::Elect => self.item = CircuitState::HalfOpen,
+            RequestKind::Close => {
+                self.closes_won += 1;
+                self.close_times.push(t);
+                self.item = CircuitState::Closed;
+                self.end_window(t);
+                self.trip_landed_ms = None;
+                self.close_landed_ms = Some(t);
+                self.close_epoch += 1;
+            }
+            RequestKind::Read | RequestKind::Other => {}
+        }
+    }
+
+    fn start_window(&mut self, t: u64) {
+        self.end_window(t);
+        self.windows.push(Window {
+            start_ms: t,
+            ..Window::default()
+        });
+    }
+
+    fn end_window(&mut self, t: u64) {
+        if let Some(window) = self.windows.last_mut().filter(|w| w.end_ms.is_none()) {
+            window.end_ms = Some(t);
+        }
+    }
+
+    /// The recovery windows so far.
+    pub fn windows(&self) -> &[Window] {
+        &self.windows
+    }
+
+    /// The per-second series.
+    pub fn seconds(&self) -> &[Second] {
+        &self.seconds
+    }
+
+    /// The most probes in flight at once.
+    pub fn max_probes_in_flight(&self) -> u32 {
+        max_overlap(&self.probes)
+    }
+
+    /// The figures.
+    pub fn summary(&self) -> Summary {
+        let calls = self.calls;
+        let store_requests = self.read_requests + self.write_requests;
+        let rcu_total = self.read_half_units as f64 / 2.0;
+        let secs = |ms: Option<u64>| ms.map(|ms| ms as f64 / 1000.0);
+        let per_million = |x: f64| {
+            if calls == 0 {
+                0.0
+            } else {
+                x * 1e6 / calls as f64
+            }
+        };
+        let time_to_close_ms = self.recovered_at_ms.and_then(|recovered| {
+            self.close_times
+                .iter()
+                .find(|t| **t >= recovered)
+                .map(|t| t - recovered)
+        });
+        Summary {
+            scenario: self.scenario.clone(),
+            envs: self.envs,
+            seed: self.seed,
+            duration_s: self.duration_ms / 1000,
+            calls,
+            rejected: self.rejected,
+            downstream_calls: self.downstream_calls,
+            downstream_failures: self.downstream_failures,
+            probes: self.probes.len() as u64,
+            max_probes_in_flight: self.max_probes_in_flight(),
+            trips_won: self.trips_won,
+            closes_won: self.closes_won,
+            windows: self.windows.len(),
+            max_elections_won_per_window: self
+                .windows
+                .iter()
+                .map(|w| w.elections_won)
+                .max()
+                .unwrap_or(0),
+            max_election_writes_per_window: self
+                .windows
+                .iter()
+                .map(Window::election_writes)
+                .max()
+                .unwrap_or(0),
+            election_writes_outside_windows: self.election_writes_outside_windows,
+            store_requests,
+            read_requests: self.read_requests,
+            write_requests: self.write_requests,
+            throttled_requests: self.throttled,
+            throttled_in_trip_burst: self.throttled_in_burst,
+            throttled_outside_trip_burst: self.throttled - self.throttled_in_burst,
+            unreachable_requests: self.unreachable,
+            max_rcu_per_s: self
+                .seconds
+                .iter()
+                .map(|s| s.read_half_units)
+                .max()
+                .unwrap_or(0) as f64
+                / 2.0,
+            max_wcu_per_s: self
+                .seconds
+                .iter()
+                .map(|s| s.write_units)
+                .max()
+                .unwrap_or(0),
+            rcu_total,
+            wcu_total: self.write_units,
+            max_open_propagation_s: secs(self.max_open_propagation_ms),
+            max_close_propagation_s: secs(self.max_close_propagation_ms),
+            max_rejecting_after_close_s: secs(self.max_rejecting_after_close_ms),
+            downstream_calls_while_open: self.downstream_calls_while_open,
+            time_to_close_s: secs(time_to_close_ms),
+            store_requests_per_million_calls: per_million(store_requests as f64),
+            store_cost_per_million_calls_usd: per_million(
+                rcu_total * USD_PER_RRU + self.write_units as f64 * USD_PER_WRU,
+            ),
+        }
+    }
+}
+
+/// The most intervals `[start, end)` that overlap at one instant.
+///
+/// ```
+/// use breaker_sim::metrics::max_overlap;
+/// assert_eq!(max_overlap(&[(0, 50), (50, 100)]), 1);
+/// assert_eq!(max_overlap(&[(0, 50), (10, 60), (20, 30)]), 3);
+/// assert_eq!(max_overlap(&[]), 0);
+/// ```
+pub fn max_overlap(intervals: &[(u64, u64)]) -> u32 {
+    let mut edges: Vec<(u64, i32)> = intervals
+        .iter()
+        .flat_map(|&(start, end)| [(start, 1), (end, -1)])
+        .collect();
+    // At equal times an end sorts before a start: touching intervals do not overlap.
+    edges.sort_unstable();
+    let (mut now, mut max) = (0i32, 0i32);
+    for (_, delta) in edges {
+        now += delta;
+        max = max.max(now);
+    }
+    max as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(kind: RequestKind, outcome: RequestOutcome, t: u64) -> StoreRequest {
+        StoreRequest {
+            time_ms: t,
+            env: 0,
+            kind,
+            outcome,
+            attempts: 1,
+            throttled_attempts: 0,
+            latency_ms: 10,
+            read_half_units: 0,
+            write_units: 1,
+        }
+    }
+
+    fn admitted(env: u32, t: u64) -> Call {
+        Call {
+            env,
+            start_ms: t,
+            admitted: true,
+            probe: None,
+            failed: false,
+        }
+    }
+
+    #[test]
+    fn windows_count_elections_and_propagation_is_measured_from_landings() {
+        let mut m = Metrics::new("t", 3, 1, 100_000, 6_000, Some(40_000));
+        m.on_call(&admitted(0, 500));
+        m.on_request(&request(RequestKind::Trip, RequestOutcome::Won, 1_000));
+        m.on_call(&admitted(1, 3_000)); // still calling 2 s after the trip landed
+        m.on_call(&admitted(2, 2_000));
+        m.on_request(&request(RequestKind::Elect, RequestOutcome::Won, 31_000));
+        m.on_request(&request(RequestKind::Elect, RequestOutcome::Lost, 31_000));
+        let mut throttled = request(RequestKind::Elect, RequestOutcome::Throttled, 31_000);
+        (throttled.attempts, throttled.throttled_attempts) = (2, 2);
+        m.on_request(&throttled);
+        m.on_request(&request(RequestKind::Close, RequestOutcome::Won, 45_000));
+        m.on_call(&admitted(2, 46_000));
+        m.on_call(&admitted(1, 49_000));
+        m.on_call(&admitted(1, 52_000)); // not its first admission after the close
+        let s = m.summary();
+        assert_eq!(s.windows, 1);
+        assert_eq!(s.max_elections_won_per_window, 1);
+        assert_eq!(s.max_election_writes_per_window, 4);
+        assert_eq!(s.max_open_propagation_s, Some(2.0));
+        assert_eq!(s.max_close_propagation_s, Some(4.0));
+        assert_eq!(s.downstream_calls_while_open, 2);
+        assert_eq!(s.time_to_close_s, Some(5.0));
+        assert_eq!((s.throttled_requests, s.throttled_in_trip_burst), (2, 0));
+    }
+
+    #[test]
+    fn throttles_inside_the_trip_burst_are_counted_apart() {
+        let mut m = Metrics::new("t", 1, 1, 100_000, 6_000, None);
+        let mut trip = request(RequestKind::Trip, RequestOutcome::Throttled, 10_000);
+        trip.throttled_attempts = 2;
+        m.on_request(&trip);
+        let mut read = request(RequestKind::Read, RequestOutcome::Throttled, 16_000);
+        read.throttled_attempts = 1;
+        m.on_request(&read);
+        read.time_ms = 16_001;
+        m.on_request(&read);
+        let s = m.summary();
+        assert_eq!(
+            (
+                s.throttled_requests,
+                s.throttled_in_trip_burst,
+                s.throttled_outside_trip_burst
+            ),
+            (4, 3, 1)
+        );
+    }
+}

@@ -1,0 +1,634 @@
+//! `ItemModel`: DynamoDB as the protocol meets it, one item per circuit.
+//!
+//! Why a model and not dynalite: the limits that matter at fleet scale are DynamoDB's
+//! service limits, which no local server enforces. The model applies each write through
+//! the protocol's one transition type ([`Transition::allowed`], [`Transition::applied_to`]),
+//! so it cannot disagree with the protocol; everything else here is the service around the
+//! item:
+//!
+//! - **Eventually consistent reads lag.** Each read picks a lag in `[0, max_lag]` (a replica
+//!   that is that far behind) and returns the item as it was then; a strongly consistent
+//!   read returns the current item.
+//! - **A lost write returns the current item** (`ReturnValuesOnConditionCheckFailure =
+//!   ALL_OLD`), strongly consistent.
+//! - **Units.** An eventually consistent GetItem of a small item costs 0.5 RCU, a strongly
+//!   consistent one 1 RCU, a write 1 WCU — also when its condition fails.
+//! - **Per-item throttling.** One item lives in one partition: 3,000 RCU and 1,000 WCU per
+//!   second at most. A request that would exceed its second's budget is rejected with
+//!   `ProvisionedThroughputExceededException` and consumes nothing.
+//! - **The SDK client's attempts.** The store's client makes 2 attempts: a throttled first
+//!   attempt is retried after a back-off; every attempt is counted.
+//! - **Latency.** Every attempt takes a seeded latency (default 5–20 ms).
+//! - **Faults by time.** Windows in which every write is throttled, or the store is
+//!   unreachable (every request fails after the store timeout).
+//!
+//! Time is virtual milliseconds since the start of the run; units are accounted per whole
+//! virtual second.
+
+use std::collections::{HashMap, VecDeque};
+
+use breaker_runtime::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
+
+use crate::rng::Rng;
+
+/// The service around the item: limits, lag, latencies, the client's retries.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    /// Read capacity of one item per second, in RCU (DynamoDB: 3,000).
+    pub read_units_per_s: u32,
+    /// Write capacity of one item per second, in WCU (DynamoDB: 1,000).
+    pub write_units_per_s: u32,
+    /// Longest lag of an eventually consistent read, in ms (default 1 s).
+    pub max_lag_ms: u64,
+    /// Latency of one attempt, uniform in `[min, max]` ms (default 5–20 ms).
+    pub latency_ms: (u64, u64),
+    /// The client's back-off before retrying a throttled attempt, in ms (default 20–100 ms,
+    /// as `DynamoDbStore`'s own client).
+    pub retry_backoff_ms: (u64, u64),
+    /// Attempts per request (the client's; default 2).
+    pub attempts: u32,
+    /// How long a request to an unreachable store takes to fail, in ms (the breaker's store
+    /// timeout, default 1 s).
+    pub unreachable_ms: u64,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        Self {
+            read_units_per_s: 3_000,
+            write_units_per_s: 1_000,
+            max_lag_ms: 1_000,
+            latency_ms: (5, 20),
+            retry_backoff_ms: (20, 100),
+            attempts: 2,
+            unreachable_ms: 1_000,
+        }
+    }
+}
+
+/// How a read is served.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Consistency {
+    /// 0.5 RCU, may lag the last write. What the protocol uses.
+    Eventual,
+    /// 1 RCU, never lags.
+    Strong,
+}
+
+/// Something wrong with the store during a window of virtual time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFault {
+    /// Every write attempt is throttled (reads are served).
+    WritesThrottled,
+    /// Every request fails after [`ModelConfig::unreachable_ms`], reaching nothing.
+    Unreachable,
+}
+
+/// A fault from `from_ms` (included) until `until_ms` (excluded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultWindow {
+    /// Start, virtual ms.
+    pub from_ms: u64,
+    /// End, virtual ms (excluded).
+    pub until_ms: u64,
+    /// What goes wrong.
+    pub fault: StoreFault,
+}
+
+/// Which protocol operation a request carried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RequestKind {
+    /// GetItem.
+    Read,
+    /// The trip (CLOSED → OPEN).
+    Trip,
+    /// The probe election (OPEN → HALF_OPEN).
+    Elect,
+    /// The close (HALF_OPEN → CLOSED).
+    Close,
+    /// The reopen (HALF_OPEN → OPEN).
+    Reopen,
+    /// A transition this simulator does not know yet (`Transition` is non-exhaustive).
+    Other,
+}
+
+impl RequestKind {
+    /// The kind of request that carries `transition`.
+    pub fn of(transition: &Transition) -> Self {
+        match transition {
+            Transition::Trip { .. } => Self::Trip,
+            Transition::Elect { .. } => Self::Elect,
+            Transition::Close { .. } => Self::Close,
+            Transition::Reopen { .. } => Self::Reopen,
+            _ => Self::Other,
+        }
+    }
+}
+
+/// How a request ended, after all its attempts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestOutcome {
+    /// A read was served.
+    Served,
+    /// A write's condition held.
+    Won,
+    /// A write's condition failed.
+    Lost,
+    /// Every attempt was throttled.
+    Throttled,
+    /// The store did not answer.
+    Unreachable,
+}
+
+/// A request's result and what it cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Served<T> {
+    /// What the client gets.
+    pub result: Result<T, StoreError>,
+    /// How it ended.
+    pub outcome: RequestOutcome,
+    /// Attempts sent (each one a DynamoDB request).
+    pub attempts: u32,
+    /// Attempts that were throttled.
+    pub throttled_attempts: u32,
+    /// Time from sending the first attempt to the answer, back-off included, ms.
+    pub latency_ms: u64,
+    /// Read units consumed, in halves (an eventually consistent read is 1).
+    pub read_half_units: u32,
+    /// Write units consumed.
+    pub write_units: u32,
+}
+
+/// One item: its history (for lagging reads) and this second's consumed capacity.
+#[derive(Debug, Default)]
+struct Item {
+    /// `(virtual ms, record)` from oldest to newest; the last entry is the current item. An
+    /// empty history is an absent item. Entries older than the longest lag are dropped.
+    history: VecDeque<(u64, Option<CircuitRecord>)>,
+    /// The virtual second `read_half_units` and `write_units` were consumed in.
+    second: u64,
+    read_half_units: u32,
+    write_units: u32,
+}
+
+impl Item {
+    fn current(&self) -> Option<&CircuitRecord> {
+        self.history.back().and_then(|(_, record)| record.as_ref())
+    }
+
+    /// The record as it was at `at_ms`.
+    fn as_of(&self, at_ms: u64) -> Option<&CircuitRecord> {
+        self.history
+            .iter()
+            .rev()
+            .find(|(time, _)| *time <= at_ms)
+            .and_then(|(_, record)| record.as_ref())
+    }
+
+    fn write(&mut self, now_ms: u64, record: CircuitRecord, max_lag_ms: u64) {
+        self.history.push_back((now_ms, Some(record)));
+        let horizon = now_ms.saturating_sub(max_lag_ms);
+        while self.history.len() >= 2 && self.history[1].0 <= horizon {
+            self.history.pop_front();
+        }
+    }
+
+    /// Rolls the capacity counters over to `now_ms`'s second.
+    fn roll(&mut self, now_ms: u64) {
+        let second = now_ms / 1000;
+        if second != self.second {
+            self.second = second;
+            self.read_half_units = 0;
+            self.write_units = 0;
+        }
+    }
+}
+
+/// What a request needs from the item's capacity.
+#[derive(Debug, Clone, Copy)]
+enum Cost {
+    ReadHalves(u32),
+    Write,
+}
+
+/// DynamoDB holding one item per circuit; see the module docs.
+///
+/// ```
+/// use breaker_runtime::store::{Transition, WriteOutcome};
+/// use breaker_sim::model::{Consistency, ItemModel, ModelConfig};
+///
+/// let mut model = ItemModel::new(ModelConfig::default(), 1);
+/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let served = model.apply("ce", &trip, 0);
+/// assert_eq!(served.result, Ok(WriteOutcome::Won));
+/// assert_eq!(served.write_units, 1);
+/// let read = model.read("ce", 0, Consistency::Strong);
+/// assert_eq!(read.result.unwrap().unwrap().opened_at, Some(100));
+/// assert_eq!(read.read_half_units, 2);
+/// ```
+#[derive(Debug)]
+pub struct ItemModel {
+    config: ModelConfig,
+    faults: Vec<FaultWindow>,
+    items: HashMap<String, Item>,
+    rng: Rng,
+}
+
+impl ItemModel {
+    /// An empty table; `seed` drives latencies and lags.
+    pub fn new(config: ModelConfig, seed: u64) -> Self {
+        Self {
+            config,
+            faults: Vec::new(),
+            items: HashMap::new(),
+            rng: Rng::new(seed, 0x5707e),
+        }
+    }
+
+    /// The same with store faults by virtual time.
+    pub fn with_faults(mut self, faults: Vec<FaultWindow>) -> Self {
+        self.faults = faults;
+        self
+    }
+
+    /// The service's configuration.
+    pub fn config(&self) -> &ModelConfig {
+        &self.config
+    }
+
+    /// Writes `record` unconditionally at `now_ms`, for free: a scenario's starting state.
+    pub fn put(&mut self, circuit: &str, record: CircuitRecord, now_ms: u64) {
+        let max_lag = self.config.max_lag_ms;
+        self.item(circuit).write(now_ms, record, max_lag);
+    }
+
+    /// The current record of `circuit`, without a request.
+    pub fn current(&self, circuit: &str) -> Option<&CircuitRecord> {
+        self.items.get(circuit).and_then(Item::current)
+    }
+
+    /// Capacity consumed by `circuit` in the virtual second of `now_ms`: (read half units,
+    /// write units).
+    pub fn consumed(&self, circuit: &str, now_ms: u64) -> (u32, u32) {
+        self.items
+            .get(circuit)
+            .filter(|item| item.second == now_ms / 1000)
+            .map_or((0, 0), |item| (item.read_half_units, item.write_units))
+    }
+
+    /// GetItem at `now_ms`.
+    pub fn read(
+        &mut self,
+        circuit: &str,
+        now_ms: u64,
+        consistency: Consistency,
+    ) -> Served<Option<CircuitRecord>> {
+        let halves = match consistency {
+            Consistency::Eventual => 1,
+            Consistency::Strong => 2,
+        };
+        let lag = match consistency {
+            Consistency::Eventual => self.rng.between(0, self.config.max_lag_ms),
+            Consistency::Strong => 0,
+        };
+        self.request(circuit, now_ms, Cost::ReadHalves(halves), |item| {
+            let record = item.as_of(now_ms.saturating_sub(lag)).cloned();
+            (Ok(record), RequestOutcome::Served)
+        })
+    }
+
+    /// A conditional write of `transition` at `now_ms`.
+    pub fn apply(
+        &mut self,
+        circuit: &str,
+        transition: &Transition,
+        now_ms: u64,
+    ) -> Served<WriteOutcome> {
+        let max_lag = self.config.max_lag_ms;
+        self.request(circuit, now_ms, Cost::Write, |item| {
+            let current = item.current();
+            if transition.allowed(current) {
+                let next = transition.applied_to(current);
+                item.write(now_ms, next, max_lag);
+                (Ok(WriteOutcome::Won), RequestOutcome::Won)
+            } else {
+                let current = current.cloned();
+                (Ok(WriteOutcome::Lost(current)), RequestOutcome::Lost)
+            }
+        })
+    }
+
+    fn item(&mut self, circuit: &str) -> &mut Item {
+        if !self.items.contains_key(circuit) {
+            self.items.insert(circuit.to_owned(), Item::default());
+        }
+        self.items
+            .get_mut(circuit)
+            .unwrap_or_else(|| unreachable!("inserted above"))
+    }
+
+    fn fault_at(&self, now_ms: u64) -> Option<StoreFault> {
+        self.faults
+            .iter()
+            .find(|w| w.from_ms <= now_ms && now_ms < w.until_ms)
+            .map(|w| w.fault)
+    }
+
+    /// Runs the client's attempts of one request: throttled attempts are retried after a
+    /// back-off; the first attempt that fits the item's capacity consumes it and runs `op`.
+    fn request<T>(
+        &mut self,
+        circuit: &str,
+        now_ms: u64,
+        cost: Cost,
+        op: impl FnOnce(&mut Item) -> (Result<T, StoreError>, RequestOutcome),
+    ) -> Served<T> {
+        let fault = self.fault_at(now_ms);
+        if fault == Some(StoreFault::Unreachable) {
+            return Served {
+                result: Err(StoreError::new(
+                    "dispatch failure: the store is unreachable (simulated)",
+                )),
+                outcome: RequestOutcome::Unreachable,
+                attempts: 1,
+                throttled_attempts: 0,
+                latency_ms: self.config.unreachable_ms,
+                read_half_units: 0,
+                write_units: 0,
+            };
+        }
+        let writes_throttled = fault == Some(StoreFault::WritesThrottled);
+        let (read_limit, write_limit) = (
+            self.config.read_units_per_s.saturating_mul(2),
+            self.config.write_units_per_s,
+        );
+        let attempts = self.config.attempts.max(1);
+        let mut latency_ms = 0;
+        let mut throttled_attempts = 0;
+        for attempt in 1..=attempts {
+            latency_ms += self
+                .rng
+                .between(self.config.latency_ms.0, self.config.latency_ms.1);
+            let item = self.item(circuit);
+            item.roll(now_ms);
+            let fits = match cost {
+                Cost::ReadHalves(halves) => item.read_half_units + halves <= read_limit,
+                Cost::Write => !writes_throttled && item.write_units < write_limit,
+            };
+            if fits {
+                let (read_half_units, write_units) = match cost {
+                    Cost::ReadHalves(halves) => {
+                        item.read_half_units += halves;
+                        (halves, 0)
+                    }
+                    Cost::Write => {
+                        item.write_units += 1;
+                        (0, 1)
+                    }
+                };
+                let (result, outcome) = op(item);
+                return Served {
+                    result,
+                    outcome,
+                    attempts: attempt,
+                    throttled_attempts,
+                    latency_ms,
+                    read_half_units,
+                    write_units,
+                };
+            }
+            throttled_attempts += 1;
+            if attempt < attempts {
+                latency_ms += self.rng.between(
+                    self.config.retry_backoff_ms.0,
+                    self.config.retry_backoff_ms.1,
+                );
+            }
+        }
+        Served {
+            result: Err(StoreError::new(
+                "ProvisionedThroughputExceededException: the level of configured provisioned \
+                 throughput for the table was exceeded (simulated)",
+            )),
+            outcome: RequestOutcome::Throttled,
+            attempts,
+            throttled_attempts,
+            latency_ms,
+            read_half_units: 0,
+            write_units: 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use breaker_runtime::CircuitState;
+
+    fn trip(opened_at: u64) -> Transition {
+        Transition::Trip {
+            failure_count: 5,
+            opened_at,
+            expiration: opened_at + 3630,
+        }
+    }
+
+    fn elect(owner: &str, opened_at: u64) -> Transition {
+        Transition::Elect {
+            owner: owner.into(),
+            expected_opened_at: Some(opened_at),
+            now: opened_at + 30,
+            lease_expiry: opened_at + 60,
+            expiration: opened_at + 3660,
+        }
+    }
+
+    fn model() -> ItemModel {
+        ItemModel::new(ModelConfig::default(), 9)
+    }
+
+    #[test]
+    fn three_eventually_consistent_reads_cost_one_and_a_half_rcu() {
+        let mut m = model();
+        for _ in 0..3 {
+            let r = m.read("c", 1_500, Consistency::Eventual);
+            assert_eq!((r.read_half_units, r.outcome), (1, RequestOutcome::Served));
+        }
+        assert_eq!(m.consumed("c", 1_999), (3, 0), "3 halves = 1.5 RCU");
+        assert_eq!(m.consumed("c", 2_000), (0, 0), "a new second starts empty");
+    }
+
+    #[test]
+    fn a_lost_write_costs_one_wcu_and_returns_the_current_item() {
+        let mut m = model();
+        assert_eq!(m.apply("c", &trip(100), 0).result, Ok(WriteOutcome::Won));
+        let lost = m.apply("c", &trip(101), 0);
+        assert_eq!(lost.outcome, RequestOutcome::Lost);
+        assert_eq!(lost.write_units, 1);
+        assert_eq!(
+            lost.result,
+            Ok(WriteOutcome::Lost(Some(CircuitRecord::open(100, 5))))
+        );
+        assert_eq!(m.consumed("c", 0), (0, 2));
+    }
+
+    #[test]
+    fn the_1001st_write_in_a_second_is_throttled_and_consumes_nothing() {
+        let mut m = model();
+        m.apply("c", &trip(100), 3_000);
+        for _ in 1..1000 {
+            assert_eq!(
+                m.apply("c", &trip(100), 3_000).outcome,
+                RequestOutcome::Lost
+            );
+        }
+        assert_eq!(m.consumed("c", 3_000), (0, 1000));
+        let throttled = m.apply("c", &trip(100), 3_999);
+        assert_eq!(throttled.outcome, RequestOutcome::Throttled);
+        assert_eq!((throttled.attempts, throttled.throttled_attempts), (2, 2));
+        assert_eq!(throttled.write_units, 0);
+        let message = throttled.result.unwrap_err().to_string();
+        assert!(message.starts_with("ProvisionedThroughputExceededException"));
+        assert_eq!(
+            m.consumed("c", 3_000),
+            (0, 1000),
+            "throttled attempts are free"
+        );
+        assert!(
+            throttled.latency_ms >= 5 + 20 + 5,
+            "two attempts and a back-off"
+        );
+        // The next second has capacity again.
+        assert_eq!(
+            m.apply("c", &trip(100), 4_000).outcome,
+            RequestOutcome::Lost
+        );
+        // Reads have their own budget: 6,000 halves.
+        for _ in 0..6000 {
+            assert_eq!(
+                m.read("c", 5_000, Consistency::Eventual).outcome,
+                RequestOutcome::Served
+            );
+        }
+        assert_eq!(
+            m.read("c", 5_000, Consistency::Eventual).outcome,
+            RequestOutcome::Throttled
+        );
+        assert_eq!(m.consumed("c", 5_000), (6000, 0), "3,000 RCU");
+    }
+
+    #[test]
+    fn a_strong_read_costs_a_whole_unit_and_may_take_the_last_slot_only_whole() {
+        let config = ModelConfig {
+            read_units_per_s: 2,
+            ..ModelConfig::default()
+        };
+        let mut m = ItemModel::new(config, 1);
+        m.read("c", 0, Consistency::Eventual);
+        m.read("c", 0, Consistency::Strong);
+        assert_eq!(m.consumed("c", 0), (3, 0));
+        // 1.5 RCU used of 2: a strong read (1 RCU) does not fit, an eventual one does.
+        assert_eq!(
+            m.read("c", 0, Consistency::Strong).outcome,
+            RequestOutcome::Throttled
+        );
+        assert_eq!(
+            m.read("c", 0, Consistency::Eventual).outcome,
+            RequestOutcome::Served
+        );
+    }
+
+    #[test]
+    fn a_throttled_first_attempt_is_retried_and_both_are_counted() {
+        // Capacity 1 WCU: attempt 1 throttled in second 0... the retry is in the same
+        // second (transitions take effect at the call's start), so it is throttled too.
+        let config = ModelConfig {
+            write_units_per_s: 1,
+            ..ModelConfig::default()
+        };
+        let mut m = ItemModel::new(config, 1);
+        assert_eq!(m.apply("c", &trip(1), 0).attempts, 1);
+        let second = m.apply("c", &trip(1), 10);
+        assert_eq!((second.attempts, second.throttled_attempts), (2, 2));
+    }
+
+    #[test]
+    fn eventually_consistent_reads_lag_by_at_most_the_configured_lag() {
+        let mut m = model();
+        m.apply("c", &trip(100), 10_000);
+        let mut saw_old = false;
+        for _ in 0..200 {
+            let read = m.read("c", 10_500, Consistency::Eventual);
+            match read.result.unwrap() {
+                None => saw_old = true,
+                Some(record) => assert_eq!(record.state, CircuitState::Open),
+            }
+        }
+        assert!(
+            saw_old,
+            "a replica up to 1 s behind misses a write 0.5 s old"
+        );
+        for _ in 0..200 {
+            let read = m.read("c", 11_000, Consistency::Eventual);
+            assert!(
+                read.result.unwrap().is_some(),
+                "1 s later every replica has it"
+            );
+        }
+        assert!(
+            m.read("c", 10_000, Consistency::Strong)
+                .result
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn writes_apply_the_transitions_conditions() {
+        let mut m = model();
+        assert_eq!(
+            m.apply("c", &elect("a", 100), 0).result,
+            Ok(WriteOutcome::Lost(None))
+        );
+        m.apply("c", &trip(100), 0);
+        assert_eq!(
+            m.apply("c", &elect("a", 100), 0).result,
+            Ok(WriteOutcome::Won)
+        );
+        let lost = m.apply("c", &elect("b", 100), 0);
+        assert_eq!(
+            lost.result,
+            Ok(WriteOutcome::Lost(Some(CircuitRecord::half_open(
+                100, 5, "a", 160
+            ))))
+        );
+    }
+
+    #[test]
+    fn faults_follow_their_windows() {
+        let mut m = model().with_faults(vec![
+            FaultWindow {
+                from_ms: 1_000,
+                until_ms: 2_000,
+                fault: StoreFault::WritesThrottled,
+            },
+            FaultWindow {
+                from_ms: 2_000,
+                until_ms: 3_000,
+                fault: StoreFault::Unreachable,
+            },
+        ]);
+        let throttled = m.apply("c", &trip(1), 1_000);
+        assert_eq!(throttled.outcome, RequestOutcome::Throttled);
+        assert_eq!(
+            m.read("c", 1_500, Consistency::Eventual).outcome,
+            RequestOutcome::Served
+        );
+        let down = m.read("c", 2_000, Consistency::Eventual);
+        assert_eq!(
+            (down.outcome, down.latency_ms, down.read_half_units),
+            (RequestOutcome::Unreachable, 1_000, 0)
+        );
+        assert_eq!(m.apply("c", &trip(3), 3_000).outcome, RequestOutcome::Won);
+    }
+}

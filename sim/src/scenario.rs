@@ -1,0 +1,230 @@
+//! The scenarios of issue 10: a fleet, its traffic, the downstream's health and the
+//! store's faults over virtual time, and the breaker's tunables. Each is a value, so a test
+//! can shrink the fleet (and the item's limits with it) and keep everything else.
+
+use std::time::Duration;
+
+use crate::downstream::{Health, HealthSchedule};
+use crate::model::{FaultWindow, ModelConfig, StoreFault};
+use crate::traffic::Rate;
+
+/// Virtual seconds to milliseconds.
+const fn s(secs: u64) -> u64 {
+    secs * 1000
+}
+
+/// The breaker's settings, the defaults being the runtime's.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BreakerSettings {
+    /// Consecutive failures that trip (5).
+    pub failure_threshold: u32,
+    /// Time open before a probe (30 s).
+    pub recovery_timeout: Duration,
+    /// Probe successes that close (3).
+    pub success_threshold: u32,
+    /// How long a copy of the record is trusted (5 s).
+    pub local_cache_max_age: Duration,
+    /// Per-environment jitter added to the recovery timeout (off).
+    pub recovery_jitter: Duration,
+    /// Quiet time after a store error (5 s).
+    pub store_error_backoff: Duration,
+    /// The probe owner's lease (30 s).
+    pub probe_lease: Duration,
+}
+
+impl Default for BreakerSettings {
+    fn default() -> Self {
+        let runtime = breaker_runtime::CircuitBreakerConfig::default();
+        Self {
+            failure_threshold: runtime.failure_threshold(),
+            recovery_timeout: runtime.recovery_timeout(),
+            success_threshold: runtime.success_threshold(),
+            local_cache_max_age: runtime.local_cache_max_age(),
+            recovery_jitter: runtime.recovery_jitter(),
+            store_error_backoff: runtime.store_error_backoff(),
+            probe_lease: runtime.probe_lease(),
+        }
+    }
+}
+
+/// One simulated situation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scenario {
+    /// Its name (`--scenario`).
+    pub name: String,
+    /// What it shows, one line.
+    pub about: String,
+    /// Execution environments.
+    pub envs: u32,
+    /// Call rate.
+    pub rate: Rate,
+    /// Virtual time simulated, ms.
+    pub duration_ms: u64,
+    /// The seed of every random draw.
+    pub seed: u64,
+    /// Downstream latency, ms.
+    pub downstream_latency_ms: u64,
+    /// Downstream health over time.
+    pub health: HealthSchedule,
+    /// Store faults over time.
+    pub store_faults: Vec<FaultWindow>,
+    /// The circuit's item is OPEN at time 0 (opened then).
+    pub initially_open: bool,
+    /// Environments make their first call over this long (plus one arrival gap), so their
+    /// cache refreshes are spread as in a warm fleet (default: the cache age, 5 s).
+    pub start_spread_ms: u64,
+    /// Largest clock skew of an environment, ± ms (default 1 s).
+    pub max_skew_ms: u64,
+    /// The breaker's settings.
+    pub breaker: BreakerSettings,
+    /// DynamoDB's limits, lag and latencies.
+    pub model: ModelConfig,
+}
+
+/// Every scenario's name, in the order `make sim` runs them.
+pub const NAMES: [&str; 6] = [
+    "outage",
+    "light",
+    "store-throttled",
+    "store-down-while-open",
+    "flapping",
+    "scale-100k",
+];
+
+impl Scenario {
+    fn base(name: &str, about: &str, envs: u32, rate: Rate, duration_s: u64) -> Self {
+        let breaker = BreakerSettings::default();
+        Self {
+            name: name.to_owned(),
+            about: about.to_owned(),
+            envs,
+            rate,
+            duration_ms: s(duration_s),
+            seed: 1,
+            downstream_latency_ms: 50,
+            health: HealthSchedule::always_up(),
+            store_faults: Vec::new(),
+            initially_open: false,
+            start_spread_ms: breaker.local_cache_max_age.as_millis() as u64,
+            max_skew_ms: 1_000,
+            breaker,
+            model: ModelConfig::default(),
+        }
+    }
+
+    /// The scenario called `name`, with its own fleet size and rates.
+    ///
+    /// ```
+    /// let outage = breaker_sim::scenario::Scenario::named("outage").unwrap();
+    /// assert_eq!(outage.envs, 10_000);
+    /// assert!(breaker_sim::scenario::Scenario::named("nope").is_none());
+    /// ```
+    pub fn named(name: &str) -> Option<Self> {
+        let outage_health =
+            || HealthSchedule::new(vec![(s(10), Health::Down), (s(130), Health::Up)]);
+        let scenario = match name {
+            "outage" => Self {
+                health: outage_health(),
+                ..Self::base(
+                    name,
+                    "10,000 environments at 10 calls/s; the downstream is down from 10 s to 130 s",
+                    10_000,
+                    Rate::PerEnv(10.0),
+                    300,
+                )
+            },
+            "light" => Self {
+                initially_open: true,
+                health: HealthSchedule::new(vec![(0, Health::Down), (s(60), Health::Up)]),
+                ..Self::base(
+                    name,
+                    "50 environments, 1 call per 20 s each; OPEN at 0 s, the downstream up from 60 s",
+                    50,
+                    Rate::PerEnv(0.05),
+                    600,
+                )
+            },
+            "store-throttled" => Self {
+                health: outage_health(),
+                // The first two recovery windows of the outage.
+                store_faults: vec![FaultWindow {
+                    from_ms: s(10),
+                    until_ms: s(70),
+                    fault: StoreFault::WritesThrottled,
+                }],
+                ..Self::base(
+                    name,
+                    "as outage, and every write is throttled from 10 s to 70 s",
+                    10_000,
+                    Rate::PerEnv(10.0),
+                    300,
+                )
+            },
+            "store-down-while-open" => Self {
+                // Open at ~10 s; the store is gone for 3 windows from 20 s; the downstream
+                // is back after the first of them.
+                health: HealthSchedule::new(vec![(s(10), Health::Down), (s(50), Health::Up)]),
+                store_faults: vec![FaultWindow {
+                    from_ms: s(20),
+                    until_ms: s(110),
+                    fault: StoreFault::Unreachable,
+                }],
+                ..Self::base(
+                    name,
+                    "as outage, the store unreachable from 20 s to 110 s, the downstream up from 50 s",
+                    10_000,
+                    Rate::PerEnv(10.0),
+                    300,
+                )
+            },
+            "flapping" => Self {
+                health: HealthSchedule::new(vec![(0, Health::Failing(0.3))]),
+                ..Self::base(
+                    name,
+                    "1,000 environments at 10 calls/s; 30 % of downstream calls fail throughout",
+                    1_000,
+                    Rate::PerEnv(10.0),
+                    300,
+                )
+            },
+            "scale-100k" => Self {
+                health: outage_health(),
+                ..Self::base(
+                    name,
+                    "100,000 environments at 1 call/s; the downstream is down from 10 s to 130 s",
+                    100_000,
+                    Rate::PerEnv(1.0),
+                    300,
+                )
+            },
+            _ => return None,
+        };
+        Some(scenario)
+    }
+
+    /// Every scenario, in [`NAMES`] order.
+    pub fn all() -> Vec<Self> {
+        NAMES.iter().filter_map(|name| Self::named(name)).collect()
+    }
+
+    /// The same scenario with `envs` environments and the item's limits scaled by
+    /// `envs / self.envs`, so a small fleet still meets them where the large one does.
+    ///
+    /// ```
+    /// let small = breaker_sim::scenario::Scenario::named("outage").unwrap().scaled_to(100);
+    /// assert_eq!((small.envs, small.model.write_units_per_s, small.model.read_units_per_s), (100, 10, 30));
+    /// ```
+    pub fn scaled_to(mut self, envs: u32) -> Self {
+        let factor = f64::from(envs) / f64::from(self.envs.max(1));
+        let scale = |limit: u32| ((f64::from(limit) * factor).round() as u32).max(1);
+        self.model.read_units_per_s = scale(self.model.read_units_per_s);
+        self.model.write_units_per_s = scale(self.model.write_units_per_s);
+        self.envs = envs;
+        self
+    }
+
+    /// Burst length after the first trip write: the cache age plus the read lag.
+    pub fn trip_burst_ms(&self) -> u64 {
+        self.breaker.local_cache_max_age.as_millis() as u64 + self.model.max_lag_ms
+    }
+}
