@@ -130,6 +130,12 @@ pub struct Summary {
     pub read_requests: u64,
     /// PutItem/UpdateItem attempts.
     pub write_requests: u64,
+    /// Write attempts carrying a trip.
+    pub trip_writes: u64,
+    /// Write attempts carrying an election.
+    pub election_writes: u64,
+    /// Write attempts carrying a close or a reopen.
+    pub close_and_reopen_writes: u64,
     /// Throttled attempts.
     pub throttled_requests: u64,
     /// Throttled attempts inside a trip burst.
@@ -192,6 +198,9 @@ pub struct Metrics {
     close_times: Vec<u64>,
     read_requests: u64,
     write_requests: u64,
+    trip_writes: u64,
+    election_writes: u64,
+    close_and_reopen_writes: u64,
     throttled: u64,
     throttled_in_burst: u64,
     unreachable: u64,
@@ -244,6 +253,9 @@ impl Metrics {
             close_times: Vec::new(),
             read_requests: 0,
             write_requests: 0,
+            trip_writes: 0,
+            election_writes: 0,
+            close_and_reopen_writes: 0,
             throttled: 0,
             throttled_in_burst: 0,
             unreachable: 0,
@@ -344,9 +356,16 @@ impl Metrics {
         } else {
             r.attempts
         };
+        let attempts = u64::from(sent);
         match r.kind {
-            RequestKind::Read => self.read_requests += u64::from(sent),
-            _ => self.write_requests += u64::from(sent),
+            RequestKind::Read => self.read_requests += attempts,
+            RequestKind::Trip => self.trip_writes += attempts,
+            RequestKind::Elect => self.election_writes += attempts,
+            RequestKind::Close | RequestKind::Reopen => self.close_and_reopen_writes += attempts,
+            RequestKind::Other => {}
+        }
+        if r.kind != RequestKind::Read {
+            self.write_requests += attempts;
         }
         if r.kind == RequestKind::Trip
             && self.item == CircuitState::Closed
@@ -499,6 +518,9 @@ impl Metrics {
             store_requests,
             read_requests: self.read_requests,
             write_requests: self.write_requests,
+            trip_writes: self.trip_writes,
+            election_writes: self.election_writes,
+            close_and_reopen_writes: self.close_and_reopen_writes,
             throttled_requests: self.throttled,
             throttled_in_trip_burst: self.throttled_in_burst,
             throttled_outside_trip_burst: self.throttled - self.throttled_in_burst,

@@ -74,6 +74,15 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
                 thousands(s.write_requests)
             ),
         ),
+        (
+            "writes: trip / elect / close+reopen",
+            format!(
+                "{} / {} / {}",
+                thousands(s.trip_writes),
+                thousands(s.election_writes),
+                thousands(s.close_and_reopen_writes)
+            ),
+        ),
         ("throttled requests", thousands(s.throttled_requests)),
         (
             "throttled in / outside trip burst",
