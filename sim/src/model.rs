@@ -540,8 +540,9 @@ mod tests {
 
     #[test]
     fn a_throttled_first_attempt_is_retried_and_both_are_counted() {
-        // Capacity 1 WCU: attempt 1 throttled in second 0... the retry is in the same
-        // second (transitions take effect at the call's start), so it is throttled too.
+        // Capacity 1 WCU, used by the first write: the second write's retry is accounted
+        // in the same virtual second (a call's requests take effect at its start), so both
+        // of its attempts are throttled.
         let config = ModelConfig {
             write_units_per_s: 1,
             ..ModelConfig::default()

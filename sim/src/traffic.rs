@@ -55,6 +55,10 @@ impl Traffic {
     /// started at different times (a fleet that all started in the same 100 ms would
     /// refresh its caches in step, which no warm fleet does).
     ///
+    /// # Panics
+    ///
+    /// If `envs` is not below [`MAX_ENVS`].
+    ///
     /// ```
     /// use breaker_sim::traffic::{Rate, Traffic};
     /// let mut t = Traffic::new(2, Rate::PerEnv(10.0), 0, 1);
