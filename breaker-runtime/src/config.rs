@@ -32,7 +32,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) success_threshold: u32,
     pub(crate) recovery_timeout: Duration,
     pub(crate) local_cache_max_age: Duration,
-    pub(crate) recovery_jitter: Duration,
+    /// `None`: [`DEFAULT_JITTER_FACTOR`] times the recovery timeout.
+    pub(crate) recovery_jitter: Option<Duration>,
     pub(crate) store_timeout: Duration,
     pub(crate) store_error_backoff: Duration,
     pub(crate) probe_lease: Duration,
@@ -48,7 +49,7 @@ impl Default for CircuitBreakerConfig {
             success_threshold: 3,
             recovery_timeout: Duration::from_secs(30),
             local_cache_max_age: Duration::from_secs(5),
-            recovery_jitter: Duration::ZERO,
+            recovery_jitter: None,
             store_timeout: Duration::from_millis(1000),
             store_error_backoff: Duration::from_secs(5),
             probe_lease: Duration::from_secs(30),
@@ -86,9 +87,12 @@ impl CircuitBreakerConfig {
         self.local_cache_max_age
     }
 
-    /// Upper bound of the random delay each environment adds to the recovery timeout.
+    /// Upper bound of the delay, fixed per environment, that spreads the environments
+    /// without the first right to probe (see the builder's
+    /// [`recovery_jitter`](CircuitBreakerConfigBuilder::recovery_jitter)).
     pub fn recovery_jitter(&self) -> Duration {
         self.recovery_jitter
+            .unwrap_or_else(|| self.recovery_timeout.saturating_mul(DEFAULT_JITTER_FACTOR))
     }
 
     /// Longest time one store call may take before the breaker fails open.
@@ -143,10 +147,19 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
-    /// Adds a random delay in `[0, jitter]`, fixed per environment, to the recovery timeout,
-    /// so a large fleet does not race for the probe in the same second (default: off).
+    /// Spreads the fallback probes of a fleet (default: 4 × the recovery timeout).
+    ///
+    /// The environment that opened the circuit has the first right to probe, at the
+    /// recovery timeout; every other environment waits its cache age and a second longer
+    /// plus a delay in `[0, jitter]` fixed per environment, and reads the record strongly
+    /// consistently before it writes an election. In a healthy fleet they learn of the
+    /// first probe from their next read and never write; when the first environment is gone
+    /// (or the store cannot be reached and each environment probes on its own) the jitter
+    /// spreads their probes so that the item's write limit and the downstream are not hit
+    /// at once. A small fleet may set it low: it only delays the others' probe when the
+    /// environment that opened the circuit has no traffic.
     pub fn recovery_jitter(mut self, jitter: Duration) -> Self {
-        self.config.recovery_jitter = jitter;
+        self.config.recovery_jitter = Some(jitter);
         self
     }
 
@@ -156,7 +169,9 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
-    /// How long to leave the store alone after a store error (≥ 0; default 5 s).
+    /// How long to leave the store alone after a store error (≥ 0; default 5 s). After
+    /// throttling, between half and one and a half times this (from the environment's id),
+    /// so a fleet throttled at once does not come back at once.
     pub fn store_error_backoff(mut self, backoff: Duration) -> Self {
         self.config.store_error_backoff = backoff;
         self
@@ -216,7 +231,7 @@ impl CircuitBreakerConfigBuilder {
         for (field, value) in [
             ("recovery_timeout", c.recovery_timeout),
             ("local_cache_max_age", c.local_cache_max_age),
-            ("recovery_jitter", c.recovery_jitter),
+            ("recovery_jitter", c.recovery_jitter()),
             ("store_timeout", c.store_timeout),
             ("store_error_backoff", c.store_error_backoff),
         ] {
@@ -228,6 +243,11 @@ impl CircuitBreakerConfigBuilder {
         Ok(self.config)
     }
 }
+
+/// The default recovery jitter, as a multiple of the recovery timeout: wide enough that a
+/// fleet probing on its own (the store unreachable) has under 1 % of its environments
+/// start a probe in any one second.
+pub(crate) const DEFAULT_JITTER_FACTOR: u32 = 4;
 
 /// The longest duration any setting takes: far beyond any sensible value, and small
 /// enough that sums of settings in milliseconds cannot overflow.
@@ -293,7 +313,7 @@ mod tests {
         assert_eq!(c.recovery_timeout(), Duration::from_secs(30));
         assert_eq!(c.success_threshold(), 3);
         assert_eq!(c.local_cache_max_age(), Duration::from_secs(5));
-        assert_eq!(c.recovery_jitter(), Duration::ZERO);
+        assert_eq!(c.recovery_jitter(), Duration::from_secs(120));
         assert!(c.store_timeout() <= Duration::from_secs(1));
     }
 

@@ -25,6 +25,17 @@ pub(crate) fn jitter_millis(jitter: Duration, environment_id: &str, circuit: &st
     hasher.finish() % span.saturating_add(1)
 }
 
+/// A value in `[0, span)` from `environment_id` and `salt`: different across a fleet and
+/// across calls, reproducible in a simulation.
+pub(crate) fn spread(span: u64, environment_id: &str, salt: u64) -> u64 {
+    if span == 0 {
+        return 0;
+    }
+    let mut hasher = std::hash::DefaultHasher::new();
+    (environment_id, salt).hash(&mut hasher);
+    hasher.finish() % span
+}
+
 /// Whether `CIRCUIT_BREAKER_DISABLED` is truthy (`1`, `true`, `yes`, `on`); warns once.
 pub(crate) fn breakers_disabled() -> bool {
     static WARNED: Once = Once::new();

@@ -14,11 +14,29 @@ const TTL_GRACE_SECS: u64 = crate::config::TTL_GRACE.as_secs();
 pub(crate) struct Policy {
     pub(crate) failure_threshold: u32,
     pub(crate) success_threshold: u32,
-    /// Recovery timeout plus this environment's jitter, in milliseconds.
+    /// Recovery timeout, in milliseconds.
     pub(crate) recovery_millis: u64,
+    /// How much longer than the first right's holder every other environment waits before
+    /// it may elect itself: the cache age, a second of replica lag, and this environment's
+    /// jitter, in milliseconds.
+    pub(crate) fallback_millis: u64,
     pub(crate) probe_lease_secs: u64,
     /// Recovery timeout rounded up to seconds, for the TTL.
     pub(crate) recovery_secs: u64,
+}
+
+/// What this environment knows besides the shared record.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Local {
+    /// A probe of this circuit is running in this process, so no second one may start.
+    pub(crate) probe_in_flight: bool,
+    /// The opening (`opened_at`) this environment committed itself, by a trip or a reopen:
+    /// it holds the first right to probe that opening, at the recovery timeout.
+    pub(crate) committed_opening: Option<u64>,
+    /// The record was just read strongly consistently: an election may be written on it.
+    pub(crate) verified: bool,
+    /// The last read could not reach the store (an error other than throttling).
+    pub(crate) store_unreachable: bool,
 }
 
 /// What to do with a call.
@@ -28,8 +46,14 @@ pub(crate) enum Admission {
     Run,
     /// The circuit is open (or someone else probes): do not run it.
     Reject,
+    /// This environment may elect itself, but only on a record it has just read strongly
+    /// consistently: read, then decide again.
+    Verify,
     /// Recovery elapsed: try to win the probe election with this write, then probe.
     Elect(Transition),
+    /// Recovery elapsed and the store cannot be reached: elect this environment locally,
+    /// without a write, and probe on its own.
+    ElectAlone(Transition),
     /// This environment owns the probe: run the call as a probe.
     Probe,
 }
@@ -55,8 +79,6 @@ pub(crate) struct Settled {
     pub(crate) committed: bool,
     /// The store said the write won: the record is as fresh as a read.
     pub(crate) won: bool,
-    /// The store did not answer: the environment carries on alone until it reads again.
-    pub(crate) standalone: bool,
 }
 
 fn secs(millis: u64) -> u64 {
@@ -67,12 +89,6 @@ fn expiration(now_millis: u64, policy: &Policy) -> u64 {
     secs(now_millis)
         .saturating_add(policy.recovery_secs)
         .saturating_add(TTL_GRACE_SECS)
-}
-
-/// Whether the recovery timeout has elapsed since `opened_at`.
-fn recovered(record: &CircuitRecord, now_millis: u64, policy: &Policy) -> bool {
-    let opened_millis = record.opened_at.unwrap_or(0).saturating_mul(1000);
-    now_millis >= opened_millis.saturating_add(policy.recovery_millis)
 }
 
 /// A lease is live until (and including) its expiry second; the store's takeover
@@ -93,28 +109,78 @@ fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) 
     }
 }
 
-/// Decides what a call does. `probe_in_flight`: a probe of this circuit is running in this
-/// process, so no second one may start.
+/// When this environment may elect itself (unix millis). The environment with the first
+/// right (the one that committed the opening, or the owner of an expired lease) may at
+/// once: at the recovery timeout, or when its lease runs out. Every other environment
+/// waits the fallback longer (its cache age, a second, and its jitter), so that in a
+/// healthy fleet one environment probes and the rest learn of it from their next read
+/// instead of racing for the election.
+fn election_due(record: &CircuitRecord, me: &str, local: &Local, policy: &Policy) -> u64 {
+    let since = match record.state {
+        // The lease runs through its expiry second.
+        CircuitState::HalfOpen => record
+            .probe_lease_expiry
+            .unwrap_or(0)
+            .saturating_add(1)
+            .saturating_mul(1000),
+        _ => record
+            .opened_at
+            .unwrap_or(0)
+            .saturating_mul(1000)
+            .saturating_add(policy.recovery_millis),
+    };
+    if has_first_right(record, me, local) {
+        since
+    } else {
+        since.saturating_add(policy.fallback_millis)
+    }
+}
+
+/// The first right to probe: the owner of a (now expired) lease, or the environment that
+/// committed the current opening.
+fn has_first_right(record: &CircuitRecord, me: &str, local: &Local) -> bool {
+    match record.state {
+        CircuitState::HalfOpen => record.half_open_owner.as_deref() == Some(me),
+        _ => record.opened_at.is_some() && record.opened_at == local.committed_opening,
+    }
+}
+
+/// Decides what a call does.
 pub(crate) fn admit(
     record: &CircuitRecord,
     me: &str,
     now_millis: u64,
     policy: &Policy,
-    probe_in_flight: bool,
+    local: &Local,
 ) -> Admission {
     match record.state {
-        CircuitState::Closed => Admission::Run,
-        _ if probe_in_flight => Admission::Reject,
-        CircuitState::Open if recovered(record, now_millis, policy) => {
-            Admission::Elect(election(record, me, now_millis, policy))
+        CircuitState::Closed => return Admission::Run,
+        _ if local.probe_in_flight => return Admission::Reject,
+        CircuitState::HalfOpen if lease_live(record, now_millis) => {
+            return match record.half_open_owner.as_deref() == Some(me) {
+                true => Admission::Probe,
+                false => Admission::Reject,
+            };
         }
-        CircuitState::Open => Admission::Reject,
-        CircuitState::HalfOpen if !lease_live(record, now_millis) => {
-            Admission::Elect(election(record, me, now_millis, policy))
-        }
-        CircuitState::HalfOpen if record.half_open_owner.as_deref() == Some(me) => Admission::Probe,
-        CircuitState::HalfOpen => Admission::Reject,
+        CircuitState::Open | CircuitState::HalfOpen => {}
     }
+    if now_millis < election_due(record, me, local, policy) {
+        return Admission::Reject;
+    }
+    let election = election(record, me, now_millis, policy);
+    if local.store_unreachable {
+        Admission::ElectAlone(election)
+    } else if has_first_right(record, me, local) || local.verified {
+        Admission::Elect(election)
+    } else {
+        Admission::Verify
+    }
+}
+
+/// Whether an election of this environment on `base` keeps the probe successes counted so
+/// far: it re-elects itself after its own lease ran out, and nobody took the probe over.
+pub(crate) fn keeps_probe_progress(base: &CircuitRecord, me: &str) -> bool {
+    base.state == CircuitState::HalfOpen && base.half_open_owner.as_deref() == Some(me)
 }
 
 /// Whether `consecutive_failures` counted failures while closed trip the circuit.
@@ -158,8 +224,9 @@ pub(crate) fn on_probe_outcome(
 }
 
 /// What to believe after writing `transition` from `base`: the written record if it won,
-/// the one that beat it if it lost; `None` (the store did not answer) applies the write
-/// locally and the environment carries on alone.
+/// the one that beat it if it lost. `None` (the store did not answer): an election is not
+/// won (the store may still answer others); any other write is applied locally and the
+/// environment carries on alone.
 pub(crate) fn settle(
     base: &CircuitRecord,
     transition: &Transition,
@@ -173,27 +240,44 @@ pub(crate) fn settle(
             record: transition.applied_to(Some(base)),
             committed: true,
             won: true,
-            standalone: false,
         },
         Some(WriteOutcome::Lost(current)) => {
             let record = current.unwrap_or_default();
             // An election lost to a record naming this environment the owner: an election of
             // ours landed earlier but its reply never came back (a cancelled call, a timeout).
             let own_landed = matches!(transition, Transition::Elect { .. })
-                && admit(&record, me, now_millis, policy, false) == Admission::Probe;
+                && admit(&record, me, now_millis, policy, &Local::default()) == Admission::Probe;
             Settled {
                 record,
                 committed: own_landed,
                 won: false,
-                standalone: false,
             }
         }
-        None => Settled {
-            record: transition.applied_to(Some(base)),
-            committed: true,
+        None if matches!(transition, Transition::Elect { .. }) => Settled {
+            record: base.clone(),
+            committed: false,
             won: false,
-            standalone: true,
         },
+        None => settle_alone(base, transition),
+    }
+}
+
+/// A transition this environment applies on its own, without the store.
+pub(crate) fn settle_alone(base: &CircuitRecord, transition: &Transition) -> Settled {
+    Settled {
+        record: transition.applied_to(Some(base)),
+        committed: true,
+        won: false,
+    }
+}
+
+/// The opening a committed transition gives this environment the first right to probe.
+pub(crate) fn committed_opening(transition: &Transition, settled: &Settled) -> Option<u64> {
+    match transition {
+        Transition::Trip { .. } | Transition::Reopen { .. } if settled.committed => {
+            settled.record.opened_at
+        }
+        _ => None,
     }
 }
 

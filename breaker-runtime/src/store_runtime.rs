@@ -28,13 +28,20 @@ fn runtime() -> Result<&'static Runtime, StoreError> {
         .map_err(|e| StoreError::new(format!("cannot start the store runtime: {e}")))
 }
 
-/// Reads `circuit`'s record on the store runtime.
+/// Reads `circuit`'s record on the store runtime, strongly consistently if `consistent`.
 pub(crate) async fn read(
     store: Arc<dyn StateStore>,
     circuit: Arc<str>,
+    consistent: bool,
     timeout: Duration,
 ) -> Result<Option<CircuitRecord>, StoreError> {
-    on_store_runtime(timeout, async move { store.read(&circuit).await }).await
+    on_store_runtime(timeout, async move {
+        match consistent {
+            true => store.read_consistent(&circuit).await,
+            false => store.read(&circuit).await,
+        }
+    })
+    .await
 }
 
 /// Applies `transition` to `circuit`'s record on the store runtime.

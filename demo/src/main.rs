@@ -19,6 +19,11 @@ use serde_json::{Value, json};
 const ORDERS: usize = 25;
 /// The demo's recovery timeout: long enough for the outage scenes, short enough to wait.
 const RECOVERY_SECS: u64 = 6;
+/// The demo's recovery jitter: a fleet of three functions needs little spread.
+const JITTER_SECS: u64 = 1;
+/// How long after the recovery a function that did not open a circuit may probe it: its
+/// cache age (5 s), a second, and its jitter.
+const FALLBACK_SECS: u64 = 5 + 1 + JITTER_SECS;
 
 /// Prints the scenario with the time since start.
 struct Timeline {
@@ -63,6 +68,7 @@ async fn main() -> anyhow::Result<()> {
     let overrides = [
         ("CIRCUIT_FAILURE_THRESHOLD", "2".to_owned()),
         ("CIRCUIT_RECOVERY_TIMEOUT_SECS", RECOVERY_SECS.to_string()),
+        ("CIRCUIT_RECOVERY_JITTER_SECS", JITTER_SECS.to_string()),
     ];
     let cost_report = stack
         .start_function("cost-report", LogEcho::Quiet, &overrides)
@@ -140,7 +146,7 @@ async fn main() -> anyhow::Result<()> {
     timeline.scene("5. Recovery");
     stack.proxy.inject(Service::CostExplorer, None);
     stack.payments.set_down(false);
-    timeline.say(format!("Cost Explorer and the payment API are healthy again; waiting out the {RECOVERY_SECS} s recovery timeout"));
+    timeline.say(format!("Cost Explorer and the payment API are healthy again; waiting out the {RECOVERY_SECS} s recovery timeout and the {FALLBACK_SECS} s fallback"));
     wait_for_recovery(&stack, "payment-backend").await?;
     let recovered = cost_report.invoke(json!({})).await?.expect_response();
     timeline.say(format!(
@@ -289,7 +295,8 @@ fn format_item(item: &HashMap<String, AttributeValue>) -> String {
     format!("{{{}}}", fields.join(", "))
 }
 
-/// Sleeps until the circuit's recovery timeout has passed.
+/// Sleeps until any function may probe the circuit: the recovery timeout and the fallback
+/// of the functions that did not open it have passed.
 async fn wait_for_recovery(stack: &SampleStack, circuit: &str) -> anyhow::Result<()> {
     let item = stack
         .circuit_item(circuit)
@@ -300,7 +307,7 @@ async fn wait_for_recovery(stack: &SampleStack, circuit: &str) -> anyhow::Result
         _ => return Ok(()),
     };
     tokio::time::sleep(Duration::from_secs(
-        (opened_at + RECOVERY_SECS + 1).saturating_sub(unix_secs()),
+        (opened_at + RECOVERY_SECS + FALLBACK_SECS + 1).saturating_sub(unix_secs()),
     ))
     .await;
     Ok(())

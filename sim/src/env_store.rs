@@ -157,8 +157,15 @@ impl StateStore for EnvStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         self.reads.fetch_add(1, Ordering::Relaxed);
         let now = self.table.now();
-        // The protocol reads eventually consistent only.
         let served = self.table.model().read(circuit, now, Consistency::Eventual);
+        self.table.log(self.env, now, RequestKind::Read, &served);
+        Box::pin(std::future::ready(served.result))
+    }
+
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let served = self.table.model().read(circuit, now, Consistency::Strong);
         self.table.log(self.env, now, RequestKind::Read, &served);
         Box::pin(std::future::ready(served.result))
     }

@@ -406,7 +406,7 @@ impl ItemModel {
             }
         }
         Served {
-            result: Err(StoreError::new(
+            result: Err(StoreError::throttled(
                 "ProvisionedThroughputExceededException: the level of configured provisioned \
                  throughput for the table was exceeded (simulated)",
             )),

@@ -1,7 +1,6 @@
 //! Test doubles of a store: a wrapper that counts every operation and, on command, fails
 //! every call or never answers.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -18,6 +17,8 @@ pub enum Behaviour {
     Failing,
     /// Never answer.
     Hanging,
+    /// Answer reads; refuse every write as throttled (the store is reachable).
+    ThrottlingWrites,
 }
 
 /// A store (in-memory unless told otherwise) that counts reads and writes and can be told
@@ -27,6 +28,7 @@ pub struct ScriptedStore {
     inner: Arc<dyn StateStore>,
     behaviour: std::sync::Mutex<Behaviour>,
     reads: AtomicUsize,
+    consistent_reads: AtomicUsize,
     writes: AtomicUsize,
 }
 
@@ -42,6 +44,7 @@ impl ScriptedStore {
             inner,
             behaviour: std::sync::Mutex::new(behaviour),
             reads: AtomicUsize::new(0),
+            consistent_reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
         }
     }
@@ -59,6 +62,12 @@ impl ScriptedStore {
         self.reads.load(Ordering::SeqCst)
     }
 
+    /// Strongly consistent reads so far (answered or not); [`reads`](Self::reads) counts
+    /// them too.
+    pub fn consistent_reads(&self) -> usize {
+        self.consistent_reads.load(Ordering::SeqCst)
+    }
+
     /// Writes so far (answered or not).
     pub fn writes(&self) -> usize {
         self.writes.load(Ordering::SeqCst)
@@ -72,19 +81,27 @@ impl ScriptedStore {
     /// Counts from zero again.
     pub fn reset_counts(&self) {
         self.reads.store(0, Ordering::SeqCst);
+        self.consistent_reads.store(0, Ordering::SeqCst);
         self.writes.store(0, Ordering::SeqCst);
     }
 
+    /// `delegate` is called only when the wrapped store is to answer: a store may do its
+    /// work when called, before its future is polled.
     fn behave<'a, T: Send + 'a>(
         &'a self,
-        delegate: impl Future<Output = Result<T, StoreError>> + Send + 'a,
+        write: bool,
+        delegate: impl FnOnce() -> StoreFuture<'a, T>,
     ) -> StoreFuture<'a, T> {
         let behaviour = *self
             .behaviour
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match behaviour {
-            Behaviour::Healthy => Box::pin(delegate),
+            Behaviour::Healthy => delegate(),
+            Behaviour::ThrottlingWrites if !write => delegate(),
+            Behaviour::ThrottlingWrites => Box::pin(std::future::ready(Err(
+                StoreError::throttled("scripted ProvisionedThroughputExceededException"),
+            ))),
             Behaviour::Failing => {
                 Box::pin(std::future::ready(Err(StoreError::new("scripted failure"))))
             }
@@ -96,7 +113,12 @@ impl ScriptedStore {
 impl StateStore for ScriptedStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.read(circuit))
+        self.behave(false, || self.inner.read(circuit))
+    }
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.consistent_reads.fetch_add(1, Ordering::SeqCst);
+        self.behave(false, || self.inner.read_consistent(circuit))
     }
     fn apply<'a>(
         &'a self,
@@ -104,6 +126,6 @@ impl StateStore for ScriptedStore {
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(self.inner.apply(circuit, transition))
+        self.behave(true, || self.inner.apply(circuit, transition))
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{MutexGuard, PoisonError};
 
 use super::circuit::Circuit;
 use crate::config::millis;
-use crate::machine::{self, Admission};
+use crate::machine::{self, Admission, Local};
 use crate::store::CircuitRecord;
 use crate::{CircuitInfo, CircuitState};
 
@@ -23,9 +23,15 @@ pub(super) struct RecordCache {
     pub(super) probe_successes: u32,
     /// Bumped on every local transition, so a read that started before it is not adopted.
     pub(super) version: u64,
-    /// A write failed and was applied locally: this environment carries on alone until the
-    /// store answers a read again.
-    pub(super) standalone: bool,
+    /// The `opened_at` of an opening this environment committed (its trip or reopen won):
+    /// the first right to probe it.
+    pub(super) committed_opening: Option<u64>,
+    /// The `opened_at` of an opening this environment applied on its own (its trip or reopen
+    /// got no answer), until a read answers: then the item says who opened it. (Openings
+    /// are in whole seconds; many environments of a fleet open in the same one.)
+    pub(super) local_opening: Option<u64>,
+    /// The last read could not reach the store: elections are made locally.
+    pub(super) store_unreachable: bool,
 }
 
 impl RecordCache {
@@ -70,47 +76,70 @@ impl Circuit {
     /// Re-reads the shared record when the cache is stale. Only one task per circuit reads;
     /// the others go on with the cached record.
     pub(super) async fn refresh_if_stale(&self, now: u64) {
-        let version = {
-            let cache = self.lock();
-            if now < cache.trusted_until() {
-                return;
-            }
-            cache.version
-        };
+        if now < self.lock().trusted_until() {
+            return;
+        }
         if self.refreshing.swap(true, Ordering::AcqRel) {
             return;
         }
         let _reading = ClearOnDrop(&self.refreshing);
-        let read = self.read_store().await;
+        // Whether it answered shows in the cache: a failed read leaves it as it was.
+        self.read_and_adopt(now, false).await;
+    }
+
+    /// Reads the shared record and adopts it, unless a local transition happened meanwhile.
+    /// A read that fails changes nothing this environment knows: a circuit known to be
+    /// closed stays closed (fail open), one known to be open stays open until its recovery.
+    /// Returns whether the store answered.
+    pub(super) async fn read_and_adopt(&self, now: u64, consistent: bool) -> bool {
+        let version = self.lock().version;
+        let read = self.read_store(consistent).await;
         let mut cache = self.lock();
         match read {
             Ok(record) => {
-                cache.standalone = false;
+                cache.store_unreachable = false;
+                cache.local_opening = None;
                 cache.fresh_until = self.fresh_from(now);
                 if cache.version == version {
                     self.adopt(&mut cache, record.unwrap_or_default());
                 } else {
                     self.publish(&cache);
                 }
+                true
             }
-            Err(_) if cache.version == version && !cache.standalone => {
-                // Fail open: without the store, this environment starts again from closed.
-                self.adopt(&mut cache, CircuitRecord::closed());
+            Err(error) => {
+                if error.unreachable() {
+                    cache.store_unreachable = true;
+                }
+                false
             }
-            Err(_) => {}
         }
     }
 
     /// What the state machine says of a call at `now`, given the cached record.
     pub(super) fn admission(&self, cache: &RecordCache, now: u64) -> Admission {
-        let in_flight = self.probe_in_flight.load(Ordering::Acquire);
+        let local = Local {
+            probe_in_flight: self.probe_in_flight.load(Ordering::Acquire),
+            ..self.local(cache)
+        };
         machine::admit(
             &cache.record,
             &self.environment_id,
             now,
             &self.policy,
-            in_flight,
+            &local,
         )
+    }
+
+    /// What this environment knows besides the record, for a caller that holds the probe
+    /// slot (so no other probe is in flight here).
+    pub(super) fn local(&self, cache: &RecordCache) -> Local {
+        Local {
+            probe_in_flight: false,
+            committed_opening: cache.local_opening.or(cache.committed_opening),
+            verified: false,
+            store_unreachable: cache.store_unreachable,
+        }
     }
 
     /// The open path without a future or a store call: when the cached record needs no

@@ -43,11 +43,16 @@ impl Circuit {
             None => environment::id().into(),
         };
         let jitter_millis =
-            environment::jitter_millis(config.recovery_jitter, &environment_id, &name);
+            environment::jitter_millis(config.recovery_jitter(), &environment_id, &name);
         let policy = Policy {
             failure_threshold: config.failure_threshold,
             success_threshold: config.success_threshold,
-            recovery_millis: millis(config.recovery_timeout).saturating_add(jitter_millis),
+            recovery_millis: millis(config.recovery_timeout),
+            // Long enough for the first environment's election to reach every copy (the
+            // cache age, plus a second for replica lag), then spread.
+            fallback_millis: millis(config.local_cache_max_age)
+                .saturating_add(1000)
+                .saturating_add(jitter_millis),
             probe_lease_secs: config.probe_lease.as_secs().max(1),
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
         };

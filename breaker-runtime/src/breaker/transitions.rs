@@ -9,13 +9,15 @@ use std::sync::atomic::Ordering;
 use super::cache::RecordCache;
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind};
-use crate::machine::{self, Admission, Outcome};
-use crate::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
+use super::store_access::StoreCallError;
+use crate::machine::{self, Admission, Local, Outcome, Settled};
+use crate::store::{CircuitRecord, Transition, WriteOutcome};
 use crate::{CircuitInfo, CircuitState, CircuitTransition};
 
 impl Circuit {
     /// Admission when the cache cannot decide alone: refresh a stale cache, then run,
-    /// reject, probe, or elect this environment to probe.
+    /// reject, probe, or elect this environment to probe (after a strongly consistent read
+    /// when it has no first right; locally when the store cannot be reached).
     pub(super) async fn permit_slow(&self) -> Result<Permit<'_>, CircuitInfo> {
         if self.disabled {
             return Ok(Permit::new(self, PermitKind::Bypass));
@@ -26,36 +28,66 @@ impl Circuit {
             let cache = self.lock();
             (self.admission(&cache, now), cache.record.clone())
         };
-        let election = match admission {
+        match admission {
             Admission::Run => return Ok(Permit::new(self, PermitKind::Closed)),
             Admission::Reject => return Err(self.info_of(&record)),
-            Admission::Probe => None,
-            Admission::Elect(election) => Some(election),
-        };
+            _ => {}
+        }
+        // One probe, election or verifying read per process at a time.
         let Some(slot) = self.claim_probe() else {
             return Err(self.info_of(&record));
         };
-        let Some(election) = election else {
-            return Ok(slot.into_permit());
-        };
-        let reply = self.write_store(election.clone()).await;
-        let (believed, won) = {
-            let mut cache = self.lock();
-            let won = self.commit(&mut cache, &record, &election, reply, now);
-            if won {
-                cache.probe_successes = 0;
+        let (mut admission, mut record) = self.admission_with_slot(now, false);
+        if admission == Admission::Verify {
+            let answered = self.read_and_adopt(now, true).await;
+            (admission, record) = self.admission_with_slot(now, answered);
+        }
+        match admission {
+            Admission::Run => Ok(Permit::new(self, PermitKind::Closed)),
+            Admission::Reject | Admission::Verify => Err(self.info_of(&record)),
+            Admission::Probe => Ok(slot.into_permit()),
+            Admission::ElectAlone(election) => {
+                let settled = machine::settle_alone(&record, &election);
+                self.commit_settled(&mut self.lock(), &record, &election, settled, now);
+                self.announce(record.state, CircuitState::HalfOpen, record.opened_at);
+                Ok(slot.into_permit())
             }
-            (cache.record.clone(), won)
+            Admission::Elect(election) => {
+                let reply = self.write_store(election.clone()).await;
+                let (believed, won) = {
+                    let mut cache = self.lock();
+                    let won = self.commit(&mut cache, &record, &election, reply, now);
+                    (cache.record.clone(), won)
+                };
+                if won {
+                    self.announce(record.state, CircuitState::HalfOpen, believed.opened_at);
+                    return Ok(slot.into_permit());
+                }
+                drop(slot);
+                match believed.state {
+                    CircuitState::Closed => Ok(Permit::new(self, PermitKind::Closed)),
+                    _ => Err(self.info_of(&believed)),
+                }
+            }
+        }
+    }
+
+    /// The admission of a caller that holds the probe slot, on the cached record;
+    /// `verified`: that record was just read strongly consistently.
+    fn admission_with_slot(&self, now: u64, verified: bool) -> (Admission, CircuitRecord) {
+        let cache = self.lock();
+        let local = Local {
+            verified,
+            ..self.local(&cache)
         };
-        if won {
-            self.announce(record.state, CircuitState::HalfOpen, believed.opened_at);
-            return Ok(slot.into_permit());
-        }
-        drop(slot);
-        match believed.state {
-            CircuitState::Closed => Ok(Permit::new(self, PermitKind::Closed)),
-            _ => Err(self.info_of(&believed)),
-        }
+        let admission = machine::admit(
+            &cache.record,
+            &self.environment_id,
+            now,
+            &self.policy,
+            &local,
+        );
+        (admission, cache.record.clone())
     }
 
     /// CLOSED → OPEN after `failures` consecutive failures. Opens locally at once, then
@@ -132,7 +164,7 @@ impl Circuit {
         cache: &mut RecordCache,
         base: &CircuitRecord,
         transition: &Transition,
-        reply: Result<WriteOutcome, StoreError>,
+        reply: Result<WriteOutcome, StoreCallError>,
         now: u64,
     ) -> bool {
         let settled = machine::settle(
@@ -143,12 +175,32 @@ impl Circuit {
             now,
             &self.policy,
         );
+        self.commit_settled(cache, base, transition, settled, now)
+    }
+
+    /// Makes a settled transition the believed record. An election that counts resets the
+    /// probe successes, unless the machine says they carry over (a re-election of its own).
+    fn commit_settled(
+        &self,
+        cache: &mut RecordCache,
+        base: &CircuitRecord,
+        transition: &Transition,
+        settled: Settled,
+        now: u64,
+    ) -> bool {
         cache.version += 1;
         if settled.won {
             cache.fresh_until = self.fresh_from(now);
         }
-        if settled.standalone {
-            cache.standalone = true;
+        if let Some(opened_at) = machine::committed_opening(transition, &settled) {
+            match settled.won {
+                true => cache.committed_opening = Some(opened_at),
+                false => cache.local_opening = Some(opened_at),
+            }
+        }
+        let elected = settled.committed && matches!(transition, Transition::Elect { .. });
+        if elected && !machine::keeps_probe_progress(base, &self.environment_id) {
+            cache.probe_successes = 0;
         }
         self.adopt(cache, settled.record);
         settled.committed

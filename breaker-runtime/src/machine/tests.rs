@@ -12,6 +12,7 @@ fn policy() -> Policy {
         failure_threshold: 3,
         success_threshold: 2,
         recovery_millis: 30_000,
+        fallback_millis: 15_000,
         probe_lease_secs: 10,
         recovery_secs: 30,
     }
@@ -46,91 +47,130 @@ fn election_at(now: u64, expected_opened_at: Option<u64>) -> Transition {
     }
 }
 
+/// What this environment knows: the opening it committed, if any, and a probe in flight.
+fn local(committed_opening: Option<u64>, probe_in_flight: bool) -> Local {
+    Local {
+        probe_in_flight,
+        committed_opening,
+        ..Local::default()
+    }
+}
+
 #[test]
 fn admission_table() {
     let opened = T0 / 1000;
-    let cases: Vec<(&str, CircuitRecord, u64, bool, Admission)> = vec![
+    let mine = Some(opened);
+    let elect_at = |now| Admission::Elect(election_at(now, Some(opened)));
+    let cases: Vec<(&str, CircuitRecord, u64, Local, Admission)> = vec![
         (
             "closed runs",
             CircuitRecord::closed(),
             T0,
-            false,
+            local(None, false),
             Admission::Run,
         ),
         (
             "closed runs even with a probe flag",
             CircuitRecord::closed(),
             T0,
-            true,
+            local(None, true),
             Admission::Run,
         ),
         (
-            "open before recovery rejects",
+            "open before recovery rejects, even with the first right",
             open_at(opened),
             T0 + 29_999,
-            false,
+            local(mine, false),
             Admission::Reject,
         ),
         (
-            "open at recovery elects",
+            "open at recovery: the environment that opened it elects",
             open_at(opened),
             T0 + 30_000,
-            false,
-            Admission::Elect(election_at(T0 + 30_000, Some(opened))),
+            local(mine, false),
+            elect_at(T0 + 30_000),
+        ),
+        (
+            "open at recovery: any other environment waits the fallback",
+            open_at(opened),
+            T0 + 44_999,
+            local(None, false),
+            Admission::Reject,
+        ),
+        (
+            "open after recovery and fallback: verify before electing",
+            open_at(opened),
+            T0 + 45_000,
+            local(None, false),
+            Admission::Verify,
+        ),
+        (
+            "an opening committed earlier gives no first right to this one",
+            open_at(opened),
+            T0 + 30_000,
+            local(Some(opened - 60), false),
+            Admission::Reject,
         ),
         (
             "open at recovery with a local probe rejects",
             open_at(opened),
             T0 + 30_000,
-            true,
+            local(mine, true),
             Admission::Reject,
         ),
         (
             "half-open owned by me probes",
             half_open(ME, opened, opened + 40),
             T0 + 35_000,
-            false,
+            local(None, false),
             Admission::Probe,
         ),
         (
             "half-open owned by me, probe running, rejects",
             half_open(ME, opened, opened + 40),
             T0 + 35_000,
-            true,
+            local(None, true),
             Admission::Reject,
         ),
         (
             "half-open owned by another rejects",
             half_open(OTHER, opened, opened + 40),
             T0 + 35_000,
-            false,
+            local(mine, false),
             Admission::Reject,
         ),
         (
             "half-open lease still live in its last second rejects",
             half_open(OTHER, opened, opened + 40),
             T0 + 40_999,
-            false,
+            local(None, false),
             Admission::Reject,
         ),
         (
-            "half-open with an expired lease elects (takeover)",
+            "another's expired lease: wait the fallback",
             half_open(OTHER, opened, opened + 40),
             T0 + 41_000,
-            false,
-            Admission::Elect(election_at(T0 + 41_000, Some(opened))),
+            local(mine, false),
+            Admission::Reject,
         ),
         (
-            "my own expired lease re-elects",
+            "another's expired lease after the fallback: verify (takeover)",
+            half_open(OTHER, opened, opened + 40),
+            T0 + 56_000,
+            local(None, false),
+            Admission::Verify,
+        ),
+        (
+            "my own expired lease re-elects at once",
             half_open(ME, opened, opened + 40),
             T0 + 41_000,
-            false,
-            Admission::Elect(election_at(T0 + 41_000, Some(opened))),
+            local(None, false),
+            elect_at(T0 + 41_000),
         ),
     ];
-    for (name, record, now, in_flight, expected) in cases {
+    for (name, record, now, local, expected) in cases {
         assert_eq!(
-            admit(&record, ME, now, &policy(), in_flight),
+            admit(&record, ME, now, &policy(), &local),
             expected,
             "{name}"
         );
@@ -138,18 +178,44 @@ fn admission_table() {
 }
 
 #[test]
-fn jitter_delays_recovery() {
-    let mut jittered = policy();
-    jittered.recovery_millis = 30_000 + 2_500;
-    let record = open_at(T0 / 1000);
+fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
+    let opened = T0 / 1000;
+    let now = T0 + 45_000;
+    let verified = Local {
+        verified: true,
+        ..Local::default()
+    };
     assert_eq!(
-        admit(&record, ME, T0 + 32_499, &jittered, false),
-        Admission::Reject
+        admit(&open_at(opened), ME, now, &policy(), &verified),
+        Admission::Elect(election_at(now, Some(opened)))
     );
-    assert!(matches!(
-        admit(&record, ME, T0 + 32_500, &jittered, false),
-        Admission::Elect(_)
+    let cut_off = Local {
+        store_unreachable: true,
+        ..Local::default()
+    };
+    assert_eq!(
+        admit(&open_at(opened), ME, now, &policy(), &cut_off),
+        Admission::ElectAlone(election_at(now, Some(opened)))
+    );
+    assert_eq!(
+        admit(&open_at(opened), ME, now - 1, &policy(), &cut_off),
+        Admission::Reject,
+        "alone, too, no earlier than recovery plus the fallback"
+    );
+}
+
+#[test]
+fn a_re_election_of_my_own_keeps_the_probe_progress() {
+    let opened = T0 / 1000;
+    assert!(keeps_probe_progress(
+        &half_open(ME, opened, opened + 40),
+        ME
     ));
+    assert!(!keeps_probe_progress(
+        &half_open(OTHER, opened, opened + 40),
+        ME
+    ));
+    assert!(!keeps_probe_progress(&open_at(opened), ME));
 }
 
 #[test]
@@ -221,7 +287,7 @@ fn records_after_won_writes() {
     };
     let after = settled(&CircuitRecord::closed(), &trip, won.clone());
     assert_eq!(after.record, open_at(opened));
-    assert!(after.committed && after.won && !after.standalone);
+    assert!(after.committed && after.won);
 
     let election = election_at(T0 + 30_000, Some(opened));
     assert_eq!(
@@ -301,7 +367,7 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
         Some(WriteOutcome::Lost(Some(mine.clone()))),
     );
     assert_eq!(after.record, mine);
-    assert!(after.committed && !after.won && !after.standalone);
+    assert!(after.committed && !after.won);
 }
 
 #[test]
@@ -314,5 +380,15 @@ fn a_write_the_store_did_not_answer_is_applied_locally() {
     };
     let after = settled(&CircuitRecord::closed(), &trip, None);
     assert_eq!(after.record, open_at(opened));
-    assert!(after.committed && !after.won && after.standalone);
+    assert!(after.committed && !after.won);
+    assert_eq!(committed_opening(&trip, &after), Some(opened));
+}
+
+#[test]
+fn an_election_the_store_did_not_answer_is_not_won() {
+    let opened = T0 / 1000;
+    let election = election_at(T0 + 30_000, Some(opened));
+    let after = settled(&open_at(opened), &election, None);
+    assert_eq!(after.record, open_at(opened));
+    assert!(!after.committed && !after.won);
 }

@@ -47,6 +47,7 @@ pub enum WriteOutcome {
 #[error("{message}")]
 pub struct StoreError {
     message: String,
+    throttled: bool,
 }
 
 impl StoreError {
@@ -59,7 +60,29 @@ impl StoreError {
     pub fn new(message: impl fmt::Display) -> Self {
         Self {
             message: message.to_string(),
+            throttled: false,
         }
+    }
+
+    /// The store answered, but refused the request for its throughput (DynamoDB's
+    /// `ProvisionedThroughputExceededException`, `ThrottlingException`): it can be reached,
+    /// so the breaker does not act as if it could not.
+    ///
+    /// ```
+    /// let err = breaker_runtime::store::StoreError::throttled("too many writes");
+    /// assert!(err.is_throttled());
+    /// assert!(!breaker_runtime::store::StoreError::new("timed out").is_throttled());
+    /// ```
+    pub fn throttled(message: impl fmt::Display) -> Self {
+        Self {
+            message: message.to_string(),
+            throttled: true,
+        }
+    }
+
+    /// Whether the store refused the request for its throughput.
+    pub fn is_throttled(&self) -> bool {
+        self.throttled
     }
 }
 
@@ -99,6 +122,13 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// The record of `circuit`, or `None` if there is none. May be eventually consistent.
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>>;
 
+    /// The record of `circuit`, reflecting every write that succeeded before the read: the
+    /// breaker reads this way before an election it has no first right to. The default is
+    /// [`read`](Self::read), right for a store whose reads are always consistent.
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.read(circuit)
+    }
+
     /// Applies `transition` to `circuit`'s record if its condition holds, atomically.
     fn apply<'a>(
         &'a self,
@@ -110,6 +140,9 @@ pub trait StateStore: fmt::Debug + Send + Sync {
 impl<S: StateStore + ?Sized> StateStore for Arc<S> {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         (**self).read(circuit)
+    }
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        (**self).read_consistent(circuit)
     }
     fn apply<'a>(
         &'a self,

@@ -7,6 +7,7 @@
 //! | `CIRCUIT_RECOVERY_TIMEOUT_SECS` | seconds open before one probe | 30 |
 //! | `CIRCUIT_SUCCESS_THRESHOLD` | probe successes that close it | 3 |
 //! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 |
+//! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery |
 //!
 //! An unparsable or out-of-range value is logged and the default used: a typo in a
 //! deployment must not take the function down.
@@ -46,6 +47,9 @@ pub fn config_from(var: impl Fn(&str) -> Option<String>) -> CircuitBreakerConfig
     }
     if let Some(secs) = number("CIRCUIT_CACHE_MAX_AGE_SECS") {
         builder = builder.local_cache_max_age(Duration::from_secs(secs));
+    }
+    if let Some(secs) = number("CIRCUIT_RECOVERY_JITTER_SECS") {
+        builder = builder.recovery_jitter(Duration::from_secs(secs));
     }
     builder.build().unwrap_or_else(|error| {
         tracing::warn!(%error, "invalid circuit settings; using the defaults");

@@ -13,6 +13,10 @@ use serde_json::{Value, json};
 const ORDERS: usize = 100;
 /// Longer than buffering 100 orders takes in a debug build on a busy 2-core machine.
 const RECOVERY_SECS: u64 = 30;
+/// The replay did not open the circuit (charge did): it probes once the recovery, its cache
+/// age (5 s), a second and its jitter have passed.
+const JITTER_SECS: u64 = 1;
+const FALLBACK_SECS: u64 = 5 + 1 + JITTER_SECS;
 
 fn order(n: usize) -> Value {
     json!({"order_id": format!("order-{n:03}"), "amount": 10 + n, "currency": "EUR", "customer": "c-1"})
@@ -38,6 +42,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     let slow_recovery = [
         ("CIRCUIT_FAILURE_THRESHOLD", "2".to_owned()),
         ("CIRCUIT_RECOVERY_TIMEOUT_SECS", RECOVERY_SECS.to_string()),
+        ("CIRCUIT_RECOVERY_JITTER_SECS", JITTER_SECS.to_string()),
     ];
     let charge = stack
         .start_function("charge", LogEcho::Stderr, &slow_recovery)
@@ -107,7 +112,8 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     assert_eq!(pass.failed, pass.received);
     assert_eq!(stack.payments.requests(), requests_before);
 
-    // Recovery: after the timeout one probe closes the circuit, then the queue drains.
+    // Recovery: after the timeout (and the replay's fallback: charge opened the circuit)
+    // one probe closes the circuit, then the queue drains.
     stack.payments.set_down(false);
     let opened_at = match stack
         .circuit_item("payment-backend")
@@ -123,7 +129,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
         .unwrap()
         .as_secs();
     tokio::time::sleep(Duration::from_secs(
-        (opened_at + RECOVERY_SECS + 1).saturating_sub(now),
+        (opened_at + RECOVERY_SECS + FALLBACK_SECS + 1).saturating_sub(now),
     ))
     .await;
     let mut passes = 0;

@@ -9,6 +9,7 @@ mod call_future;
 mod concurrency;
 mod disabled;
 mod fail_open;
+mod fleet_rules;
 mod model;
 mod store_contract_memory;
 mod valgrind;

@@ -17,7 +17,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::DisplayErrorContext;
+use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -292,12 +292,25 @@ impl Shared {
         }
     }
 
-    fn error(&self, operation: &str, error: &(dyn std::error::Error + 'static)) -> StoreError {
-        StoreError::new(format!(
+    /// An SDK error as a store error; throttling is told apart, since the store can be
+    /// reached.
+    fn error<E>(&self, operation: &str, error: &E) -> StoreError
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        let message = format!(
             "DynamoDB {operation} on table '{}' failed: {}",
             self.table,
             DisplayErrorContext(error)
-        ))
+        );
+        match error.code() {
+            Some(
+                "ProvisionedThroughputExceededException"
+                | "ThrottlingException"
+                | "RequestLimitExceeded",
+            ) => StoreError::throttled(message),
+            _ => StoreError::new(message),
+        }
     }
 }
 
@@ -324,6 +337,10 @@ fn number(value: u64) -> AttributeValue {
 impl StateStore for DynamoDbStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         Box::pin(self.shared.read(circuit, false))
+    }
+
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        Box::pin(self.shared.read(circuit, true))
     }
 
     fn apply<'a>(
