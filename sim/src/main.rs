@@ -34,6 +34,10 @@ struct Args {
     /// Virtual seconds to simulate, instead of the scenario's own.
     #[arg(long)]
     duration: Option<u64>,
+    /// Overrides the breakers' `local_cache_max_age`, in seconds (a fleet far above 10,000
+    /// environments needs a longer one to stay within the item's read limit).
+    #[arg(long)]
+    cache_age: Option<u64>,
     /// Print one JSON object per scenario per line instead of tables.
     #[arg(long)]
     json: bool,
@@ -71,6 +75,11 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
                 );
             }
             scenario.envs = envs;
+        }
+        if let Some(secs) = args.cache_age {
+            scenario.breaker.local_cache_max_age = std::time::Duration::from_secs(secs);
+            // A warm fleet's refreshes are spread over its cache age.
+            scenario.start_spread_ms = scenario.start_spread_ms.max(secs * 1000);
         }
         if let Some(duration) = args.duration {
             scenario.duration_ms = duration * 1000;

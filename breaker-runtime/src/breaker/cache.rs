@@ -136,7 +136,13 @@ impl Circuit {
     pub(super) fn local(&self, cache: &RecordCache) -> Local {
         Local {
             probe_in_flight: false,
-            committed_opening: cache.local_opening.or(cache.committed_opening),
+            // An opening applied on its own gives the first right only to an environment
+            // that cannot reach the store: one that was merely throttled cannot tell whose
+            // trip landed, and waits, reads and verifies like any other.
+            committed_opening: match cache.store_unreachable {
+                true => cache.local_opening.or(cache.committed_opening),
+                false => cache.committed_opening,
+            },
             verified: false,
             store_unreachable: cache.store_unreachable,
         }
