@@ -31,11 +31,17 @@ fn an_outage_has_one_probe_and_few_election_writes_per_window() {
         );
         // Cache age + replica lag, plus a throttled environment's back-off (1.5 × 5 s).
         let open = s.max_open_propagation_s.unwrap_or(0.0);
-        assert!(open <= 5.0 + 1.0 + 7.5, "seed {seed}: open propagation {open}");
+        assert!(
+            open <= 5.0 + 1.0 + 7.5,
+            "seed {seed}: open propagation {open}"
+        );
         let rejecting = s.max_rejecting_after_close_s.unwrap_or(0.0);
         assert!(rejecting <= 5.0 + 1.0 + 7.5, "seed {seed}: {rejecting}");
         let close = s.time_to_close_s.expect("closed after the recovery");
-        assert!(close <= 32.0, "seed {seed}: closed {close} s after the recovery");
+        assert!(
+            close <= 32.0,
+            "seed {seed}: closed {close} s after the recovery"
+        );
     }
 }
 
