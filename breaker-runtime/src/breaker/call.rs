@@ -1,5 +1,5 @@
 //! The futures of a whole call: admission, decided inline on the first poll when the cache
-//! allows, then the caller's future, run as [`super::run`] describes. [`GuardedCall`] reports a
+//! allows, then the caller's future, run as [`super::admitted`] describes. [`GuardedCall`] reports a
 //! rejection as the circuit's [`CircuitInfo`] (the attribute's expansion turns it into the
 //! callback's value or the error); [`CallWith`] turns it into the caller's error type.
 

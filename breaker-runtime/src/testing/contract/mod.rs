@@ -7,6 +7,9 @@
 //! against [`Transition::allowed`], the reference `InMemoryStore` evaluates. Races run many
 //! writers at once and demand exactly one winner, round after round.
 //!
+//! [`Transition::applied_to`]: crate::store::Transition::applied_to
+//! [`Transition::allowed`]: crate::store::Transition::allowed
+//!
 //! ```
 //! use std::sync::Arc;
 //! use breaker_runtime::store::InMemoryStore;
