@@ -151,23 +151,28 @@ impl EnvStore {
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
     }
+
+    /// One GetItem, counted and logged, answered at once from the model.
+    fn serve_read(
+        &self,
+        circuit: &str,
+        consistency: Consistency,
+    ) -> StoreFuture<'static, Option<CircuitRecord>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let served = self.table.model().read(circuit, now, consistency);
+        self.table.log(self.env, now, RequestKind::Read, &served);
+        Box::pin(std::future::ready(served.result))
+    }
 }
 
 impl StateStore for EnvStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        let now = self.table.now();
-        let served = self.table.model().read(circuit, now, Consistency::Eventual);
-        self.table.log(self.env, now, RequestKind::Read, &served);
-        Box::pin(std::future::ready(served.result))
+        self.serve_read(circuit, Consistency::Eventual)
     }
 
     fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.reads.fetch_add(1, Ordering::Relaxed);
-        let now = self.table.now();
-        let served = self.table.model().read(circuit, now, Consistency::Strong);
-        self.table.log(self.env, now, RequestKind::Read, &served);
-        Box::pin(std::future::ready(served.result))
+        self.serve_read(circuit, Consistency::Strong)
     }
 
     fn apply<'a>(

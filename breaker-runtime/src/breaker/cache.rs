@@ -116,11 +116,27 @@ impl Circuit {
         }
     }
 
-    /// What the state machine says of a call at `now`, given the cached record.
-    pub(super) fn admission(&self, cache: &RecordCache, now: u64) -> Admission {
+    /// What the state machine says of a call at `now`, given the cached record. `with_slot`:
+    /// the caller holds this process's probe slot, so no other probe runs here; `verified`:
+    /// the cached record was just read strongly consistently.
+    pub(super) fn admission(
+        &self,
+        cache: &RecordCache,
+        now: u64,
+        with_slot: bool,
+        verified: bool,
+    ) -> Admission {
         let local = Local {
-            probe_in_flight: self.probe_in_flight.load(Ordering::Acquire),
-            ..self.local(cache)
+            probe_in_flight: !with_slot && self.probe_in_flight.load(Ordering::Acquire),
+            // An opening applied on its own gives the first right only to an environment
+            // that cannot reach the store: one that was merely throttled cannot tell whose
+            // trip landed, and waits, reads and verifies like any other.
+            committed_opening: match cache.store_unreachable {
+                true => cache.local_opening.or(cache.committed_opening),
+                false => cache.committed_opening,
+            },
+            verified,
+            store_unreachable: cache.store_unreachable,
         };
         machine::admit(
             &cache.record,
@@ -129,23 +145,6 @@ impl Circuit {
             &self.policy,
             &local,
         )
-    }
-
-    /// What this environment knows besides the record, for a caller that holds the probe
-    /// slot (so no other probe is in flight here).
-    pub(super) fn local(&self, cache: &RecordCache) -> Local {
-        Local {
-            probe_in_flight: false,
-            // An opening applied on its own gives the first right only to an environment
-            // that cannot reach the store: one that was merely throttled cannot tell whose
-            // trip landed, and waits, reads and verifies like any other.
-            committed_opening: match cache.store_unreachable {
-                true => cache.local_opening.or(cache.committed_opening),
-                false => cache.committed_opening,
-            },
-            verified: false,
-            store_unreachable: cache.store_unreachable,
-        }
     }
 
     /// The open path without a future or a store call: when the cached record needs no
@@ -158,7 +157,7 @@ impl Circuit {
         if now >= cache.trusted_until() {
             return None;
         }
-        match self.admission(&cache, now) {
+        match self.admission(&cache, now, false, false) {
             Admission::Reject => Some(self.info_of(&cache.record)),
             _ => None,
         }

@@ -10,7 +10,7 @@ use super::cache::RecordCache;
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind};
 use super::store_access::StoreCallError;
-use crate::machine::{self, Admission, Local, Outcome, Settled};
+use crate::machine::{self, Admission, Outcome, Settled};
 use crate::store::{CircuitRecord, Transition, WriteOutcome};
 use crate::{CircuitInfo, CircuitState, CircuitTransition};
 
@@ -26,7 +26,10 @@ impl Circuit {
         self.refresh_if_stale(now).await;
         let (admission, record) = {
             let cache = self.lock();
-            (self.admission(&cache, now), cache.record.clone())
+            (
+                self.admission(&cache, now, false, false),
+                cache.record.clone(),
+            )
         };
         match admission {
             Admission::Run => return Ok(Permit::new(self, PermitKind::Closed)),
@@ -76,18 +79,10 @@ impl Circuit {
     /// `verified`: that record was just read strongly consistently.
     fn admission_with_slot(&self, now: u64, verified: bool) -> (Admission, CircuitRecord) {
         let cache = self.lock();
-        let local = Local {
-            verified,
-            ..self.local(&cache)
-        };
-        let admission = machine::admit(
-            &cache.record,
-            &self.environment_id,
-            now,
-            &self.policy,
-            &local,
-        );
-        (admission, cache.record.clone())
+        (
+            self.admission(&cache, now, true, verified),
+            cache.record.clone(),
+        )
     }
 
     /// CLOSED → OPEN after `failures` consecutive failures. Opens locally at once, then
