@@ -4,7 +4,7 @@
 //! in here; `breaker` combines it with the store.
 
 use crate::CircuitState;
-use crate::store::{CircuitRecord, Transition, WriteOutcome};
+use crate::store::{CircuitRecord, OverrideKind, Transition, WriteOutcome};
 
 /// Seconds added to every write's TTL beyond the recovery timeout.
 const TTL_GRACE_SECS: u64 = crate::config::TTL_GRACE.as_secs();
@@ -145,7 +145,8 @@ fn has_first_right(record: &CircuitRecord, me: &str, local: &Local) -> bool {
     }
 }
 
-/// Decides what a call does.
+/// Decides what a call does. An operator's override that holds decides alone: forced open
+/// rejects (no probe, no election), disabled runs.
 pub(crate) fn admit(
     record: &CircuitRecord,
     me: &str,
@@ -153,6 +154,11 @@ pub(crate) fn admit(
     policy: &Policy,
     local: &Local,
 ) -> Admission {
+    match record.live_override(secs(now_millis)).map(|o| o.kind) {
+        Some(OverrideKind::ForcedOpen) => return Admission::Reject,
+        Some(OverrideKind::Disabled) => return Admission::Run,
+        None => {}
+    }
     match record.state {
         CircuitState::Closed => return Admission::Run,
         _ if local.probe_in_flight => return Admission::Reject,
@@ -181,6 +187,23 @@ pub(crate) fn admit(
 /// far: it re-elects itself after its own lease ran out, and nobody took the probe over.
 pub(crate) fn keeps_probe_progress(base: &CircuitRecord, me: &str) -> bool {
     base.state == CircuitState::HalfOpen && base.half_open_owner.as_deref() == Some(me)
+}
+
+/// Whether calls may take the closed path without asking [`admit`]: the record says closed
+/// and no forced open holds, or a disable holds.
+pub(crate) fn runs_closed(record: &CircuitRecord, now_millis: u64) -> bool {
+    match record.live_override(secs(now_millis)).map(|o| o.kind) {
+        Some(OverrideKind::ForcedOpen) => false,
+        Some(OverrideKind::Disabled) => true,
+        None => record.state == CircuitState::Closed,
+    }
+}
+
+/// Whether this environment may trip the circuit it believes closed: not while an
+/// operator's override holds (a disabled circuit never trips; the store would refuse the
+/// trip anyway).
+pub(crate) fn may_trip(record: &CircuitRecord, now_millis: u64) -> bool {
+    record.state == CircuitState::Closed && record.live_override(secs(now_millis)).is_none()
 }
 
 /// Whether `consecutive_failures` counted failures while closed trip the circuit.

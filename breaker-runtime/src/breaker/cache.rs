@@ -66,9 +66,9 @@ impl Circuit {
 
     /// Tells the hot path until when the circuit is known closed (0: it is not).
     pub(super) fn publish(&self, cache: &RecordCache) {
-        let closed_until = match cache.record.state {
-            CircuitState::Closed => cache.trusted_until(),
-            _ => 0,
+        let closed_until = match machine::runs_closed(&cache.record, self.now()) {
+            true => cache.trusted_until(),
+            false => 0,
         };
         self.closed_until.store(closed_until, Ordering::Release);
     }

@@ -92,7 +92,7 @@ impl Circuit {
         let trip = machine::trip(failures, now, &self.policy);
         let base = {
             let mut cache = self.lock();
-            if cache.record.state != CircuitState::Closed {
+            if !machine::may_trip(&cache.record, now) {
                 return;
             }
             let base = cache.record.clone();

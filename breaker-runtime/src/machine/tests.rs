@@ -1,6 +1,7 @@
 //! Every transition of the machine, with explicit timestamps (unix millis).
 
 use super::*;
+use crate::store::OverrideKind;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";
@@ -34,6 +35,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         opened_at: Some(opened_secs),
         half_open_owner: Some(owner.into()),
         probe_lease_expiry: Some(lease),
+        operator_override: None,
     }
 }
 
@@ -391,4 +393,74 @@ fn an_election_the_store_did_not_answer_is_not_won() {
     let after = settled(&open_at(opened), &election, None);
     assert_eq!(after.record, open_at(opened));
     assert!(!after.committed && !after.won);
+}
+
+fn overridden(record: CircuitRecord, kind: OverrideKind, until: Option<u64>) -> CircuitRecord {
+    let set = crate::store::Override::new(kind, "ops", T0 / 1000);
+    CircuitRecord {
+        operator_override: Some(match until {
+            Some(until) => set.until(until),
+            None => set,
+        }),
+        ..record
+    }
+}
+
+#[test]
+fn a_forced_open_rejects_without_electing_even_with_the_first_right() {
+    let opened = T0 / 1000;
+    // The record Powertools may leave under a forced open: any state, override kept.
+    for record in [
+        open_at(opened),
+        CircuitRecord::closed(),
+        half_open(ME, opened, opened + 10),
+    ] {
+        let forced = overridden(record, OverrideKind::ForcedOpen, Some(opened + 600));
+        let long_after_recovery = T0 + 300_000;
+        let first_right = local(Some(opened), false);
+        assert_eq!(
+            admit(&forced, ME, long_after_recovery, &policy(), &first_right),
+            Admission::Reject,
+            "{forced:?}"
+        );
+        assert!(!runs_closed(&forced, long_after_recovery));
+        assert!(!may_trip(&forced, long_after_recovery));
+    }
+}
+
+#[test]
+fn a_disable_runs_every_call_and_never_trips() {
+    let opened = T0 / 1000;
+    let disabled = overridden(CircuitRecord::closed(), OverrideKind::Disabled, None);
+    assert_eq!(
+        admit(&disabled, ME, T0, &policy(), &Local::default()),
+        Admission::Run
+    );
+    assert!(runs_closed(&disabled, T0) && !may_trip(&disabled, T0));
+    // Reopened under it by an environment that cannot honour it: still runs.
+    let reopened = overridden(open_at(opened), OverrideKind::Disabled, None);
+    assert_eq!(
+        admit(&reopened, ME, T0, &policy(), &Local::default()),
+        Admission::Run
+    );
+    assert!(may_trip(&CircuitRecord::closed(), T0));
+}
+
+#[test]
+fn an_override_that_ended_leaves_the_protocol_to_the_record() {
+    let until = T0 / 1000 + 60;
+    let ended_at = until * 1000;
+    let forced = overridden(open_at(until), OverrideKind::ForcedOpen, Some(until));
+    // At its end the opening is `until`: recovery runs from there, fallback for everyone.
+    assert_eq!(
+        admit(&forced, ME, ended_at, &policy(), &Local::default()),
+        Admission::Reject
+    );
+    let due = ended_at + policy().recovery_millis + policy().fallback_millis;
+    assert_eq!(
+        admit(&forced, ME, due, &policy(), &Local::default()),
+        Admission::Verify
+    );
+    let disabled = overridden(CircuitRecord::closed(), OverrideKind::Disabled, Some(until));
+    assert!(may_trip(&disabled, ended_at) && !may_trip(&disabled, ended_at - 1000));
 }

@@ -20,13 +20,13 @@ mod record;
 mod transition;
 
 pub use memory::InMemoryStore;
-pub use record::CircuitRecord;
-pub use transition::Transition;
+pub use record::{CircuitRecord, Override, OverrideKind};
+pub use transition::{OPENED_AT_UNTIL_RELEASED, Transition};
 
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder};
+pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, StoredCircuit};
 
 /// The future a store operation returns: boxed so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;

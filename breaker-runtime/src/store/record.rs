@@ -4,8 +4,7 @@ use crate::CircuitState;
 
 /// The shared state of one circuit, as stored.
 ///
-/// `#[non_exhaustive]`: later versions add fields (operator overrides, for one). Build a
-/// record with [`closed`](Self::closed), [`open`](Self::open) or
+/// `#[non_exhaustive]`: later versions may add fields. Build a record with [`closed`](Self::closed), [`open`](Self::open) or
 /// [`half_open`](Self::half_open), or from a [`Transition`](super::Transition) with
 /// [`applied_to`](super::Transition::applied_to); every field is public to read and set.
 ///
@@ -32,6 +31,8 @@ pub struct CircuitRecord {
     pub half_open_owner: Option<String>,
     /// Unix seconds after which another environment may take the probe over.
     pub probe_lease_expiry: Option<u64>,
+    /// An operator's override (`breaker open` / `breaker disable`), if one was set.
+    pub operator_override: Option<Override>,
 }
 
 impl CircuitRecord {
@@ -54,6 +55,7 @@ impl CircuitRecord {
             opened_at: Some(opened_at),
             half_open_owner: None,
             probe_lease_expiry: None,
+            operator_override: None,
         }
     }
 
@@ -65,5 +67,127 @@ impl CircuitRecord {
             probe_lease_expiry: Some(lease_expiry),
             ..Self::open(opened_at, failure_count)
         }
+    }
+
+    /// The operator's override, if one is set and holds at `now` (unix seconds).
+    ///
+    /// ```
+    /// use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
+    /// let mut record = CircuitRecord::closed();
+    /// record.operator_override = Some(Override::new(OverrideKind::Disabled, "ops", 100).until(200));
+    /// assert!(record.live_override(150).is_some());
+    /// assert!(record.live_override(200).is_none(), "it ends at its `until` second");
+    /// ```
+    pub fn live_override(&self, now: u64) -> Option<&Override> {
+        self.operator_override.as_ref().filter(|o| o.holds_at(now))
+    }
+}
+
+/// What an operator's override does to a circuit, in every environment of the fleet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OverrideKind {
+    /// `breaker open`: every call is rejected, nobody probes.
+    ForcedOpen,
+    /// `breaker disable`: every call runs, failures never trip the circuit.
+    Disabled,
+}
+
+impl OverrideKind {
+    /// How the item stores it: `OPEN` or `DISABLED`.
+    ///
+    /// ```
+    /// use breaker_runtime::store::OverrideKind;
+    /// assert_eq!(OverrideKind::ForcedOpen.as_str(), "OPEN");
+    /// assert_eq!(OverrideKind::parse("DISABLED"), Some(OverrideKind::Disabled));
+    /// ```
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ForcedOpen => "OPEN",
+            Self::Disabled => "DISABLED",
+        }
+    }
+
+    /// The kind an item's `OPEN` or `DISABLED` names; `None` for anything else.
+    pub fn parse(stored: &str) -> Option<Self> {
+        match stored {
+            "OPEN" => Some(Self::ForcedOpen),
+            "DISABLED" => Some(Self::Disabled),
+            _ => None,
+        }
+    }
+}
+
+impl std::fmt::Display for OverrideKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::ForcedOpen => "forced open",
+            Self::Disabled => "disabled",
+        })
+    }
+}
+
+/// An operator's override of one circuit: what, until when, who set it, when and why.
+///
+/// It holds from `at` while `now < until` (forever without `until`, until released).
+/// Two overrides are the same one when kind, `at` and `by` match
+/// ([`same_as`](Self::same_as)): a release or a replacement names the one it read.
+///
+/// ```
+/// use breaker_runtime::store::{Override, OverrideKind};
+/// let forced = Override::new(OverrideKind::ForcedOpen, "alice", 1_700_000_000)
+///     .until(1_700_001_800)
+///     .reason("payments incident 42");
+/// assert!(forced.holds_at(1_700_001_799));
+/// assert!(!forced.holds_at(1_700_001_800));
+/// assert!(Override::new(OverrideKind::Disabled, "bob", 5).holds_at(u64::MAX));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Override {
+    /// Forced open or disabled.
+    pub kind: OverrideKind,
+    /// Unix seconds when it ends by itself; `None`: when released.
+    pub until: Option<u64>,
+    /// Who set it (an operator's name or AWS identity).
+    pub by: String,
+    /// Why, if the operator said.
+    pub reason: Option<String>,
+    /// Unix seconds when it was set.
+    pub at: u64,
+}
+
+impl Override {
+    /// An override of `kind` set by `by` at `at` (unix seconds), until released.
+    pub fn new(kind: OverrideKind, by: impl Into<String>, at: u64) -> Self {
+        Self {
+            kind,
+            until: None,
+            by: by.into(),
+            reason: None,
+            at,
+        }
+    }
+
+    /// Ends by itself at `until` (unix seconds).
+    pub fn until(mut self, until: u64) -> Self {
+        self.until = Some(until);
+        self
+    }
+
+    /// Records why.
+    pub fn reason(mut self, reason: impl Into<String>) -> Self {
+        self.reason = Some(reason.into());
+        self
+    }
+
+    /// Whether it holds at `now` (unix seconds).
+    pub fn holds_at(&self, now: u64) -> bool {
+        self.until.is_none_or(|until| now < until)
+    }
+
+    /// Whether `other` is this override (same kind, set at the same second by the same
+    /// operator), whatever its end or reason.
+    pub fn same_as(&self, other: &Override) -> bool {
+        self.kind == other.kind && self.at == other.at && self.by == other.by
     }
 }

@@ -3,15 +3,24 @@
 //! every store applies them: `InMemoryStore` through [`Transition::allowed`] and
 //! [`Transition::applied_to`], `DynamoDbStore` as the same condition in DynamoDB's words.
 
-use super::CircuitRecord;
+use super::{CircuitRecord, Override, OverrideKind};
 use crate::CircuitState;
+
+/// The `opened_at` of a circuit forced open until released: 9999-12-31T23:59:59Z, so no
+/// environment's recovery (breaker's or Powertools') elapses before the release. A forced
+/// open with an end has `opened_at` = that end instead.
+pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 
 /// One conditional write of the shared-state protocol.
 ///
 /// A store applies a transition atomically: if [`allowed`](Self::allowed) holds for the
 /// current record, the record becomes [`applied_to`](Self::applied_to) of it and the write
 /// wins; otherwise nothing changes and the write loses, returning the current record.
-/// `#[non_exhaustive]`: later versions add transitions (operator overrides, for one).
+/// The first four are the breaker's own; [`Override`](Self::Override),
+/// [`Release`](Self::Release) and [`Reset`](Self::Reset) are an operator's (the `breaker`
+/// CLI). None of the breaker's own writes erases a live override: a trip or an election
+/// loses while one holds, and every override removes the probe owner, so a close or reopen
+/// racing with it loses too. `#[non_exhaustive]`: later versions may add transitions.
 ///
 /// ```
 /// use breaker_runtime::CircuitState;
@@ -37,7 +46,7 @@ use crate::CircuitState;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Transition {
-    /// CLOSED → OPEN. Allowed on an absent or `CLOSED` record.
+    /// CLOSED → OPEN. Allowed on an absent or `CLOSED` record without a live override.
     Trip {
         /// Consecutive failures that tripped it.
         failure_count: u32,
@@ -48,7 +57,8 @@ pub enum Transition {
     },
     /// OPEN → HALF_OPEN with `owner` as the prober. Allowed on `OPEN` with no owner and
     /// `opened_at == expected_opened_at`, or on `HALF_OPEN` with a lease that expired
-    /// before `now`. Keeps `opened_at` and `failure_count`.
+    /// before `now`; never while an override holds. Keeps `opened_at`, `failure_count`
+    /// and an override that has ended.
     Elect {
         /// The electing environment's id.
         owner: String,
@@ -80,27 +90,83 @@ pub enum Transition {
         /// TTL attribute value.
         expiration: u64,
     },
+    /// An operator sets `set` (forced open or disabled), replacing the override it read
+    /// (`replaces`; `None`: it read none). Allowed when the record's override is that one
+    /// ([`Override::same_as`]), whatever the circuit's state; creates the record if there
+    /// is none. Forced open leaves `OPEN` with `opened_at` = the override's end (or
+    /// [`OPENED_AT_UNTIL_RELEASED`]) and keeps `failure_count`; disabled leaves `CLOSED`
+    /// with no failures. Either removes the probe owner and lease.
+    Override {
+        /// The override to set.
+        set: Override,
+        /// The override the operator read, which this one replaces.
+        replaces: Option<Override>,
+        /// TTL attribute value: at least the override's end; `None` (an override until
+        /// released) removes the TTL so the item cannot expire under it.
+        expiration: Option<u64>,
+    },
+    /// An operator ends the override `released`. Allowed when the record's override is that
+    /// one. A forced open leaves the circuit `OPEN` as of `now` (its recovery starts: one
+    /// probe decides, as after any opening); a disable leaves the state as it is.
+    Release {
+        /// The override the operator read.
+        released: Override,
+        /// Unix seconds, now.
+        now: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+    /// An operator closes the circuit, as a successful probe would. Allowed on any record
+    /// without an override that holds at `now`.
+    Reset {
+        /// Unix seconds, now.
+        now: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+}
+
+/// No override holds at `now` on `current`.
+fn no_live_override(current: Option<&CircuitRecord>, now: u64) -> bool {
+    current.is_none_or(|r| r.live_override(now).is_none())
+}
+
+/// `current`'s override is `expected` (or neither has one).
+fn override_is(current: Option<&CircuitRecord>, expected: Option<&Override>) -> bool {
+    let stored = current.and_then(|r| r.operator_override.as_ref());
+    match (stored, expected) {
+        (None, None) => true,
+        (Some(stored), Some(expected)) => stored.same_as(expected),
+        _ => false,
+    }
 }
 
 impl Transition {
     /// Whether the write wins on `current` (`None`: no record).
     pub fn allowed(&self, current: Option<&CircuitRecord>) -> bool {
         match self {
-            Self::Trip { .. } => current.is_none_or(|r| r.state == CircuitState::Closed),
+            Self::Trip { opened_at, .. } => {
+                current.is_none_or(|r| r.state == CircuitState::Closed)
+                    && no_live_override(current, *opened_at)
+            }
             Self::Elect {
                 expected_opened_at,
                 now,
                 ..
-            } => current.is_some_and(|r| match r.state {
+            } if no_live_override(current, *now) => current.is_some_and(|r| match r.state {
                 CircuitState::Open => {
                     r.half_open_owner.is_none() && r.opened_at == *expected_opened_at
                 }
                 CircuitState::HalfOpen => r.probe_lease_expiry.is_some_and(|lease| lease < *now),
                 CircuitState::Closed => false,
             }),
+            Self::Elect { .. } => false,
             Self::Close { owner, .. } | Self::Reopen { owner, .. } => current.is_some_and(|r| {
                 r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
             }),
+            Self::Override { replaces, .. } => override_is(current, replaces.as_ref()),
+            Self::Release { released, .. } => override_is(current, Some(released)),
+            Self::Reset { now, .. } => no_live_override(current, *now),
         }
     }
 
@@ -127,26 +193,62 @@ impl Transition {
                 probe_lease_expiry: Some(*lease_expiry),
                 ..current.cloned().unwrap_or_default()
             },
-            Self::Close { .. } => CircuitRecord::closed(),
+            Self::Close { .. } | Self::Reset { .. } => CircuitRecord::closed(),
+            Self::Override { set, .. } => {
+                let current = current.cloned().unwrap_or_default();
+                let record = match set.kind {
+                    OverrideKind::ForcedOpen => CircuitRecord::open(
+                        set.until.unwrap_or(OPENED_AT_UNTIL_RELEASED),
+                        current.failure_count,
+                    ),
+                    OverrideKind::Disabled => CircuitRecord::closed(),
+                };
+                CircuitRecord {
+                    operator_override: Some(set.clone()),
+                    ..record
+                }
+            }
+            Self::Release { released, now, .. } => {
+                let current = current.cloned().unwrap_or_default();
+                match released.kind {
+                    OverrideKind::ForcedOpen => CircuitRecord::open(*now, current.failure_count),
+                    OverrideKind::Disabled => CircuitRecord {
+                        operator_override: None,
+                        ..current
+                    },
+                }
+            }
         }
     }
 
-    /// The state the write leads to.
+    /// The state the write leads to (a released disable: `CLOSED`, the state it leaves
+    /// unless a Powertools environment changed it).
     pub fn to_state(&self) -> CircuitState {
         match self {
             Self::Trip { .. } | Self::Reopen { .. } => CircuitState::Open,
             Self::Elect { .. } => CircuitState::HalfOpen,
-            Self::Close { .. } => CircuitState::Closed,
+            Self::Close { .. } | Self::Reset { .. } => CircuitState::Closed,
+            Self::Override { set, .. } => match set.kind {
+                OverrideKind::ForcedOpen => CircuitState::Open,
+                OverrideKind::Disabled => CircuitState::Closed,
+            },
+            Self::Release { released, .. } => match released.kind {
+                OverrideKind::ForcedOpen => CircuitState::Open,
+                OverrideKind::Disabled => CircuitState::Closed,
+            },
         }
     }
 
-    /// The TTL attribute value the write sets (unix seconds).
-    pub fn expiration(&self) -> u64 {
+    /// The TTL attribute value the write sets (unix seconds); `None`: it removes the TTL.
+    pub fn expiration(&self) -> Option<u64> {
         match self {
             Self::Trip { expiration, .. }
             | Self::Elect { expiration, .. }
             | Self::Close { expiration, .. }
-            | Self::Reopen { expiration, .. } => *expiration,
+            | Self::Reopen { expiration, .. }
+            | Self::Release { expiration, .. }
+            | Self::Reset { expiration, .. } => Some(*expiration),
+            Self::Override { expiration, .. } => *expiration,
         }
     }
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use aws_config::SdkConfig;
 use aws_sdk_dynamodb::Client;
 
-use super::item::AttributeNames;
+use super::item::{
+    AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
+};
 use super::{ClientSource, DynamoDbStore, Shared};
 use crate::CircuitBreakerConfigError;
 
@@ -152,6 +154,19 @@ fn check_distinct(names: &AttributeNames) -> Result<(), CircuitBreakerConfigErro
     ];
     if let Some(sort_key) = &names.sort_key {
         all.insert(1, ("sort_key_attr", sort_key));
+    }
+    // The override's attributes have fixed names; no configured one may take them.
+    let fixed = [
+        OVERRIDE,
+        OVERRIDE_UNTIL,
+        OVERRIDE_BY,
+        OVERRIDE_REASON,
+        OVERRIDE_AT,
+    ];
+    if let Some((field, name)) = all.iter().find(|(_, name)| fixed.contains(&name.as_str())) {
+        return Err(CircuitBreakerConfigError::Conflict(format!(
+            "{field} is '{name}', an attribute of operator overrides; choose another name"
+        )));
     }
     for (i, (field, name)) in all.iter().enumerate() {
         if name.is_empty() {

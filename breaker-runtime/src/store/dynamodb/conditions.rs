@@ -8,33 +8,89 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::item::AttributeNames;
+use super::item::{
+    AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
+};
 
 /// Trip wins when the item decodes as closed: absent, `CLOSED`, or malformed (a state that
 /// is neither `OPEN` nor `HALF_OPEN`, an attribute of the wrong type, a required one
-/// missing), so a broken item heals on the next trip instead of pinning the circuit.
-pub(super) const TRIP: &str = "attribute_not_exists(#st) \
+/// missing), so a broken item heals on the next trip instead of pinning the circuit; and
+/// no override holds (`:now` is the trip's `opened_at`).
+pub(super) const TRIP: &str = "(attribute_not_exists(#st) \
     OR NOT (#st IN (:open, :half)) \
     OR (attribute_exists(#fc) AND NOT attribute_type(#fc, :num)) \
     OR (attribute_exists(#oa) AND NOT attribute_type(#oa, :num)) \
     OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
     OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
     OR (#st = :open AND attribute_not_exists(#oa)) \
-    OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le)))";
+    OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le)))) \
+    AND (attribute_not_exists(#ov) OR #ou <= :now)";
 
 /// Election, when this environment read an `opened_at`.
-pub(super) const ELECT: &str = "(#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
-    OR (#st = :half AND #le < :now)";
+pub(super) const ELECT: &str = "((#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
+    OR (#st = :half AND #le < :now)) \
+    AND (attribute_not_exists(#ov) OR #ou <= :now)";
 
 /// Election, when the record it read had no `opened_at`.
-pub(super) const ELECT_WITHOUT_OPENED_AT: &str = "(#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
-    OR (#st = :half AND #le < :now)";
+pub(super) const ELECT_WITHOUT_OPENED_AT: &str = "((#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
+    OR (#st = :half AND #le < :now)) \
+    AND (attribute_not_exists(#ov) OR #ou <= :now)";
 
 /// The election's write: half-open, owned by this environment until the lease expires.
 pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl";
 
 /// Close and reopen: only the owner of a half-open item.
 pub(super) const OWNER: &str = "#st = :half AND #ow = :me";
+
+/// An operator's close: no override holds at `:now`.
+pub(super) const NO_LIVE_OVERRIDE: &str = "attribute_not_exists(#ov) OR #ou <= :now";
+
+/// An operator's write on an item without an override.
+pub(super) const NO_OVERRIDE: &str = "attribute_not_exists(#ov)";
+
+/// An operator's write on the override it read (kind, time and author).
+pub(super) const OVERRIDE_IS: &str = "#ov = :okind AND #oat = :oat AND #oby = :oby";
+
+/// Removes every override attribute.
+const REMOVE_OVERRIDE: &str = "#ov, #ou, #oby, #or, #oat";
+
+/// The update that sets an override: the state it forces, the override's attributes, and
+/// the TTL (removed for an override until released). `:nuntil`, `:nreason` and `:ttl` are
+/// bound only when `until`, `reason` and `ttl` say so.
+pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bool) -> String {
+    let mut set = vec!["#ov = :nkind", "#oby = :nby", "#oat = :nat"];
+    let mut remove = vec!["#ow", "#le"];
+    match forced_open {
+        true => set.extend(["#st = :open", "#oa = :opened"]),
+        false => {
+            set.extend(["#st = :closed", "#fc = :zero"]);
+            remove.push("#oa");
+        }
+    }
+    match until {
+        true => set.push("#ou = :nuntil"),
+        false => remove.push("#ou"),
+    }
+    match reason {
+        true => set.push("#or = :nreason"),
+        false => remove.push("#or"),
+    }
+    match ttl {
+        true => set.push("#ex = :ttl"),
+        false => remove.push("#ex"),
+    }
+    format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
+}
+
+/// The update that releases an override: a forced open becomes an opening as of `:now`.
+pub(super) fn release(forced_open: bool) -> String {
+    match forced_open {
+        true => {
+            format!("SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le")
+        }
+        false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
+    }
+}
 
 /// An expression's placeholders, bound to attribute names and values.
 #[derive(Debug, Default)]
@@ -52,16 +108,23 @@ impl Expression {
         values: impl IntoIterator<Item = (&'static str, AttributeValue)>,
     ) -> Self {
         let all_names = [
-            ("#st", &names.state),
+            ("#st", names.state.as_str()),
             ("#fc", &names.failure_count),
             ("#oa", &names.opened_at),
             ("#ow", &names.half_open_owner),
             ("#le", &names.probe_lease_expiry),
             ("#ex", &names.expiry),
+            ("#ov", OVERRIDE),
+            ("#ou", OVERRIDE_UNTIL),
+            ("#oby", OVERRIDE_BY),
+            ("#or", OVERRIDE_REASON),
+            ("#oat", OVERRIDE_AT),
         ];
         let constants = [
             (":open", s("OPEN")),
             (":half", s("HALF_OPEN")),
+            (":closed", s("CLOSED")),
+            (":zero", AttributeValue::N("0".into())),
             (":num", s("N")),
             (":str", s("S")),
         ];
@@ -70,7 +133,7 @@ impl Expression {
             names: all_names
                 .into_iter()
                 .filter(|(placeholder, _)| used(placeholder))
-                .map(|(placeholder, name)| (placeholder.to_owned(), name.clone()))
+                .map(|(placeholder, name)| (placeholder.to_owned(), name.to_owned()))
                 .collect(),
             values: constants
                 .into_iter()
@@ -115,5 +178,17 @@ mod tests {
         let mut values: Vec<_> = bound.values.keys().cloned().collect();
         values.sort();
         assert_eq!(values, [":half", ":me"]);
+    }
+
+    #[test]
+    fn override_placeholders_do_not_shadow_each_other() {
+        let update = set_override(false, false, true, true);
+        assert!(update.contains("REMOVE #ow, #le, #oa, #ou"));
+        let released = release(false);
+        assert!(uses(&released, "#oat") && !uses(&released, "#oa"));
+        assert_eq!(
+            release(false),
+            "SET #ex = :ttl REMOVE #ov, #ou, #oby, #or, #oat"
+        );
     }
 }

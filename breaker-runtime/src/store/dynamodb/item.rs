@@ -2,7 +2,8 @@
 //!
 //! Powertools' layout, as in `docs/dynamodb.md`: `state` S, `failure_count` N, `opened_at` N,
 //! `half_open_owner` S, `probe_lease_expiry` N, `expiration` N, keyed by the circuit name
-//! (or by a static partition key plus the name as sort key).
+//! (or by a static partition key plus the name as sort key); and an operator's override in
+//! attributes of its own, which Powertools neither reads nor writes (see [`OVERRIDE`]).
 
 use std::collections::HashMap;
 use std::fmt;
@@ -10,7 +11,16 @@ use std::fmt;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use crate::CircuitState;
-use crate::store::CircuitRecord;
+use crate::store::{CircuitRecord, Override, OverrideKind};
+
+/// The operator's override: `OPEN` or `DISABLED` (S). Its companions: [`OVERRIDE_UNTIL`]
+/// (N, absent until released), [`OVERRIDE_BY`] (S), [`OVERRIDE_REASON`] (S, optional) and
+/// [`OVERRIDE_AT`] (N). Fixed names: no Powertools attribute can be renamed to them.
+pub(crate) const OVERRIDE: &str = "override";
+pub(crate) const OVERRIDE_UNTIL: &str = "override_until";
+pub(crate) const OVERRIDE_BY: &str = "override_by";
+pub(crate) const OVERRIDE_REASON: &str = "override_reason";
+pub(crate) const OVERRIDE_AT: &str = "override_at";
 
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
@@ -97,6 +107,7 @@ impl AttributeNames {
             opened_at: self.number(item, &self.opened_at)?,
             half_open_owner: self.string(item, &self.half_open_owner)?.map(str::to_owned),
             probe_lease_expiry: self.number(item, &self.probe_lease_expiry)?,
+            operator_override: self.operator_override(item)?,
         };
         match state {
             CircuitState::Open if record.opened_at.is_none() => {
@@ -110,6 +121,29 @@ impl AttributeNames {
             }
             _ => Ok(record),
         }
+    }
+
+    /// The override attributes, if `override` is set; it then needs `override_by` and
+    /// `override_at`.
+    fn operator_override(&self, item: &Item) -> Result<Option<Override>, Malformed> {
+        let Some(kind) = self.string(item, OVERRIDE)? else {
+            return Ok(None);
+        };
+        let kind = OverrideKind::parse(kind)
+            .ok_or_else(|| self.malformed(OVERRIDE, "is not OPEN or DISABLED"))?;
+        let by = self
+            .string(item, OVERRIDE_BY)?
+            .ok_or_else(|| self.malformed(OVERRIDE_BY, "is missing on an override"))?;
+        let at = self
+            .number(item, OVERRIDE_AT)?
+            .ok_or_else(|| self.malformed(OVERRIDE_AT, "is missing on an override"))?;
+        Ok(Some(Override {
+            kind,
+            until: self.number(item, OVERRIDE_UNTIL)?,
+            by: by.to_owned(),
+            reason: self.string(item, OVERRIDE_REASON)?.map(str::to_owned),
+            at,
+        }))
     }
 
     fn malformed(&self, attribute: &str, problem: &'static str) -> Malformed {
@@ -189,6 +223,7 @@ mod tests {
                 opened_at: Some(1_700_000_000),
                 half_open_owner: Some("env-1".into()),
                 probe_lease_expiry: Some(1_700_000_060),
+                operator_override: None,
             },
         ];
         for record in records {
@@ -197,6 +232,37 @@ mod tests {
             assert_eq!(item["expiration"], n(42));
             assert_eq!(names().decode(&item), Ok(record));
         }
+    }
+
+    #[test]
+    fn overrides_are_read_from_their_own_attributes() {
+        let item: Item = [
+            ("id", s("ce")),
+            ("state", s("OPEN")),
+            ("opened_at", n(1_700_001_800)),
+            (OVERRIDE, s("OPEN")),
+            (OVERRIDE_UNTIL, n(1_700_001_800)),
+            (OVERRIDE_BY, s("alice")),
+            (OVERRIDE_REASON, s("incident 42")),
+            (OVERRIDE_AT, n(1_700_000_000)),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .into();
+        let record = names().decode(&item).unwrap();
+        let expected = Override::new(OverrideKind::ForcedOpen, "alice", 1_700_000_000)
+            .until(1_700_001_800)
+            .reason("incident 42");
+        assert_eq!(record.operator_override, Some(expected));
+
+        let mut unknown = item.clone();
+        unknown.insert(OVERRIDE.into(), s("AJAR"));
+        assert_eq!(names().decode(&unknown).unwrap_err().attribute, OVERRIDE);
+        let mut anonymous = item;
+        anonymous.remove(OVERRIDE_BY);
+        assert_eq!(
+            names().decode(&anonymous).unwrap_err().attribute,
+            OVERRIDE_BY
+        );
     }
 
     #[test]

@@ -23,15 +23,20 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use tokio::sync::OnceCell;
 
-use super::{CircuitRecord, StateStore, StoreError, StoreFuture, Transition, WriteOutcome};
+use super::{
+    CircuitRecord, Override, OverrideKind, StateStore, StoreError, StoreFuture, Transition,
+    WriteOutcome,
+};
 
 mod builder;
 mod conditions;
 mod item;
+mod listing;
 
 pub use builder::DynamoDbStoreBuilder;
 use conditions::Expression;
 use item::{AttributeNames, Item};
+pub use listing::StoredCircuit;
 
 /// The fleet-wide store: one item per circuit in a DynamoDB table, in the layout of
 /// Powertools for AWS Lambda (Python), so Python and Rust functions can share a circuit.
@@ -179,16 +184,18 @@ impl Shared {
         Ok(WriteOutcome::Lost(current))
     }
 
-    /// Applies `transition`: the election updates the item in place (it keeps `opened_at`
-    /// and `failure_count`); every other transition writes a whole new record.
+    /// Applies `transition`: the election and the operator's override and release update the
+    /// item in place (keeping what they do not own); every other transition writes a whole
+    /// new record.
     async fn apply(
         &self,
         circuit: &str,
         transition: &Transition,
     ) -> Result<WriteOutcome, StoreError> {
         match transition {
-            Transition::Trip { .. } => {
-                self.put(circuit, transition, conditions::TRIP, Vec::new())
+            Transition::Trip { opened_at, .. } => {
+                let values = vec![(":now", number(*opened_at))];
+                self.put(circuit, transition, conditions::TRIP, values)
                     .await
             }
             Transition::Elect {
@@ -211,11 +218,65 @@ impl Shared {
                     }
                     None => conditions::ELECT_WITHOUT_OPENED_AT,
                 };
-                self.elect(circuit, condition, values).await
+                self.update(circuit, conditions::ELECT_UPDATE, condition, values)
+                    .await
             }
             Transition::Close { owner, .. } | Transition::Reopen { owner, .. } => {
                 let values = vec![(":me", AttributeValue::S(owner.clone()))];
                 self.put(circuit, transition, conditions::OWNER, values)
+                    .await
+            }
+            Transition::Reset { now, .. } => {
+                let values = vec![(":now", number(*now))];
+                self.put(circuit, transition, conditions::NO_LIVE_OVERRIDE, values)
+                    .await
+            }
+            Transition::Override {
+                set,
+                replaces,
+                expiration,
+            } => {
+                let forced_open = set.kind == OverrideKind::ForcedOpen;
+                let update = conditions::set_override(
+                    forced_open,
+                    set.until.is_some(),
+                    set.reason.is_some(),
+                    expiration.is_some(),
+                );
+                let mut values = vec![
+                    (":nkind", AttributeValue::S(set.kind.as_str().to_owned())),
+                    (":nby", AttributeValue::S(set.by.clone())),
+                    (":nat", number(set.at)),
+                    (
+                        ":opened",
+                        number(set.until.unwrap_or(super::OPENED_AT_UNTIL_RELEASED)),
+                    ),
+                ];
+                values.extend(set.until.map(|until| (":nuntil", number(until))));
+                values.extend(
+                    set.reason
+                        .clone()
+                        .map(|reason| (":nreason", AttributeValue::S(reason))),
+                );
+                values.extend(expiration.map(|ttl| (":ttl", number(ttl))));
+                let condition = match replaces {
+                    None => conditions::NO_OVERRIDE,
+                    Some(replaced) => {
+                        values.extend(override_values(replaced));
+                        conditions::OVERRIDE_IS
+                    }
+                };
+                self.update(circuit, &update, condition, values).await
+            }
+            Transition::Release {
+                released,
+                now,
+                expiration,
+            } => {
+                let update = conditions::release(released.kind == OverrideKind::ForcedOpen);
+                let mut values = vec![(":now", number(*now)), (":ttl", number(*expiration))];
+                values.extend(override_values(released));
+                self.update(circuit, &update, conditions::OVERRIDE_IS, values)
                     .await
             }
         }
@@ -240,7 +301,7 @@ impl Shared {
             .set_item(Some(self.names.item(
                 circuit,
                 &record,
-                transition.expiration(),
+                transition.expiration().unwrap_or_default(),
             )))
             .condition_expression(condition)
             .set_expression_attribute_names(Some(expression.names))
@@ -259,22 +320,23 @@ impl Shared {
         }
     }
 
-    /// OPEN → HALF_OPEN in place, if `condition` holds.
-    async fn elect(
+    /// Updates the item in place (the election, and an operator's writes, which keep the
+    /// attributes they do not own), if `condition` holds.
+    async fn update(
         &self,
         circuit: &str,
+        update: &str,
         condition: &str,
         values: Vec<(&'static str, AttributeValue)>,
     ) -> Result<WriteOutcome, StoreError> {
-        let expression =
-            Expression::bind(&self.names, &[condition, conditions::ELECT_UPDATE], values);
+        let expression = Expression::bind(&self.names, &[condition, update], values);
         let sent = self
             .client()
             .await
             .update_item()
             .table_name(&self.table)
             .set_key(Some(self.names.key(circuit)))
-            .update_expression(conditions::ELECT_UPDATE)
+            .update_expression(update)
             .condition_expression(condition)
             .set_expression_attribute_names(Some(expression.names))
             .set_expression_attribute_values(Some(expression.values))
@@ -332,6 +394,18 @@ fn own_client(config: &SdkConfig) -> Client {
 
 fn number(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
+}
+
+/// The values [`conditions::OVERRIDE_IS`] compares the stored override with.
+fn override_values(expected: &Override) -> [(&'static str, AttributeValue); 3] {
+    [
+        (
+            ":okind",
+            AttributeValue::S(expected.kind.as_str().to_owned()),
+        ),
+        (":oat", number(expected.at)),
+        (":oby", AttributeValue::S(expected.by.clone())),
+    ]
 }
 
 impl StateStore for DynamoDbStore {

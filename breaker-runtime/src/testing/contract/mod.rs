@@ -30,10 +30,12 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::store::StateStore;
 
 mod cases;
+mod overrides;
 mod races;
 mod support;
 
 use cases::*;
+use overrides::*;
 use races::*;
 
 /// Concurrent writers in each race.
@@ -95,6 +97,13 @@ fn cases() -> Vec<Case> {
         case!(reopen_by_the_owner_wins_with_a_new_opened_at),
         case!(reopen_by_another_environment_loses),
         case!(a_former_owner_cannot_close_or_reopen_after_a_takeover),
+        case!(forced_open_creates_an_open_record_that_outlasts_it),
+        case!(forced_open_until_released_keeps_failures_and_ends_the_probe),
+        case!(disable_closes_and_no_trip_or_election_wins_under_it),
+        case!(an_override_replaces_only_the_one_it_read),
+        case!(release_ends_only_the_override_it_names),
+        case!(breaker_writes_win_again_once_an_override_ended),
+        case!(reset_closes_unless_an_override_holds),
         case!(race concurrent_elections_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
         case!(race close_and_takeover_race_has_exactly_one_winner),

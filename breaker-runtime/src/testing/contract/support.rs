@@ -1,7 +1,7 @@
 //! What the contract's cases share: fixed instants, transition and record builders, and
 //! the checked write every sequential case goes through.
 
-use crate::store::{CircuitRecord, StateStore, Transition, WriteOutcome};
+use crate::store::{CircuitRecord, Override, OverrideKind, StateStore, Transition, WriteOutcome};
 
 pub(super) const T0: u64 = 1_700_000_000;
 const TTL: u64 = T0 + 3_630;
@@ -37,6 +37,39 @@ pub(super) fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> Transit
         opened_at,
         failure_count,
         expiration: TTL,
+    }
+}
+
+/// An operator's override set at `T0 + 10` by `by`, ending at `until` if given.
+pub(super) fn an_override(kind: OverrideKind, by: &str, until: Option<u64>) -> Override {
+    let set = Override::new(kind, by, T0 + 10).reason("contract");
+    match until {
+        Some(until) => set.until(until),
+        None => set,
+    }
+}
+
+/// Sets `set`, replacing `replaces`; with an end, the TTL outlives it.
+pub(super) fn override_with(set: &Override, replaces: Option<&Override>) -> Transition {
+    Transition::Override {
+        set: set.clone(),
+        replaces: replaces.cloned(),
+        expiration: set.until.map(|until| until + 3_600),
+    }
+}
+
+pub(super) fn release(released: &Override, now: u64) -> Transition {
+    Transition::Release {
+        released: released.clone(),
+        now,
+        expiration: now + 86_400,
+    }
+}
+
+pub(super) fn reset(now: u64) -> Transition {
+    Transition::Reset {
+        now,
+        expiration: now + 3_630,
     }
 }
 

@@ -1,0 +1,131 @@
+//! What an operator reads: every circuit of the table, or one, with what the breaker does
+//! not need (the TTL, why an item cannot be read). The `breaker` CLI is built on it.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use super::item::Item;
+use super::{DynamoDbStore, Shared};
+use crate::store::{CircuitRecord, StoreError};
+
+/// One circuit's item as stored, for an operator.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredCircuit {
+    /// The circuit's name (the key, or the sort key of a composite key).
+    pub name: String,
+    /// The decoded record, or why the item cannot be decoded (the breaker then treats the
+    /// circuit as closed).
+    pub record: Result<CircuitRecord, String>,
+    /// The TTL attribute (unix seconds); `None`: the item does not expire.
+    pub expiration: Option<u64>,
+}
+
+impl DynamoDbStore {
+    /// Every circuit in the table, sorted by name: a Scan (`dynamodb:Scan`), or with a
+    /// composite key a Query of the static partition key (`dynamodb:Query`). Strongly
+    /// consistent, paginated.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// for circuit in store.list().await? {
+    ///     println!("{}: {:?}", circuit.name, circuit.record.map(|r| r.state));
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn list(&self) -> Result<Vec<StoredCircuit>, StoreError> {
+        let shared = &self.shared;
+        let mut circuits = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let (items, next) = match &shared.names.sort_key {
+                None => {
+                    let page = shared
+                        .client()
+                        .await
+                        .scan()
+                        .table_name(&shared.table)
+                        .consistent_read(true)
+                        .set_exclusive_start_key(start.take())
+                        .send()
+                        .await
+                        .map_err(|e| shared.error("Scan", &e))?;
+                    (page.items, page.last_evaluated_key)
+                }
+                Some(_) => {
+                    let page = shared
+                        .client()
+                        .await
+                        .query()
+                        .table_name(&shared.table)
+                        .consistent_read(true)
+                        .key_condition_expression("#pk = :pk")
+                        .expression_attribute_names("#pk", &shared.names.key)
+                        .expression_attribute_values(
+                            ":pk",
+                            AttributeValue::S(shared.names.static_pk_value.clone()),
+                        )
+                        .set_exclusive_start_key(start.take())
+                        .send()
+                        .await
+                        .map_err(|e| shared.error("Query", &e))?;
+                    (page.items, page.last_evaluated_key)
+                }
+            };
+            circuits.extend(
+                items
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|i| shared.stored(i)),
+            );
+            match next {
+                Some(key) if !key.is_empty() => start = Some(key),
+                _ => break,
+            }
+        }
+        circuits.sort_by(|a, b| a.name.cmp(&b.name));
+        Ok(circuits)
+    }
+
+    /// One circuit's item, strongly consistent; `None` if it has none.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// if let Some(circuit) = store.inspect("payment-backend").await? {
+    ///     println!("expires at {:?}", circuit.expiration);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
+        let shared = &self.shared;
+        let output = shared
+            .client()
+            .await
+            .get_item()
+            .table_name(&shared.table)
+            .set_key(Some(shared.names.key(circuit)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| shared.error("GetItem", &e))?;
+        Ok(output.item().and_then(|item| shared.stored(item)))
+    }
+}
+
+impl Shared {
+    /// An item as an operator sees it; `None` for an item without a string name.
+    fn stored(&self, item: &Item) -> Option<StoredCircuit> {
+        let name_attr = self.names.sort_key.as_ref().unwrap_or(&self.names.key);
+        let name = item.get(name_attr)?.as_s().ok()?.clone();
+        let expiration = item
+            .get(&self.names.expiry)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse().ok());
+        Some(StoredCircuit {
+            name,
+            record: self.names.decode(item).map_err(|m| m.to_string()),
+            expiration,
+        })
+    }
+}
