@@ -34,6 +34,8 @@ mod store_runtime;
 pub mod emf;
 pub mod store;
 pub mod testing;
+#[cfg(feature = "tower")]
+pub mod tower;
 
 pub use breaker::CircuitBreaker;
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};

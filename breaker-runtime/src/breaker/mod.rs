@@ -6,7 +6,8 @@
 //! - [`store_access`]: store calls with the back-off after an error;
 //! - [`transitions`]: trip, probe election, probe outcome, each committed then announced;
 //! - [`hooks`]: the `on_transition` hooks;
-//! - [`call`] and [`admitted`]: the hand-written futures of a guarded call.
+//! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
+//! - `owned` (feature `tower`): a permit for futures that own their breaker.
 //!
 //! Hot path (closed, cached): one clock read, one atomic load, the call, and at most one
 //! atomic store. Everything else takes the slow path under a short std mutex that is never
@@ -22,12 +23,16 @@ mod cache;
 mod call;
 mod circuit;
 mod hooks;
+#[cfg(feature = "tower")]
+mod owned;
 mod permit;
 mod store_access;
 mod transitions;
 
 pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, guarded_call};
+#[cfg(feature = "tower")]
+pub(crate) use owned::{OwnedFuture, OwnedPermit, SlowAdmission};
 pub use permit::{
     Permit, PermitRequest, Recording, classify, fast_permit, request_permit,
     request_permit_blocking,

@@ -50,6 +50,14 @@ impl<'a> Permit<'a> {
         Self { circuit, kind }
     }
 
+    /// The kind of call this permit admitted, taken out of it: a future that owns its
+    /// breaker holds the kind and rebuilds the permit to record ([`super::owned`]). The
+    /// probe slot, if any, goes with the kind.
+    #[inline]
+    pub(super) fn detach(mut self) -> PermitKind {
+        std::mem::replace(&mut self.kind, PermitKind::Spent)
+    }
+
     /// Reports how the admitted call ended. The closed path completes inline; only a
     /// transition (trip, probe outcome) is a boxed future.
     #[inline]

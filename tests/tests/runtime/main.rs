@@ -12,4 +12,5 @@ mod fail_open;
 mod fleet_rules;
 mod model;
 mod store_contract_memory;
+mod tower_layer;
 mod valgrind;
