@@ -1,6 +1,7 @@
 //! The public value types that describe a circuit.
 
 use std::fmt;
+use std::sync::Arc;
 
 /// The state of a circuit, as stored in the shared record.
 ///
@@ -61,8 +62,9 @@ impl fmt::Display for CircuitState {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitInfo {
-    /// The circuit's id (the `name` of the attribute).
-    pub name: String,
+    /// The circuit's id (the `name` of the attribute). Shared with the circuit, so a
+    /// rejection neither allocates nor copies it.
+    pub name: Arc<str>,
     /// The state this environment believes the circuit is in.
     pub state: CircuitState,
     /// Consecutive failures: of the environment that tripped it while open, local ones while closed.

@@ -1,5 +1,6 @@
-//! The closed path allocates nothing: counted with dhat's heap profiler as the global
-//! allocator, over thousands of sync and async calls with the shared state cached.
+//! The closed path and the open path (a rejection) allocate nothing: counted with dhat's
+//! heap profiler as the global allocator, over thousands of sync and async calls with the
+//! shared state cached.
 
 use std::future::Future;
 use std::pin::pin;
@@ -8,7 +9,9 @@ use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState,
+};
 
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
@@ -19,6 +22,16 @@ struct Failure;
 impl From<CircuitBreakerOpenError> for Failure {
     fn from(_: CircuitBreakerOpenError) -> Self {
         Failure
+    }
+}
+
+/// Keeps what a rejection reported, so building and dropping it is part of what is counted.
+#[derive(Debug)]
+struct Rejected(CircuitInfo);
+
+impl From<CircuitBreakerOpenError> for Rejected {
+    fn from(open: CircuitBreakerOpenError) -> Self {
+        Rejected(open.circuit)
     }
 }
 
@@ -86,4 +99,51 @@ fn closed_path_calls_allocate_nothing() {
         });
     });
     assert_eq!(sanity, 1, "dhat counts allocations inside the call");
+}
+
+#[test]
+fn rejections_allocate_nothing() {
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(5)
+        .recovery_timeout(Duration::from_secs(600))
+        .local_cache_max_age(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let breaker = CircuitBreaker::new("alloc-open", Arc::new(InMemoryStore::new()), config);
+    // The trip writes the store (allocates); from then on every call is rejected from the
+    // cache until the recovery timeout.
+    for _ in 0..5 {
+        let _: Result<(), Failure> = breaker.call_blocking(|| Err(Failure));
+    }
+    assert_eq!(breaker.state(), CircuitState::Open);
+
+    let is_rejection = |r: &Result<u64, Rejected>| {
+        matches!(r, Err(Rejected(info))
+            if &*info.name == "alloc-open" && info.state == CircuitState::Open && info.failure_count == 5)
+    };
+    let sync = allocations_during(|| {
+        for i in 0..10_000u64 {
+            let r: Result<u64, Rejected> = breaker.call_blocking(|| Ok(i));
+            assert!(is_rejection(&r), "{r:?}");
+        }
+    });
+    assert_eq!(sync, 0, "sync open path");
+
+    let asynchronous = allocations_during(|| {
+        for i in 0..10_000u64 {
+            let r: Result<u64, Rejected> = ready(breaker.call(|| async move { Ok(i) }));
+            assert!(is_rejection(&r), "{r:?}");
+        }
+    });
+    assert_eq!(asynchronous, 0, "async open path");
+
+    // The counter sees what a rejection would cost with an owned name.
+    let sanity = allocations_during(|| {
+        let r: Result<u64, Rejected> = breaker.call_blocking(|| Ok(1));
+        if let Err(Rejected(info)) = r {
+            std::hint::black_box(info.name.to_string());
+        }
+    });
+    assert_eq!(sanity, 1, "dhat counts an allocation on the open path");
 }

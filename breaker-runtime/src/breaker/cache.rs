@@ -64,13 +64,15 @@ impl Circuit {
         self.publish(cache);
     }
 
-    /// Tells the hot path until when the circuit is known closed (0: it is not).
+    /// Tells the hot path until when the circuit is known closed (0: it is not), and the
+    /// open path until when the cached record rejects.
     pub(super) fn publish(&self, cache: &RecordCache) {
         let closed_until = match machine::runs_closed(&cache.record, self.now()) {
             true => cache.trusted_until(),
             false => 0,
         };
         self.closed_until.store(closed_until, Ordering::Release);
+        self.publish_rejection(cache, self.now());
     }
 
     /// Re-reads the shared record when the cache is stale. Only one task per circuit reads;
@@ -110,6 +112,8 @@ impl Circuit {
             Err(error) => {
                 if error.unreachable() {
                     cache.store_unreachable = true;
+                    // Who may elect itself, and when, can change with it.
+                    self.publish(&cache);
                 }
                 false
             }
@@ -147,12 +151,25 @@ impl Circuit {
         )
     }
 
-    /// The open path without a future or a store call: when the cached record needs no
-    /// refresh and says reject, [`permit_slow`](Self::permit_slow) would decide the same.
+    /// The open path without a future or a store call, at `now`: when the cached record
+    /// needs no refresh and says reject, [`permit_slow`](Self::permit_slow) would decide
+    /// the same. The published rejection decides without the lock; the record itself
+    /// when there is none (or it was being republished).
+    #[inline(never)]
+    pub(super) fn reject_from_cache(&self, now: u64) -> Option<CircuitInfo> {
+        if self.disabled {
+            return None;
+        }
+        match self.rejection.at(now) {
+            Some(rejected) => Some(self.report(rejected)),
+            None => self.reject_from_record(now),
+        }
+    }
+
+    /// [`reject_from_cache`](Self::reject_from_cache) under the lock, from the record.
     #[cold]
     #[inline(never)]
-    pub(super) fn reject_from_cache(&self) -> Option<CircuitInfo> {
-        let now = self.now();
+    fn reject_from_record(&self, now: u64) -> Option<CircuitInfo> {
         let cache = self.lock();
         if now >= cache.trusted_until() {
             return None;

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use super::cache::RecordCache;
 use super::hooks::Hooks;
 use super::permit::{Permit, PermitKind};
+use super::rejection::{PublishedRejection, Rejected};
 use crate::config::millis;
 use crate::machine::{self, Outcome, Policy};
 use crate::store::StateStore;
@@ -23,6 +24,8 @@ pub(super) struct Circuit {
     pub(super) hooks: Hooks,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
     pub(super) closed_until: AtomicU64,
+    /// The open path's test: until when the cached record rejects, and what it reports.
+    pub(super) rejection: PublishedRejection,
     /// Consecutive counted failures while closed.
     pub(super) failures: AtomicU32,
     /// A probe of this circuit is running in this process.
@@ -65,6 +68,7 @@ impl Circuit {
             disabled: environment::breakers_disabled(),
             hooks: Hooks::default(),
             closed_until: AtomicU64::new(0),
+            rejection: PublishedRejection::default(),
             failures: AtomicU32::new(0),
             probe_in_flight: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
@@ -80,11 +84,22 @@ impl Circuit {
     /// and fresh; `None` sends the call to the slow path.
     #[inline]
     pub(super) fn fast_permit(&self) -> Option<Permit<'_>> {
+        self.fast_admission().ok()
+    }
+
+    /// [`fast_permit`](Self::fast_permit), or the time it read (unix millis), so that the
+    /// open path that follows does not read the clock again.
+    #[inline]
+    pub(super) fn fast_admission(&self) -> Result<Permit<'_>, u64> {
         if self.disabled {
-            return Some(Permit::new(self, PermitKind::Bypass));
+            return Ok(Permit::new(self, PermitKind::Bypass));
         }
         let closed_until = self.closed_until.load(Ordering::Acquire);
-        (self.now() < closed_until).then_some(Permit::new(self, PermitKind::Closed))
+        let now = self.now();
+        match now < closed_until {
+            true => Ok(Permit::new(self, PermitKind::Closed)),
+            false => Err(now),
+        }
     }
 
     /// Counts a closed call's outcome without locking. Returns the failure count when the
@@ -120,15 +135,25 @@ impl Circuit {
     }
 
     pub(super) fn info_of(&self, record: &crate::store::CircuitRecord) -> CircuitInfo {
-        let failure_count = match record.state {
+        self.report(Rejected {
+            state: record.state,
+            failure_count: record.failure_count,
+            opened_at: record.opened_at,
+        })
+    }
+
+    /// What a rejection reports: no allocation (the name is shared).
+    #[inline]
+    pub(super) fn report(&self, rejected: Rejected) -> CircuitInfo {
+        let failure_count = match rejected.state {
             CircuitState::Closed => self.failures.load(Ordering::Relaxed),
-            _ => record.failure_count,
+            _ => rejected.failure_count,
         };
         CircuitInfo {
-            name: self.name.to_string(),
-            state: record.state,
+            name: Arc::clone(&self.name),
+            state: rejected.state,
             failure_count,
-            opened_at: record.opened_at,
+            opened_at: rejected.opened_at,
         }
     }
 }

@@ -3,6 +3,7 @@
 //! - [`circuit`]: the shared state of one circuit and its lock-free hot path;
 //! - [`permit`]: admission of one call and the report of how it ended;
 //! - [`cache`]: this environment's copy of the shared record, and its refresh;
+//! - [`rejection`]: the cached rejection, published for the open path to read lock-free;
 //! - [`store_access`]: store calls with the back-off after an error;
 //! - [`transitions`]: trip, probe election, probe outcome, each committed then announced;
 //! - [`hooks`]: the `on_transition` hooks;
@@ -10,8 +11,9 @@
 //! - `owned` (feature `tower`): a permit for futures that own their breaker.
 //!
 //! Hot path (closed, cached): one clock read, one atomic load, the call, and at most one
-//! atomic store. Everything else takes the slow path under a short std mutex that is never
-//! held across an await or a hook.
+//! atomic store. Open path (a rejection from the cache): one clock read and a few atomic
+//! loads, no lock, no allocation. Everything else takes the slow path under a short std
+//! mutex that is never held across an await or a hook.
 
 use std::fmt;
 use std::future::Future;
@@ -26,6 +28,7 @@ mod hooks;
 #[cfg(feature = "tower")]
 mod owned;
 mod permit;
+mod rejection;
 mod store_access;
 mod transitions;
 
@@ -256,7 +259,7 @@ impl CircuitBreaker {
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let breaker = CircuitBreaker::new("api", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
     /// let info = breaker.info().await;
-    /// assert_eq!((info.name.as_str(), info.state), ("api", CircuitState::Closed));
+    /// assert_eq!((&*info.name, info.state), ("api", CircuitState::Closed));
     /// # }
     /// ```
     pub async fn info(&self) -> CircuitInfo {

@@ -137,7 +137,7 @@ pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
 #[doc(hidden)]
 pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
     let circuit = &*breaker.circuit;
-    match circuit.reject_from_cache() {
+    match circuit.reject_from_cache(circuit.now()) {
         Some(info) => PermitRequest::Rejected(Some(info)),
         None => PermitRequest::Pending(Box::pin(circuit.permit_slow())),
     }
@@ -148,10 +148,11 @@ pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
 #[inline]
 pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, CircuitInfo> {
     let circuit = &*breaker.circuit;
-    if let Some(permit) = circuit.fast_permit() {
-        return Ok(permit);
-    }
-    match circuit.reject_from_cache() {
+    let now = match circuit.fast_admission() {
+        Ok(permit) => return Ok(permit),
+        Err(now) => now,
+    };
+    match circuit.reject_from_cache(now) {
         Some(info) => Err(info),
         None => block_on(circuit.permit_slow()),
     }

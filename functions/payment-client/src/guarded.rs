@@ -132,7 +132,7 @@ mod tests {
             }
         };
         assert!(failures >= 1);
-        assert_eq!(open.circuit.name, CIRCUIT);
+        assert_eq!(&*open.circuit.name, CIRCUIT);
         // Open: the refusing API is not called either, whatever it would answer.
         assert!(matches!(
             refusing.charge_guarded(&order).await,

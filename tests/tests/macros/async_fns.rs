@@ -37,7 +37,7 @@ async fn trips_skips_the_body_while_open_and_recovers() {
         let open = error
             .downcast_ref::<CircuitBreakerOpenError>()
             .expect("open error");
-        assert_eq!(open.circuit.name, "async-plain");
+        assert_eq!(&*open.circuit.name, "async-plain");
         assert_eq!(open.circuit.state, CircuitState::Open);
         assert_eq!(open.circuit.opened_at, Some(opened_at));
     }
@@ -119,7 +119,7 @@ async fn question_mark_early_return_and_a_custom_error_enum() {
         matches!(lookup("x").await, Err(LookupError::Parse(e)) if e.to_string().contains("invalid digit"))
     );
     assert!(
-        matches!(lookup("1").await, Err(LookupError::Open(e)) if e.circuit.name == "async-question-mark")
+        matches!(lookup("1").await, Err(LookupError::Open(e)) if &*e.circuit.name == "async-question-mark")
     );
 }
 

@@ -204,7 +204,7 @@ impl Client {
     }
 
     async fn cached_quote(&self, sku: u32, circuit: CircuitInfo) -> Result<u32, anyhow::Error> {
-        assert_eq!(circuit.name, "method-cb");
+        assert_eq!(&*circuit.name, "method-cb");
         Ok(self.fallback_value + sku)
     }
 }

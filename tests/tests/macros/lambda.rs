@@ -33,7 +33,7 @@ async fn a_guarded_handler_runs_under_service_fn() {
     let open = rejected
         .downcast_ref::<CircuitBreakerOpenError>()
         .expect("lambda_runtime::Error carries CircuitBreakerOpenError");
-    assert_eq!(open.circuit.name, "lambda-handler");
+    assert_eq!(&*open.circuit.name, "lambda-handler");
 }
 
 #[circuit_breaker(name = "lambda-fallback", failure_threshold = 1, on_circuit_open = queued, persistence_store = InMemoryStore::new())]

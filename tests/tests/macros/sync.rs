@@ -43,7 +43,7 @@ fn trips_after_failure_threshold_and_then_skips_the_body() {
         let open = error
             .downcast_ref::<CircuitBreakerOpenError>()
             .expect("a rejection carries CircuitBreakerOpenError");
-        assert_eq!(open.circuit.name, "sync-plain");
+        assert_eq!(&*open.circuit.name, "sync-plain");
         assert_eq!(open.circuit.state, CircuitState::Open);
         assert_eq!(open.circuit.opened_at, Some(opened_at));
         assert_eq!(open.circuit.failure_count, 3);

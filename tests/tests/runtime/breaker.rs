@@ -59,7 +59,7 @@ async fn trips_after_threshold_rejects_without_calling_then_recovers() {
     );
     let Err(e) = rejected else { unreachable!() };
     let info = &e.downcast_ref::<CircuitBreakerOpenError>().unwrap().circuit;
-    assert_eq!(info.name, "svc");
+    assert_eq!(&*info.name, "svc");
     assert_eq!(info.state, CircuitState::Open);
     assert_eq!(info.failure_count, 3);
     assert_eq!(info.opened_at, Some(stored.opened_at.unwrap()));
