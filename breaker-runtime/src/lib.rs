@@ -30,6 +30,7 @@ mod error;
 mod machine;
 mod state;
 mod store_runtime;
+mod warm_up;
 
 pub mod emf;
 pub mod store;
@@ -42,6 +43,7 @@ pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
 pub use default_store::{default_store, set_default_store};
 pub use error::{CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use state::{CircuitInfo, CircuitState, CircuitTransition};
+pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]
 #[doc = include_str!("attribute_docs.md")]

@@ -51,6 +51,17 @@ pub fn circuit(
     }
 }
 
+/// The circuit the call sites naming `name` with `store` share, if one was created.
+pub(crate) fn registered(name: &str, store: &Arc<dyn StateStore>) -> Option<CircuitBreaker> {
+    let address = Arc::as_ptr(store).cast::<()>().addr();
+    REGISTRY
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|((n, a), _)| *n == name && *a == address)
+        .map(|(_, breaker)| breaker.clone())
+}
+
 /// `on_transition = path`: a `fn(CircuitTransition)`.
 pub fn transition_hook(hook: fn(CircuitTransition)) -> Option<fn(CircuitTransition)> {
     Some(hook)

@@ -44,6 +44,20 @@ pub(crate) async fn read(
     .await
 }
 
+/// Reads the records of `circuits` on the store runtime, in one batched read where the
+/// store can: the warm-up, which also leaves the store's connection open on this runtime.
+pub(crate) async fn read_many(
+    store: Arc<dyn StateStore>,
+    circuits: Vec<Arc<str>>,
+    timeout: Duration,
+) -> Result<Vec<Option<CircuitRecord>>, StoreError> {
+    on_store_runtime(timeout, async move {
+        let names: Vec<&str> = circuits.iter().map(|circuit| &**circuit).collect();
+        store.read_many(&names).await
+    })
+    .await
+}
+
 /// Applies `transition` to `circuit`'s record on the store runtime.
 pub(crate) async fn apply(
     store: Arc<dyn StateStore>,

@@ -29,6 +29,7 @@ pub struct ScriptedStore {
     behaviour: std::sync::Mutex<Behaviour>,
     reads: AtomicUsize,
     consistent_reads: AtomicUsize,
+    batched_reads: AtomicUsize,
     writes: AtomicUsize,
 }
 
@@ -45,6 +46,7 @@ impl ScriptedStore {
             behaviour: std::sync::Mutex::new(behaviour),
             reads: AtomicUsize::new(0),
             consistent_reads: AtomicUsize::new(0),
+            batched_reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
         }
     }
@@ -68,6 +70,12 @@ impl ScriptedStore {
         self.consistent_reads.load(Ordering::SeqCst)
     }
 
+    /// Batched reads ([`StateStore::read_many`]) so far (answered or not); not counted in
+    /// [`reads`](Self::reads).
+    pub fn batched_reads(&self) -> usize {
+        self.batched_reads.load(Ordering::SeqCst)
+    }
+
     /// Writes so far (answered or not).
     pub fn writes(&self) -> usize {
         self.writes.load(Ordering::SeqCst)
@@ -75,13 +83,14 @@ impl ScriptedStore {
 
     /// Every operation so far.
     pub fn calls(&self) -> usize {
-        self.reads() + self.writes()
+        self.reads() + self.batched_reads() + self.writes()
     }
 
     /// Counts from zero again.
     pub fn reset_counts(&self) {
         self.reads.store(0, Ordering::SeqCst);
         self.consistent_reads.store(0, Ordering::SeqCst);
+        self.batched_reads.store(0, Ordering::SeqCst);
         self.writes.store(0, Ordering::SeqCst);
     }
 
@@ -119,6 +128,13 @@ impl StateStore for ScriptedStore {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.consistent_reads.fetch_add(1, Ordering::SeqCst);
         self.behave(false, || self.inner.read_consistent(circuit))
+    }
+    fn read_many<'a>(
+        &'a self,
+        circuits: &'a [&'a str],
+    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
+        self.batched_reads.fetch_add(1, Ordering::SeqCst);
+        self.behave(false, || self.inner.read_many(circuits))
     }
     fn apply<'a>(
         &'a self,

@@ -4,6 +4,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{MutexGuard, PoisonError};
+use std::time::Instant;
 
 use super::circuit::Circuit;
 use crate::config::millis;
@@ -73,6 +74,25 @@ impl Circuit {
         };
         self.closed_until.store(closed_until, Ordering::Release);
         self.publish_rejection(cache, self.now());
+    }
+
+    /// Takes a record a warm-up read (from `read_started` on) as if this circuit had read
+    /// it then: trusted for `local_cache_max_age` from the read. Only a circuit that has
+    /// neither read nor written anything yet takes it; what it knows is newer.
+    pub(super) fn adopt_warmed(&self, record: Option<CircuitRecord>, read_started: Instant) {
+        let Some(left) = self
+            .config
+            .local_cache_max_age
+            .checked_sub(read_started.elapsed())
+        else {
+            return;
+        };
+        let mut cache = self.lock();
+        if cache.trusted_until() != 0 || cache.version != 0 {
+            return;
+        }
+        cache.fresh_until = self.now().saturating_add(millis(left));
+        self.adopt(&mut cache, record.unwrap_or_default());
     }
 
     /// Re-reads the shared record when the cache is stale. Only one task per circuit reads;

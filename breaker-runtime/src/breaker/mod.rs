@@ -19,6 +19,7 @@ use std::fmt;
 use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
+use std::time::Instant;
 
 mod admitted;
 mod cache;
@@ -42,7 +43,7 @@ pub use permit::{
 };
 
 use crate::machine::Outcome;
-use crate::store::StateStore;
+use crate::store::{CircuitRecord, StateStore};
 use crate::{
     CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState, CircuitTransition,
 };
@@ -99,9 +100,27 @@ impl CircuitBreaker {
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
-        Self {
+        let breaker = Self {
             circuit: Arc::new(Circuit::new(name.into().into(), store, config)),
+        };
+        // Created after a warm-up read its record: a cache hit from the first call.
+        if let Some((record, read_started)) =
+            crate::warm_up::warmed(&breaker.circuit.store, &breaker.circuit.name)
+        {
+            breaker.adopt_warmed(record, read_started);
         }
+        breaker
+    }
+
+    /// The store the circuit's shared state lives in.
+    pub(crate) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.circuit.store
+    }
+
+    /// Takes a record a warm-up read (the read started at `read_started`) as the circuit's
+    /// cache, unless the circuit already knows something of its own.
+    pub(crate) fn adopt_warmed(&self, record: Option<CircuitRecord>, read_started: Instant) {
+        self.circuit.adopt_warmed(record, read_started);
     }
 
     /// Adds a hook that runs after each transition this environment commits, outside every

@@ -61,7 +61,8 @@ impl PublishedRejection {
         let report = self.report.load(Ordering::Relaxed);
         let opened_at = self.opened_at.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
-        let unchanged = sequence.is_multiple_of(2) && self.sequence.load(Ordering::Relaxed) == sequence;
+        let unchanged =
+            sequence.is_multiple_of(2) && self.sequence.load(Ordering::Relaxed) == sequence;
         unchanged.then(|| decode(report, opened_at))
     }
 }

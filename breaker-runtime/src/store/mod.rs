@@ -129,6 +129,34 @@ pub trait StateStore: fmt::Debug + Send + Sync {
         self.read(circuit)
     }
 
+    /// The records of `circuits`, in their order, as [`read`](Self::read) would return
+    /// each: the warm-up at init ([`warm_up`](crate::warm_up)) reads every circuit of a
+    /// function with it. The default reads one after another; a store that can should
+    /// answer in one request (`DynamoDbStore`: one `BatchGetItem`).
+    ///
+    /// ```
+    /// use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let store = InMemoryStore::new();
+    /// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+    /// store.apply("b", &trip).await.unwrap();
+    /// let records = store.read_many(&["a", "b"]).await.unwrap();
+    /// assert_eq!(records, vec![None, Some(CircuitRecord::open(100, 5))]);
+    /// # }
+    /// ```
+    fn read_many<'a>(
+        &'a self,
+        circuits: &'a [&'a str],
+    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
+        Box::pin(async move {
+            let mut records = Vec::with_capacity(circuits.len());
+            for circuit in circuits {
+                records.push(self.read(circuit).await?);
+            }
+            Ok(records)
+        })
+    }
+
     /// Applies `transition` to `circuit`'s record if its condition holds, atomically.
     fn apply<'a>(
         &'a self,
@@ -143,6 +171,12 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
     }
     fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         (**self).read_consistent(circuit)
+    }
+    fn read_many<'a>(
+        &'a self,
+        circuits: &'a [&'a str],
+    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
+        (**self).read_many(circuits)
     }
     fn apply<'a>(
         &'a self,

@@ -11,6 +11,7 @@ mod fleet;
 mod item_layout;
 mod malformed;
 mod store_contract;
+mod warm_up;
 
 /// A fresh dynalite with the default circuit table `circuits` and a store on it.
 async fn simple_table() -> (Dynalite, DynamoDbStore) {

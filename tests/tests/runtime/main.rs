@@ -14,3 +14,4 @@ mod model;
 mod store_contract_memory;
 mod tower_layer;
 mod valgrind;
+mod warm_up;

@@ -28,6 +28,7 @@ use super::{
     WriteOutcome,
 };
 
+mod batch;
 mod builder;
 mod conditions;
 mod item;
@@ -43,8 +44,9 @@ pub use listing::StoredCircuit;
 ///
 /// The table needs a string partition key (`id` by default), or a string partition key
 /// and a string sort key (see [`DynamoDbStoreBuilder::sort_key_attr`]); enable TTL on
-/// `expiration`. The function needs `dynamodb:GetItem`, `PutItem` and `UpdateItem` on it.
-/// Cheap to clone (clones share one client).
+/// `expiration`. The function needs `dynamodb:GetItem`, `PutItem` and `UpdateItem` on it,
+/// and `BatchGetItem` to [warm up](crate::warm_up) at init. Cheap to clone (clones share
+/// one client).
 ///
 /// ```no_run
 /// use std::sync::{Arc, LazyLock};
@@ -415,6 +417,13 @@ impl StateStore for DynamoDbStore {
 
     fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
         Box::pin(self.shared.read(circuit, true))
+    }
+
+    fn read_many<'a>(
+        &'a self,
+        circuits: &'a [&'a str],
+    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
+        Box::pin(self.shared.read_many(circuits))
     }
 
     fn apply<'a>(

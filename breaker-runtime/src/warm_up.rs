@@ -1,0 +1,223 @@
+//! Warm-up at init: the records of a function's circuits read in one batched request, and
+//! the store's connection opened, before the first invocation, so that the first guarded
+//! call of a new execution environment is a cache hit instead of a store round trip.
+//!
+//! A circuit that exists reads the answer into its cache at once; one that does not yet (an
+//! attribute's circuit is created by its first call) finds it here when it is created, and
+//! trusts it for its `local_cache_max_age` from the read, as if it had read it itself.
+
+use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::store::{CircuitRecord, StateStore, StoreError};
+use crate::{CircuitBreaker, CircuitBreakerConfig, default_store, environment, store_runtime};
+
+/// Reads the shared records of the circuits named `circuits` on the
+/// [default store](crate::default_store) in one batched request, before the first
+/// invocation: the circuits of `#[circuit_breaker]` call sites that name no
+/// `persistence_store`. Call it once in `main`, after
+/// [`set_default_store`](crate::set_default_store) if you use it.
+///
+/// It fails open: a store that errs or does not answer within the timeout (1 s, see
+/// [`WarmUp::timeout`]) is logged and the error returned; the circuits then read the
+/// store on their first call, as without a warm-up. Returns how many records were read.
+/// For `CircuitBreaker` values, circuits on other stores and a timeout of your own, see
+/// [`WarmUp`].
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// // In `main`, before `lambda_runtime::run`:
+/// let warmed = breaker_runtime::warm_up(["payment-backend", "cost-explorer"]).await;
+/// assert_eq!(warmed, Ok(2));
+/// # }
+/// ```
+pub async fn warm_up<I>(circuits: I) -> Result<usize, StoreError>
+where
+    I: IntoIterator,
+    I::Item: AsRef<str>,
+{
+    WarmUp::new().circuits(circuits).run().await
+}
+
+/// A warm-up of several circuits, on one or more stores: one batched read per store.
+///
+/// ```
+/// use std::sync::Arc;
+/// use std::time::Duration;
+/// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, WarmUp};
+/// use breaker_runtime::store::{InMemoryStore, StateStore};
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
+/// let queue = CircuitBreaker::new("queue", Arc::clone(&store), CircuitBreakerConfig::default());
+/// let warmed = WarmUp::new()
+///     .circuits(["payment-backend"]) // attribute call sites on the default store
+///     .circuits_in(&store, ["ledger"]) // call sites with `persistence_store = <this Arc>`
+///     .breaker(&queue) // a `CircuitBreaker` value
+///     .timeout(Duration::from_millis(500))
+///     .run()
+///     .await;
+/// assert_eq!(warmed, Ok(3));
+/// # }
+/// ```
+#[derive(Debug, Default)]
+#[must_use = "a warm-up does nothing until `run` is awaited"]
+pub struct WarmUp {
+    /// Circuits by store, in the order their stores were first named.
+    groups: Vec<Group>,
+    timeout: Option<Duration>,
+}
+
+/// What one store is asked for.
+#[derive(Debug)]
+struct Group {
+    store: Arc<dyn StateStore>,
+    names: Vec<Arc<str>>,
+    breakers: Vec<CircuitBreaker>,
+}
+
+impl WarmUp {
+    /// A warm-up of nothing yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds circuits on the [default store](crate::default_store) by name.
+    pub fn circuits<I>(self, circuits: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        self.circuits_in(&default_store(), circuits)
+    }
+
+    /// Adds circuits on `store` by name: the call sites whose `persistence_store` is this
+    /// `Arc` (or a clone of it).
+    pub fn circuits_in<I>(mut self, store: &Arc<dyn StateStore>, circuits: I) -> Self
+    where
+        I: IntoIterator,
+        I::Item: AsRef<str>,
+    {
+        let group = self.group(store);
+        for circuit in circuits {
+            let circuit = circuit.as_ref();
+            if !group.names.iter().any(|name| &**name == circuit) {
+                group.names.push(circuit.into());
+            }
+        }
+        self
+    }
+
+    /// Adds a `CircuitBreaker` value (and so every clone of it).
+    pub fn breaker(mut self, breaker: &CircuitBreaker) -> Self {
+        let group = self.group(breaker.store());
+        if !group.names.iter().any(|name| **name == *breaker.name()) {
+            group.names.push(breaker.name().into());
+        }
+        group.breakers.push(breaker.clone());
+        self
+    }
+
+    /// How long the whole warm-up may take; by default the default `store_timeout`, 1 s.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Reads every circuit's record, one batched read per store, and hands each to its
+    /// circuit. Returns how many records were read; on an error (logged), the circuits
+    /// of the stores that answered are warm and the others read on their first call.
+    pub async fn run(self) -> Result<usize, StoreError> {
+        if environment::breakers_disabled() {
+            return Ok(0);
+        }
+        let timeout = self
+            .timeout
+            .unwrap_or_else(|| CircuitBreakerConfig::default().store_timeout());
+        let deadline = Instant::now() + timeout;
+        let mut read = 0;
+        for group in self.groups {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            let started = Instant::now();
+            let records = store_runtime::read_many(
+                Arc::clone(&group.store),
+                group.names.clone(),
+                remaining.max(Duration::from_millis(1)),
+            )
+            .await;
+            let records = match records {
+                Ok(records) => records,
+                Err(error) => {
+                    tracing::warn!(%error, circuits = ?group.names, "circuit breaker warm-up failed; these circuits read the store on their first call");
+                    return Err(error);
+                }
+            };
+            read += records.len();
+            for (name, record) in group.names.iter().zip(records) {
+                // Kept first: a circuit created from now on finds it, one created before
+                // is among those below.
+                keep(Warmed {
+                    store: Arc::clone(&group.store),
+                    name: Arc::clone(name),
+                    record: record.clone(),
+                    read_started: started,
+                });
+                let registered = crate::__private::registered(name, &group.store);
+                let named = group.breakers.iter().filter(|b| b.name() == &**name);
+                for breaker in named.chain(registered.as_ref()) {
+                    breaker.adopt_warmed(record.clone(), started);
+                }
+            }
+        }
+        Ok(read)
+    }
+
+    fn group(&mut self, store: &Arc<dyn StateStore>) -> &mut Group {
+        let index = match self.groups.iter().position(|g| same_store(&g.store, store)) {
+            Some(index) => index,
+            None => {
+                self.groups.push(Group {
+                    store: Arc::clone(store),
+                    names: Vec::new(),
+                    breakers: Vec::new(),
+                });
+                self.groups.len() - 1
+            }
+        };
+        &mut self.groups[index]
+    }
+}
+
+/// A record read by a warm-up, for a circuit created after it.
+#[derive(Debug)]
+struct Warmed {
+    /// Kept alive, so that its address is not reused while it identifies the store.
+    store: Arc<dyn StateStore>,
+    name: Arc<str>,
+    record: Option<CircuitRecord>,
+    read_started: Instant,
+}
+
+static WARMED: LazyLock<Mutex<Vec<Warmed>>> = LazyLock::new(Mutex::default);
+
+fn keep(warmed: Warmed) {
+    let mut all = WARMED.lock().unwrap_or_else(PoisonError::into_inner);
+    all.retain(|w| !(w.name == warmed.name && same_store(&w.store, &warmed.store)));
+    all.push(warmed);
+}
+
+/// What the last warm-up read of `name` on `store`, and when the read started.
+pub(crate) fn warmed(
+    store: &Arc<dyn StateStore>,
+    name: &str,
+) -> Option<(Option<CircuitRecord>, Instant)> {
+    let all = WARMED.lock().unwrap_or_else(PoisonError::into_inner);
+    all.iter()
+        .find(|w| &*w.name == name && same_store(&w.store, store))
+        .map(|w| (w.record.clone(), w.read_started))
+}
+
+/// The same store object: the same allocation, whatever the vtable.
+pub(crate) fn same_store(a: &Arc<dyn StateStore>, b: &Arc<dyn StateStore>) -> bool {
+    Arc::as_ptr(a).cast::<()>() == Arc::as_ptr(b).cast::<()>()
+}

@@ -1,0 +1,115 @@
+//! The warm-up's batched read on DynamoDB: one `BatchGetItem` for every circuit (chunks of
+//! 100 keys, duplicates asked once, answers in the order asked, with a sort key too), after
+//! which a circuit's first call sends nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, WarmUp};
+use breaker_tests::fault_proxy::{FaultProxy, Service};
+use breaker_tests::fixtures::dynalite::Dynalite;
+use breaker_tests::fixtures::sdk::local_sdk_config;
+use breaker_tests::wall_clock::unix_secs;
+
+use super::simple_table;
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+fn trip(opened_at: u64) -> Transition {
+    Transition::Trip {
+        failure_count: 4,
+        opened_at,
+        expiration: opened_at + 3600,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_answers_every_circuit_in_the_order_asked() {
+    let (_dynalite, store) = simple_table().await;
+    store.apply("open-a", &trip(100)).await.unwrap();
+    store.apply("open-b", &trip(200)).await.unwrap();
+    // More than one request's worth of keys, with duplicates.
+    let mut names: Vec<String> = (0..130).map(|i| format!("missing-{i}")).collect();
+    names.insert(7, "open-a".into());
+    names.push("open-b".into());
+    names.push("open-a".into());
+    let asked: Vec<&str> = names.iter().map(String::as_str).collect();
+
+    let records = store.read_many(&asked).await.unwrap();
+    assert_eq!(records.len(), asked.len());
+    for (name, record) in asked.iter().zip(&records) {
+        let expected = match *name {
+            "open-a" => Some(CircuitRecord::open(100, 4)),
+            "open-b" => Some(CircuitRecord::open(200, 4)),
+            _ => None,
+        };
+        assert_eq!(record, &expected, "{name}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_finds_circuits_under_a_static_partition_key() {
+    let dynalite = Dynalite::start().await.unwrap();
+    dynalite
+        .create_table("shared", "pk", Some("sk"))
+        .await
+        .unwrap();
+    let store = DynamoDbStore::builder()
+        .table_name("shared")
+        .key_attr("pk")
+        .sort_key_attr("sk")
+        .static_pk_value("circuit_breaker#orders")
+        .client(dynalite.client())
+        .build()
+        .unwrap();
+    store.apply("open", &trip(300)).await.unwrap();
+    let records = store.read_many(&["closed", "open"]).await.unwrap();
+    assert_eq!(records, vec![None, Some(CircuitRecord::open(300, 4))]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_warm_up_the_first_calls_send_nothing() {
+    let dynalite = Dynalite::start().await.unwrap();
+    dynalite.create_circuit_table("circuits").await.unwrap();
+    let proxy = FaultProxy::start(&format!("127.0.0.1:{}", dynalite.port()))
+        .await
+        .unwrap();
+    let store: Arc<dyn StateStore> = Arc::new(
+        DynamoDbStore::builder()
+            .table_name("circuits")
+            .sdk_config(&local_sdk_config(proxy.endpoint()))
+            .build()
+            .unwrap(),
+    );
+    store.apply("tripped", &trip(unix_secs())).await.unwrap();
+    let sent_before = proxy.seen(Service::Other);
+
+    let config = CircuitBreakerConfig::builder()
+        .local_cache_max_age(Duration::from_secs(60))
+        .build()
+        .unwrap();
+    let healthy = CircuitBreaker::new("healthy", Arc::clone(&store), config.clone());
+    let warmed = WarmUp::new()
+        .breaker(&healthy)
+        .circuits_in(&store, ["tripped"])
+        .run()
+        .await;
+    assert_eq!(warmed, Ok(2));
+    assert_eq!(
+        proxy.seen(Service::Other),
+        sent_before + 1,
+        "one BatchGetItem"
+    );
+
+    let tripped = CircuitBreaker::new("tripped", Arc::clone(&store), config);
+    let ran: Result<u8, Error> = healthy.call(|| async { Ok(1) }).await;
+    assert_eq!(ran.unwrap(), 1);
+    let rejected: Result<u8, Error> = tripped.call(|| async { Ok(2) }).await;
+    assert!(rejected.unwrap_err().is::<CircuitBreakerOpenError>());
+    assert_eq!(
+        proxy.seen(Service::Other),
+        sent_before + 1,
+        "both first calls were cache hits"
+    );
+}

@@ -1,0 +1,168 @@
+//! Warm-up at init: one batched read for every circuit named, after which the first call of
+//! each is a cache hit; a store that fails or hangs during it never holds init up.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use breaker_runtime::store::{StateStore, Transition};
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, WarmUp,
+    circuit_breaker,
+};
+use breaker_tests::doubles::{Behaviour, ScriptedStore};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+const NOW_SECS: u64 = 1_700_000_000;
+
+fn config(clock: &ManualClock) -> CircuitBreakerConfig {
+    CircuitBreakerConfig::builder()
+        .recovery_timeout(Duration::from_secs(30))
+        .local_cache_max_age(Duration::from_secs(60))
+        .store_timeout(Duration::from_millis(200))
+        .clock(clock.clone())
+        .build()
+        .unwrap()
+}
+
+/// A store whose circuit `tripped` is open since now (by another environment).
+async fn store_with_open_circuit(tripped: &str) -> Arc<ScriptedStore> {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
+    let trip = Transition::Trip {
+        failure_count: 5,
+        opened_at: NOW_SECS,
+        expiration: NOW_SECS + 3600,
+    };
+    store.apply(tripped, &trip).await.unwrap();
+    store.reset_counts();
+    store
+}
+
+async fn runs(breaker: &CircuitBreaker) -> bool {
+    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
+    match r {
+        Ok(()) => true,
+        Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some() => false,
+        Err(e) => panic!("unexpected error {e}"),
+    }
+}
+
+#[tokio::test]
+async fn one_batched_read_warms_existing_and_later_circuits() {
+    let clock = ManualClock::at_unix_millis(NOW_SECS * 1000);
+    let store = store_with_open_circuit("tripped").await;
+    let shared: Arc<dyn StateStore> = store.clone();
+    // Created before the warm-up, named as a value.
+    let existing = CircuitBreaker::new("existing", shared.clone(), config(&clock));
+
+    let warmed = WarmUp::new()
+        .breaker(&existing)
+        .circuits_in(&shared, ["tripped", "later", "tripped"])
+        .run()
+        .await;
+    assert_eq!(warmed, Ok(3), "one record per circuit, duplicates once");
+    assert_eq!(store.batched_reads(), 1);
+    assert_eq!(store.reads(), 0, "no read of its own");
+
+    // Created after the warm-up: they find what it read.
+    let tripped = CircuitBreaker::new("tripped", shared.clone(), config(&clock));
+    let later = CircuitBreaker::new("later", shared.clone(), config(&clock));
+    assert_eq!(tripped.state(), CircuitState::Open, "adopted at creation");
+    assert!(runs(&existing).await);
+    assert!(runs(&later).await);
+    assert!(
+        !runs(&tripped).await,
+        "the fleet's open state, known from init"
+    );
+    assert_eq!(store.calls(), 1, "every first call was a cache hit");
+
+    // Trusted for the cache age from the read, like any read: then read again.
+    clock.advance(Duration::from_secs(61));
+    assert!(runs(&later).await);
+    assert_eq!(store.reads(), 1);
+}
+
+#[tokio::test]
+async fn a_circuit_with_its_own_knowledge_keeps_it() {
+    let clock = ManualClock::at_unix_millis(NOW_SECS * 1000);
+    let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
+    let shared: Arc<dyn StateStore> = store.clone();
+    let breaker = CircuitBreaker::new("quiet", shared.clone(), config(&clock));
+    assert!(runs(&breaker).await, "read the closed record itself");
+    // Another environment trips it meanwhile. A warm-up's read does not replace what a
+    // circuit read (or wrote) on its own: the circuit trusts its own read for its cache
+    // age, as without a warm-up.
+    let trip = Transition::Trip {
+        failure_count: 5,
+        opened_at: NOW_SECS,
+        expiration: NOW_SECS + 3600,
+    };
+    store.apply("quiet", &trip).await.unwrap();
+    assert_eq!(WarmUp::new().breaker(&breaker).run().await, Ok(1));
+    assert_eq!(breaker.state(), CircuitState::Closed);
+    assert!(runs(&breaker).await);
+    assert_eq!(store.reads(), 1);
+}
+
+#[tokio::test]
+async fn a_failing_or_hanging_store_fails_the_warm_up_open() {
+    let clock = ManualClock::at_unix_millis(NOW_SECS * 1000);
+    for behaviour in [Behaviour::Failing, Behaviour::Hanging] {
+        let store = Arc::new(ScriptedStore::new(behaviour));
+        let shared: Arc<dyn StateStore> = store.clone();
+        let breaker = CircuitBreaker::new("downstream", shared.clone(), config(&clock));
+        let warmed = tokio::time::timeout(
+            Duration::from_secs(30),
+            WarmUp::new()
+                .breaker(&breaker)
+                .timeout(Duration::from_millis(300))
+                .run(),
+        )
+        .await
+        .expect("the warm-up ends by its timeout");
+        let error = warmed.expect_err("the store did not answer");
+        if behaviour == Behaviour::Hanging {
+            assert!(error.to_string().contains("timed out"), "{error}");
+        }
+        // Nothing was learnt: the first call reads the store (and fails open).
+        store.set(Behaviour::Healthy);
+        assert!(runs(&breaker).await);
+        assert_eq!(store.reads(), 1, "{behaviour:?}");
+    }
+}
+
+static STORE: std::sync::LazyLock<Arc<ScriptedStore>> =
+    std::sync::LazyLock::new(|| Arc::new(ScriptedStore::new(Behaviour::Healthy)));
+
+#[circuit_breaker(name = "attribute-site", local_cache_max_age = 60)]
+async fn on_the_default_store() -> Result<u32, Error> {
+    Ok(7)
+}
+
+#[circuit_breaker(name = "attribute-own-store", local_cache_max_age = 60, persistence_store = STORE.clone())]
+async fn on_its_own_store() -> Result<u32, Error> {
+    Ok(8)
+}
+
+#[tokio::test]
+async fn attribute_call_sites_are_warmed_by_name() {
+    breaker_runtime::set_default_store(Arc::clone(&STORE)).unwrap();
+    let own: Arc<dyn StateStore> = STORE.clone();
+    // The default store wraps `STORE` in an `Arc` of its own: two stores, one batched read
+    // each (both counted by `STORE`).
+    let warmed = WarmUp::new()
+        .circuits(["attribute-site"])
+        .circuits_in(&own, ["attribute-own-store"])
+        .run()
+        .await;
+    assert_eq!(warmed, Ok(2));
+    assert_eq!(STORE.batched_reads(), 2);
+    assert_eq!(on_the_default_store().await.unwrap(), 7);
+    assert_eq!(on_its_own_store().await.unwrap(), 8);
+    assert_eq!(
+        STORE.calls(),
+        2,
+        "the batched reads only: the first calls were cache hits"
+    );
+}
