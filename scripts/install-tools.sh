@@ -18,11 +18,12 @@ install_python() {
   if [[ ! -x "$LOCAL/venv/bin/python" ]]; then
     python3 -m venv "$LOCAL/venv"
   fi
-  if [[ ! -f "$LOCAL/venv/.installed-v1" ]]; then
-    echo "installing moto, cfn-lint, aws-sam-cli, cargo-lambda into .local/venv" >&2
+  if [[ ! -f "$LOCAL/venv/.installed-v2" ]]; then
+    echo "installing moto, cfn-lint, aws-sam-cli, cargo-lambda, aws-lambda-powertools into .local/venv" >&2
     "$LOCAL/venv/bin/pip" install --quiet --disable-pip-version-check \
-      'moto[server]==5.1.*' 'cfn-lint==1.*' 'aws-sam-cli==1.*' 'cargo-lambda==1.*' >&2
-    touch "$LOCAL/venv/.installed-v1"
+      'moto[server]==5.1.*' 'cfn-lint==1.*' 'aws-sam-cli==1.*' 'cargo-lambda==1.*' \
+      'aws-lambda-powertools==3.*' >&2
+    touch "$LOCAL/venv/.installed-v2"
   fi
 }
 

@@ -20,6 +20,24 @@ pub struct StoredCircuit {
     pub expiration: Option<u64>,
 }
 
+impl StoredCircuit {
+    /// A circuit named `name` whose item decoded to `record` (or did not, and why), without
+    /// a TTL.
+    ///
+    /// ```
+    /// use breaker_runtime::store::{CircuitRecord, StoredCircuit};
+    /// let circuit = StoredCircuit::new("payment-backend", Ok(CircuitRecord::closed()));
+    /// assert_eq!(circuit.expiration, None);
+    /// ```
+    pub fn new(name: impl Into<String>, record: Result<CircuitRecord, String>) -> Self {
+        Self {
+            name: name.into(),
+            record,
+            expiration: None,
+        }
+    }
+}
+
 impl DynamoDbStore {
     /// Every circuit in the table, sorted by name: a Scan (`dynamodb:Scan`), or with a
     /// composite key a Query of the static partition key (`dynamodb:Query`). Strongly

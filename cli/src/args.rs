@@ -1,0 +1,180 @@
+//! The command line: global options that locate the table, and one subcommand per action.
+
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Operate breaker's circuit table: see every circuit, force one open or disable it
+/// fleet-wide, close it, release an override, watch an incident.
+///
+/// The table and its key layout come from flags or the environment the functions use
+/// (`CIRCUIT_BREAKER_TABLE`); credentials, region and endpoint from the standard AWS
+/// configuration (`AWS_PROFILE`, `AWS_REGION`, `AWS_ENDPOINT_URL_DYNAMODB`, ...).
+#[derive(Debug, Parser)]
+#[command(name = "breaker", version)]
+pub(crate) struct Cli {
+    #[command(flatten)]
+    pub(crate) table: TableArgs,
+    #[command(subcommand)]
+    pub(crate) command: Command,
+}
+
+/// Where the circuits are, and how their items are laid out (as configured on the
+/// functions' `DynamoDbStore`).
+#[derive(Debug, Args)]
+pub(crate) struct TableArgs {
+    /// The circuit table.
+    #[arg(long, global = true, env = "CIRCUIT_BREAKER_TABLE")]
+    pub(crate) table: Option<String>,
+    /// DynamoDB endpoint (default: the AWS configuration's).
+    #[arg(long, global = true, value_name = "URL")]
+    pub(crate) endpoint_url: Option<String>,
+    /// AWS region (default: the AWS configuration's).
+    #[arg(long, global = true)]
+    pub(crate) region: Option<String>,
+    /// Partition key attribute.
+    #[arg(long, global = true, default_value = "id", value_name = "NAME")]
+    pub(crate) key_attr: String,
+    /// Composite keys: the partition key value that holds the circuits (needs
+    /// `--sort-key-attr`).
+    #[arg(long, global = true, value_name = "VALUE", requires = "sort_key_attr")]
+    pub(crate) pk: Option<String>,
+    /// Composite keys: the sort key attribute, which holds the circuit's name (needs `--pk`).
+    #[arg(long, global = true, value_name = "NAME", requires = "pk")]
+    pub(crate) sort_key_attr: Option<String>,
+    /// Renamed `state` attribute.
+    #[arg(long, global = true, default_value = "state", value_name = "NAME")]
+    pub(crate) state_attr: String,
+    /// Renamed `failure_count` attribute.
+    #[arg(
+        long,
+        global = true,
+        default_value = "failure_count",
+        value_name = "NAME"
+    )]
+    pub(crate) failure_count_attr: String,
+    /// Renamed `opened_at` attribute.
+    #[arg(long, global = true, default_value = "opened_at", value_name = "NAME")]
+    pub(crate) opened_at_attr: String,
+    /// Renamed `half_open_owner` attribute.
+    #[arg(
+        long,
+        global = true,
+        default_value = "half_open_owner",
+        value_name = "NAME"
+    )]
+    pub(crate) half_open_owner_attr: String,
+    /// Renamed `probe_lease_expiry` attribute.
+    #[arg(
+        long,
+        global = true,
+        default_value = "probe_lease_expiry",
+        value_name = "NAME"
+    )]
+    pub(crate) probe_lease_expiry_attr: String,
+    /// Renamed TTL attribute.
+    #[arg(long, global = true, default_value = "expiration", value_name = "NAME")]
+    pub(crate) expiry_attr: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum Command {
+    /// Every circuit in the table: state, since when, failures, probe, override, TTL.
+    List(Output),
+    /// One circuit in full.
+    Show {
+        /// The circuit's name.
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// Force a circuit open fleet-wide: every call is rejected and nobody probes, until
+    /// released or until `--for` ends.
+    Open(OverrideArgs),
+    /// Disable a circuit fleet-wide: every call runs and failures never trip it, until
+    /// released or until `--for` ends.
+    Disable(OverrideArgs),
+    /// Close a circuit now, as a successful probe would (refused while an override holds).
+    Close {
+        /// The circuit's name.
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// End a circuit's override: back to normal operation.
+    Release {
+        /// The circuit's name.
+        name: String,
+        #[command(flatten)]
+        output: Output,
+    },
+    /// A live view, refreshed every `--interval`; changes are marked and logged.
+    Watch(WatchArgs),
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct Output {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct OverrideArgs {
+    /// The circuit's name (created if it has no item yet).
+    pub(crate) name: String,
+    /// How long the override holds (`30m`, `2h`, `1h 30m`); without it, until released.
+    #[arg(long = "for", value_name = "DURATION", value_parser = positive_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Why, recorded on the item.
+    #[arg(long)]
+    pub(crate) reason: Option<String>,
+    /// Who, recorded on the item (default: the caller's AWS identity, else `$USER`).
+    #[arg(long)]
+    pub(crate) by: Option<String>,
+    #[command(flatten)]
+    pub(crate) output: Output,
+}
+
+#[derive(Debug, Args)]
+pub(crate) struct WatchArgs {
+    /// Watch one circuit only.
+    pub(crate) name: Option<String>,
+    /// Print one view and exit.
+    #[arg(long, conflicts_with = "duration")]
+    pub(crate) once: bool,
+    /// Stop after this long (`30s`, `5m`).
+    #[arg(long = "for", value_name = "DURATION", value_parser = positive_duration)]
+    pub(crate) duration: Option<Duration>,
+    /// Time between refreshes.
+    #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = positive_duration)]
+    pub(crate) interval: Duration,
+}
+
+/// A duration in humantime's words, at least one second.
+fn positive_duration(text: &str) -> Result<Duration, String> {
+    let duration = humantime::parse_duration(text)
+        .map_err(|e| format!("{e} (examples: 30s, 15m, 2h, 1h 30m)"))?;
+    if duration < Duration::from_secs(1) {
+        return Err("must be at least 1s".into());
+    }
+    Ok(duration)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_humantime_and_at_least_a_second() {
+        assert_eq!(positive_duration("1h 30m"), Ok(Duration::from_secs(5400)));
+        assert!(positive_duration("0s").unwrap_err().contains("at least 1s"));
+        assert!(positive_duration("soon").unwrap_err().contains("examples"));
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

@@ -1,0 +1,203 @@
+//! The subcommands. Every write is one conditional write of the protocol
+//! (`Transition::Override`, `Release`, `Reset`) on the item as just read, strongly
+//! consistently; a write that loses to someone else's is reported, not retried.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, anyhow, bail};
+use breaker_runtime::store::{
+    Override, OverrideKind, StateStore as _, StoredCircuit, Transition, WriteOutcome,
+};
+
+use crate::args::{Output, OverrideArgs};
+use crate::identity;
+use crate::table::Table;
+use crate::view;
+
+/// Seconds an item keeps after an operator's close or release (the breaker's own writes
+/// set their TTL from the recovery timeout, which the CLI does not know).
+const TTL_AFTER_OPERATOR_WRITE: u64 = 24 * 3600;
+/// Seconds an item outlives a timed override.
+const TTL_AFTER_OVERRIDE: u64 = 3600;
+
+pub(crate) fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+pub(crate) async fn list(table: &Table, output: &Output) -> anyhow::Result<()> {
+    let circuits = table.store.list().await?;
+    let now = now();
+    if output.json {
+        let all: Vec<_> = circuits.iter().map(|c| view::json(c, now)).collect();
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else if circuits.is_empty() {
+        println!("no circuits in table '{}'", table.store.table_name());
+    } else {
+        println!("{}", view::table(&circuits, now, &[]));
+    }
+    Ok(())
+}
+
+pub(crate) async fn show(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
+    let circuit = existing(table, name).await?;
+    print(&circuit, output);
+    Ok(())
+}
+
+/// `open` and `disable`: sets the override, replacing the one the item holds (if any).
+pub(crate) async fn set_override(
+    table: &Table,
+    kind: OverrideKind,
+    args: &OverrideArgs,
+) -> anyhow::Result<()> {
+    let name = checked_name(&args.name)?;
+    let before = table.store.inspect(name).await?;
+    let replaces = match before.as_ref().map(|c| &c.record) {
+        Some(Ok(record)) => record.operator_override.clone(),
+        Some(Err(_)) | None => None,
+    };
+    let by = match &args.by {
+        Some(by) if !by.trim().is_empty() => by.clone(),
+        Some(_) => bail!("--by must not be empty"),
+        None => identity::caller(&table.sdk).await,
+    };
+    let now = now();
+    let mut set = Override::new(kind, by, now);
+    if let Some(duration) = args.duration {
+        set = set.until(now.saturating_add(whole_secs(duration)));
+    }
+    if let Some(reason) = args.reason.as_deref().filter(|r| !r.trim().is_empty()) {
+        set = set.reason(reason);
+    }
+    let expiration = set
+        .until
+        .map(|until| until.saturating_add(TTL_AFTER_OVERRIDE));
+    let transition = Transition::Override {
+        set,
+        replaces: replaces.clone(),
+        expiration,
+    };
+    write(table, name, &transition).await?;
+    let after = existing(table, name).await?;
+    if !args.output.json {
+        let replaced = replaces
+            .map(|o| format!(" (replaces: {} by {})", o.kind, o.by))
+            .unwrap_or_default();
+        let created = if before.is_none() { " (new item)" } else { "" };
+        println!("{name}: {kind} fleet-wide{replaced}{created}");
+    }
+    print(&after, &args.output);
+    Ok(())
+}
+
+/// `close`: as a successful probe would; refused while an override holds.
+pub(crate) async fn close(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
+    let circuit = existing(table, name).await?;
+    let now = now();
+    if let Ok(record) = &circuit.record
+        && record.live_override(now).is_some()
+    {
+        bail!(
+            "circuit '{name}' is {}; release it first: breaker release {name}",
+            view::override_summary(record, now)
+        );
+    }
+    let reset = Transition::Reset {
+        now,
+        expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
+    };
+    write(table, name, &reset).await?;
+    if !output.json {
+        println!("{name}: closed");
+    }
+    print(&existing(table, name).await?, output);
+    Ok(())
+}
+
+/// `release`: ends the override the item holds.
+pub(crate) async fn release(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
+    let circuit = existing(table, name).await?;
+    let record = circuit
+        .record
+        .as_ref()
+        .map_err(|problem| anyhow!("circuit '{name}' cannot be read ({problem})"))?;
+    let Some(released) = record.operator_override.clone() else {
+        bail!("circuit '{name}' has no override to release");
+    };
+    let now = now();
+    let transition = Transition::Release {
+        released: released.clone(),
+        now,
+        expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
+    };
+    write(table, name, &transition).await?;
+    if !output.json {
+        let next = match released.kind {
+            OverrideKind::ForcedOpen => {
+                "; it is OPEN as of now, so one probe decides after the recovery timeout \
+                 (breaker close closes it at once)"
+            }
+            OverrideKind::Disabled => "; failures count and trip it again",
+        };
+        println!(
+            "{name}: released ({} by {}){next}",
+            released.kind, released.by
+        );
+    }
+    print(&existing(table, name).await?, output);
+    Ok(())
+}
+
+/// Applies an operator's transition; a lost write names what beat it.
+async fn write(table: &Table, name: &str, transition: &Transition) -> anyhow::Result<()> {
+    match table.store.apply(name, transition).await? {
+        WriteOutcome::Won => Ok(()),
+        WriteOutcome::Lost(current) => {
+            let now = now();
+            let what = match current {
+                None => "it has no item any more".to_owned(),
+                Some(record) => format!(
+                    "it is now {} with override: {}",
+                    record.state,
+                    view::override_summary(&record, now)
+                ),
+            };
+            bail!(
+                "circuit '{name}' changed while writing ({what}); nothing was written, run the command again"
+            )
+        }
+    }
+}
+
+/// The circuit's item; an unknown name is an error.
+async fn existing(table: &Table, name: &str) -> anyhow::Result<StoredCircuit> {
+    let name = checked_name(name)?;
+    table.store.inspect(name).await?.with_context(|| {
+        format!(
+            "no circuit '{name}' in table '{}' (breaker list shows every circuit)",
+            table.store.table_name()
+        )
+    })
+}
+
+fn checked_name(name: &str) -> anyhow::Result<&str> {
+    match name.trim().is_empty() {
+        true => bail!("the circuit name must not be empty"),
+        false => Ok(name),
+    }
+}
+
+fn print(circuit: &StoredCircuit, output: &Output) {
+    let now = now();
+    match output.json {
+        true => println!("{:#}", view::json(circuit, now)),
+        false => println!("{}", view::details(circuit, now)),
+    }
+}
+
+/// A duration in whole seconds, rounded up: an override lasts at least what was asked.
+fn whole_secs(duration: Duration) -> u64 {
+    duration.as_secs() + u64::from(duration.subsec_nanos() > 0)
+}

@@ -1,0 +1,57 @@
+//! `breaker`: the operator's command line for breaker's circuit table.
+//!
+//! ```text
+//! breaker list                                        # every circuit
+//! breaker show payment-backend --json                 # one, for scripts
+//! breaker open payment-backend --for 30m --reason "INC-42: provider down"
+//! breaker disable payment-backend --for 10m           # calls run, nothing trips
+//! breaker release payment-backend                     # back to normal operation
+//! breaker close payment-backend                       # closed now
+//! breaker watch                                       # live view during an incident
+//! ```
+//!
+//! Exit status: 0 done, 1 the command failed (unknown circuit, no table, a write that
+//! lost a race, AWS errors), 2 bad usage (flags, durations).
+#![forbid(unsafe_code)]
+
+use std::process::ExitCode;
+
+use breaker_runtime::store::OverrideKind;
+use clap::Parser;
+
+mod args;
+mod commands;
+mod identity;
+mod table;
+mod view;
+mod watch;
+
+use args::{Cli, Command};
+use table::Table;
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let table = Table::open(&cli.table).await?;
+    match &cli.command {
+        Command::List(output) => commands::list(&table, output).await,
+        Command::Show { name, output } => commands::show(&table, name, output).await,
+        Command::Open(args) => commands::set_override(&table, OverrideKind::ForcedOpen, args).await,
+        Command::Disable(args) => {
+            commands::set_override(&table, OverrideKind::Disabled, args).await
+        }
+        Command::Close { name, output } => commands::close(&table, name, output).await,
+        Command::Release { name, output } => commands::release(&table, name, output).await,
+        Command::Watch(args) => watch::run(&table, args).await,
+    }
+}

@@ -1,0 +1,69 @@
+//! Bad input: a clear message on stderr, a non-zero exit, nothing written, never a panic.
+
+use crate::support::Table;
+
+#[tokio::test]
+async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
+    let table = Table::new().await;
+    for command in [["show", "nope"], ["close", "nope"], ["release", "nope"]] {
+        table
+            .breaker(&command)
+            .await
+            .failed(1, "no circuit 'nope' in table 'circuits'");
+    }
+    table
+        .breaker(&["watch", "nope", "--once"])
+        .await
+        .failed(1, "no circuit 'nope'");
+
+    // No table named anywhere; a table that does not exist.
+    table.breaker_with(&["list"], &[]).await.failed(
+        1,
+        "no circuit table: pass --table NAME or set CIRCUIT_BREAKER_TABLE",
+    );
+    let missing = table.breaker(&["--table", "missing", "show", "x"]).await;
+    missing.failed(1, "table 'missing'");
+    assert!(
+        missing.stderr.contains("ResourceNotFoundException"),
+        "{missing:?}"
+    );
+    table
+        .breaker(&["--table", "missing", "open", "x", "--by", "a"])
+        .await
+        .failed(1, "ResourceNotFoundException");
+
+    // Usage errors: exit status 2, nothing written.
+    table
+        .breaker(&["open", "payments", "--for", "soon"])
+        .await
+        .failed(2, "examples: 30s, 15m, 2h");
+    table
+        .breaker(&["disable", "payments", "--for", "0s"])
+        .await
+        .failed(2, "must be at least 1s");
+    table
+        .breaker(&["list", "--pk", "circuit_breaker#orders"])
+        .await
+        .failed(2, "--sort-key-attr");
+    table
+        .breaker(&["watch", "--once", "--for", "5s"])
+        .await
+        .failed(2, "cannot be used with");
+    table
+        .breaker(&["frobnicate"])
+        .await
+        .failed(2, "unrecognized subcommand");
+    table
+        .breaker(&["open", "payments", "--by", " "])
+        .await
+        .failed(1, "--by must not be empty");
+    table
+        .breaker(&["open", " ", "--by", "a"])
+        .await
+        .failed(1, "must not be empty");
+    table
+        .breaker(&["--state-attr", "override", "list"])
+        .await
+        .failed(1, "an attribute of operator overrides");
+    assert_eq!(table.raw("payments").await, None, "bad input wrote nothing");
+}

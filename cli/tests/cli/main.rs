@@ -1,0 +1,12 @@
+//! The `breaker` binary against dynalite: every subcommand's output and exit status, bad
+//! input, the live view; breaker environments honouring an operator's override within their
+//! cache age and never erasing it; and Powertools for AWS Lambda (Python) rejecting a
+//! circuit forced open.
+
+mod bad_input;
+mod commands;
+mod layouts;
+mod powertools;
+mod protocol;
+mod support;
+mod watch;

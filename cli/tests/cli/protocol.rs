@@ -1,0 +1,231 @@
+//! Breaker environments (real `CircuitBreaker`s on the table) honour an operator's override
+//! within their cache age, and none of their writes (trip, election, close) erases it.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use tokio::time::sleep;
+
+use crate::support::{Table, n, s};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// An environment: failure threshold 2, one probe success closes, recovery 1 s, no
+/// jitter, this cache age.
+fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<CircuitBreaker> {
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .success_threshold(1)
+        .recovery_timeout(Duration::from_secs(1))
+        .recovery_jitter(Duration::ZERO)
+        .local_cache_max_age(cache_age)
+        .environment_id(id)
+        .build()
+        .expect("valid config");
+    Arc::new(CircuitBreaker::new("svc", table.store.clone(), config))
+}
+
+/// Calls through `breaker` a downstream that answers `ok`; counts the calls that ran.
+async fn call(breaker: &CircuitBreaker, ran: &AtomicU32, ok: bool) -> Result<(), Error> {
+    breaker
+        .call(|| async {
+            ran.fetch_add(1, Ordering::SeqCst);
+            match ok {
+                true => Ok(()),
+                false => Err("503".into()),
+            }
+        })
+        .await
+}
+
+fn rejected(result: Result<(), Error>) -> bool {
+    result.is_err_and(|e| e.downcast_ref::<CircuitBreakerOpenError>().is_some())
+}
+
+const CACHE_AGE: Duration = Duration::from_secs(1);
+/// The cache age, plus the read's latency.
+const SEEN: Duration = Duration::from_millis(1_300);
+
+#[tokio::test]
+async fn a_forced_open_is_honoured_within_the_cache_age_and_nobody_probes() {
+    let table = Table::new().await;
+    let env = environment(&table, "env-a", CACHE_AGE);
+    let ran = AtomicU32::new(0);
+    call(&env, &ran, true).await.expect("closed: the call runs");
+
+    table
+        .breaker(&["open", "svc", "--for", "1m", "--by", "ops"])
+        .await
+        .ok();
+    sleep(SEEN).await;
+    assert!(
+        rejected(call(&env, &ran, true).await),
+        "seen within the cache age"
+    );
+    // Long past the recovery timeout: still rejected, no probe, no election written.
+    sleep(Duration::from_millis(2_500)).await;
+    for _ in 0..3 {
+        assert!(rejected(call(&env, &ran, true).await));
+    }
+    assert_eq!(
+        ran.load(Ordering::SeqCst),
+        1,
+        "no call and no probe reached the downstream"
+    );
+    let item = table.raw("svc").await.expect("the item");
+    assert_eq!(s(&item, "override").as_deref(), Some("OPEN"));
+    assert!(
+        !item.contains_key("half_open_owner"),
+        "no election: {item:?}"
+    );
+
+    // Released: the opening starts at the release; after the recovery and this
+    // environment's fallback (cache age + 1 s), one probe closes it.
+    table.breaker(&["release", "svc"]).await.ok();
+    let mut probed = false;
+    for _ in 0..40 {
+        if call(&env, &ran, true).await.is_ok() {
+            probed = true;
+            break;
+        }
+        sleep(Duration::from_millis(200)).await;
+    }
+    assert!(probed, "a probe ran within 8 s of the release");
+    let item = table.raw("svc").await.expect("the item");
+    assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"), "{item:?}");
+}
+
+#[tokio::test]
+async fn a_stale_environments_trip_does_not_erase_a_forced_open() {
+    let table = Table::new().await;
+    // A long cache age: this environment believes the circuit closed throughout.
+    let stale = environment(&table, "env-stale", Duration::from_secs(60));
+    let ran = AtomicU32::new(0);
+    call(&stale, &ran, true).await.expect("closed");
+    table
+        .breaker(&["open", "svc", "--for", "10m", "--by", "ops"])
+        .await
+        .ok();
+    let forced = table.raw("svc").await.expect("the item");
+
+    // Two failures: it trips, its write loses to the override, it adopts the forced open.
+    for _ in 0..2 {
+        call(&stale, &ran, false)
+            .await
+            .expect_err("the failure is the call's");
+    }
+    assert_eq!(
+        table.raw("svc").await.expect("the item"),
+        forced,
+        "the trip lost"
+    );
+    assert!(
+        rejected(call(&stale, &ran, true).await),
+        "it adopted the forced open"
+    );
+    assert_eq!(ran.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn a_probe_in_flight_cannot_close_a_circuit_forced_open_under_it() {
+    let table = Table::new().await;
+    let prober = environment(&table, "env-prober", Duration::ZERO);
+    let ran = Arc::new(AtomicU32::new(0));
+    for _ in 0..2 {
+        call(&prober, &ran, false)
+            .await
+            .expect_err("failures trip it");
+    }
+    sleep(Duration::from_millis(1_100)).await;
+
+    // The probe waits for the test; meanwhile the operator forces the circuit open.
+    let (finish, finished) = tokio::sync::oneshot::channel::<()>();
+    let probe = {
+        let prober = prober.clone();
+        let ran = ran.clone();
+        tokio::spawn(async move {
+            let result: Result<(), Error> = prober
+                .call(|| async move {
+                    ran.fetch_add(1, Ordering::SeqCst);
+                    finished.await.expect("released by the test");
+                    Ok(())
+                })
+                .await;
+            result
+        })
+    };
+    let mut owner = None;
+    for _ in 0..100 {
+        owner = table
+            .raw("svc")
+            .await
+            .and_then(|item| s(&item, "half_open_owner"));
+        if owner.is_some() {
+            break;
+        }
+        sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        owner.as_deref(),
+        Some("env-prober"),
+        "the election was written"
+    );
+    table.breaker(&["open", "svc", "--by", "ops"]).await.ok();
+    finish.send(()).expect("the probe waits");
+    probe
+        .await
+        .expect("no panic")
+        .expect("the probe itself succeeded");
+
+    // Its close lost: still forced open, and the prober rejects now.
+    let item = table.raw("svc").await.expect("the item");
+    assert_eq!(s(&item, "override").as_deref(), Some("OPEN"), "{item:?}");
+    assert_eq!(s(&item, "state").as_deref(), Some("OPEN"));
+    assert!(rejected(call(&prober, &ran, true).await));
+}
+
+#[tokio::test]
+async fn a_disabled_circuit_runs_every_call_and_never_trips_until_released() {
+    let table = Table::new().await;
+    let opened = table.trip("svc", 5).await;
+    let env = environment(&table, "env-a", CACHE_AGE);
+    let ran = AtomicU32::new(0);
+    assert!(rejected(call(&env, &ran, true).await), "open");
+
+    table
+        .breaker(&["disable", "svc", "--for", "1m", "--by", "ops"])
+        .await
+        .ok();
+    sleep(SEEN).await;
+    for _ in 0..6 {
+        call(&env, &ran, false)
+            .await
+            .expect_err("every call runs and fails");
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 6);
+    let item = table.raw("svc").await.expect("the item");
+    assert_eq!(
+        s(&item, "state").as_deref(),
+        Some("CLOSED"),
+        "never tripped: {item:?}"
+    );
+    assert_eq!(s(&item, "override").as_deref(), Some("DISABLED"));
+    assert_ne!(n(&item, "opened_at"), Some(opened));
+
+    table.breaker(&["release", "svc"]).await.ok();
+    sleep(SEEN).await;
+    for _ in 0..2 {
+        call(&env, &ran, false)
+            .await
+            .expect_err("failures count again");
+    }
+    let item = table.raw("svc").await.expect("the item");
+    assert_eq!(
+        s(&item, "state").as_deref(),
+        Some("OPEN"),
+        "it trips again: {item:?}"
+    );
+    assert!(!item.contains_key("override"));
+}
