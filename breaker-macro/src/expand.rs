@@ -90,7 +90,26 @@ impl Expansion<'_> {
                 let success = option(t.success_threshold);
                 let recovery = option(t.recovery_timeout_secs);
                 let cache = option(t.local_cache_max_age_secs);
-                quote!(#private::inline_config(#failure, #success, #recovery, #cache))
+                let inline = quote!(#private::inline_config(#failure, #success, #recovery, #cache));
+                match t.rate.any() {
+                    false => inline,
+                    true => {
+                        let r = &t.rate;
+                        let failure_rate = option(r.failure_rate);
+                        let slow = match (r.slow_call_duration_ms, r.slow_call_rate) {
+                            (Some(ms), Some(rate)) => {
+                                quote!(::core::option::Option::Some((#ms, #rate)))
+                            }
+                            _ => quote!(::core::option::Option::None),
+                        };
+                        let calls = option(r.window_calls);
+                        let secs = option(r.window_secs);
+                        let minimum = option(r.minimum_calls);
+                        quote!(#private::rate_policy(
+                            #inline, #failure_rate, #slow, #calls, #secs, #minimum
+                        ))
+                    }
+                }
             }
         };
         let hook = match &self.options.on_transition {

@@ -12,6 +12,12 @@ const KEYS: &[&str] = &[
     "persistence_store",
     "config",
     "failure_threshold",
+    "failure_rate",
+    "slow_call_duration_ms",
+    "slow_call_rate",
+    "window_calls",
+    "window_secs",
+    "minimum_calls",
     "success_threshold",
     "recovery_timeout",
     "local_cache_max_age",
@@ -24,10 +30,30 @@ const KEYS: &[&str] = &[
 
 const INLINE_TUNABLES: &[&str] = &[
     "failure_threshold",
+    "failure_rate",
+    "slow_call_duration_ms",
+    "slow_call_rate",
+    "window_calls",
+    "window_secs",
+    "minimum_calls",
     "success_threshold",
     "recovery_timeout",
     "local_cache_max_age",
 ];
+
+/// The keys of a rate policy: a circuit trips on one of them or on `failure_threshold`.
+const RATE_KEYS: &[&str] = &[
+    "failure_rate",
+    "slow_call_duration_ms",
+    "slow_call_rate",
+    "window_calls",
+    "window_secs",
+    "minimum_calls",
+];
+
+/// The runtime's limits of a sliding window (`SlidingWindow`).
+const MAX_WINDOW_CALLS: u64 = 10_000;
+const MAX_WINDOW_SECS: u64 = 3600;
 
 /// What the attribute asked for, validated.
 pub(crate) struct Options {
@@ -54,6 +80,29 @@ pub(crate) struct Tunables {
     pub(crate) success_threshold: Option<u32>,
     pub(crate) recovery_timeout_secs: Option<u64>,
     pub(crate) local_cache_max_age_secs: Option<u64>,
+    pub(crate) rate: RateTunables,
+}
+
+/// Inline keys of a rate policy; all `None`: consecutive failures.
+#[derive(Default)]
+pub(crate) struct RateTunables {
+    pub(crate) failure_rate: Option<u8>,
+    pub(crate) slow_call_duration_ms: Option<u64>,
+    pub(crate) slow_call_rate: Option<u8>,
+    pub(crate) window_calls: Option<u32>,
+    pub(crate) window_secs: Option<u64>,
+    pub(crate) minimum_calls: Option<u32>,
+}
+
+impl RateTunables {
+    pub(crate) fn any(&self) -> bool {
+        self.failure_rate.is_some()
+            || self.slow_call_rate.is_some()
+            || self.slow_call_duration_ms.is_some()
+            || self.window_calls.is_some()
+            || self.window_secs.is_some()
+            || self.minimum_calls.is_some()
+    }
 }
 
 /// Which `Err`s count as failures.
@@ -100,6 +149,9 @@ impl Options {
         let mut on_transition = None;
         let mut handled: Option<(Ident, ExprPath)> = None;
         let mut ignored: Option<(Ident, ExprPath)> = None;
+        let mut threshold_key: Option<Ident> = None;
+        let mut rate_keys: Vec<Ident> = Vec::new();
+        let mut minimum_value: Option<Expr> = None;
 
         for KeyValue { key, value } in args.pairs {
             let text = key.to_string();
@@ -108,6 +160,12 @@ impl Options {
                     return Err(tunable_with_config(&key, config_key));
                 }
                 first_tunable.get_or_insert_with(|| key.clone());
+            }
+            if RATE_KEYS.contains(&text.as_str()) {
+                if let Some(threshold) = &threshold_key {
+                    return Err(rate_with_threshold(&key, threshold));
+                }
+                rate_keys.push(key.clone());
             }
             match text.as_str() {
                 "name" => name = Some(circuit_name(value)?),
@@ -126,7 +184,49 @@ impl Options {
                     config_expr = Some((key, value));
                 }
                 "failure_threshold" => {
+                    if let Some(rate) = rate_keys.first() {
+                        return Err(rate_with_threshold(&key, rate));
+                    }
                     tunables.failure_threshold = Some(at_least_one(&key, &value)?);
+                    threshold_key = Some(key);
+                }
+                "failure_rate" => tunables.rate.failure_rate = Some(percentage(&key, &value)?),
+                "slow_call_rate" => tunables.rate.slow_call_rate = Some(percentage(&key, &value)?),
+                "slow_call_duration_ms" => {
+                    tunables.rate.slow_call_duration_ms = Some(bounded(
+                        &key,
+                        &value,
+                        1,
+                        MAX_SECONDS * 1000,
+                        "milliseconds",
+                    )?);
+                }
+                "window_calls" | "window_secs" => {
+                    let other = if text == "window_calls" {
+                        "window_secs"
+                    } else {
+                        "window_calls"
+                    };
+                    if let Some(first) = rate_keys.iter().find(|k| *k == other) {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            format!(
+                                "`{key}` cannot be combined with `{first}`; a sliding window \
+                                 counts either the last calls or the last seconds"
+                            ),
+                        ));
+                    }
+                    if text == "window_calls" {
+                        let calls = bounded(&key, &value, 1, MAX_WINDOW_CALLS, "calls")?;
+                        tunables.rate.window_calls = Some(calls as u32);
+                    } else {
+                        let secs = bounded(&key, &value, 1, MAX_WINDOW_SECS, "seconds")?;
+                        tunables.rate.window_secs = Some(secs);
+                    }
+                }
+                "minimum_calls" => {
+                    tunables.rate.minimum_calls = Some(at_least_one(&key, &value)?);
+                    minimum_value = Some(value);
                 }
                 "success_threshold" => {
                     tunables.success_threshold = Some(at_least_one(&key, &value)?);
@@ -161,6 +261,7 @@ impl Options {
                 "missing `name`: expected `#[circuit_breaker(name = \"circuit-id\")]`",
             )
         })?;
+        check_rate_policy(&tunables.rate, &rate_keys, minimum_value.as_ref())?;
         let config = match (config_expr, first_tunable) {
             (Some((_, expr)), _) => ConfigSource::Expr(expr),
             (None, Some(_)) => ConfigSource::Inline(tunables),
@@ -191,6 +292,62 @@ fn tunable_with_config(tunable: &Ident, config: &Ident) -> syn::Error {
              `CircuitBreakerConfig` builder instead"
         ),
     )
+}
+
+fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        second,
+        format!(
+            "`{second}` cannot be combined with `{first}`; a circuit trips on consecutive \
+             failures (`failure_threshold`) or on a rate (`failure_rate`, `slow_call_rate`)"
+        ),
+    )
+}
+
+/// A rate policy is whole: a rate for its window, both halves of the slow-call rate, and a
+/// minimum the window can reach. Each error at the key (or value) that breaks it.
+fn check_rate_policy(
+    rate: &RateTunables,
+    keys: &[Ident],
+    minimum_value: Option<&Expr>,
+) -> syn::Result<()> {
+    let key = |name: &str| keys.iter().find(|k| *k == name);
+    if let (Some(k), None) = (key("slow_call_rate"), key("slow_call_duration_ms")) {
+        return Err(syn::Error::new_spanned(
+            k,
+            "`slow_call_rate` needs `slow_call_duration_ms`: the duration from which a call \
+             is slow",
+        ));
+    }
+    if let (Some(k), None) = (key("slow_call_duration_ms"), key("slow_call_rate")) {
+        return Err(syn::Error::new_spanned(
+            k,
+            "`slow_call_duration_ms` needs `slow_call_rate`: the percentage of slow calls \
+             that opens the circuit",
+        ));
+    }
+    if rate.failure_rate.is_none()
+        && rate.slow_call_rate.is_none()
+        && let Some(k) = keys.first()
+    {
+        return Err(syn::Error::new_spanned(
+            k,
+            format!("`{k}` needs a rate: `failure_rate` or `slow_call_rate`"),
+        ));
+    }
+    if let (Some(minimum), Some(calls), Some(value)) =
+        (rate.minimum_calls, rate.window_calls, minimum_value)
+        && minimum > calls
+    {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "expected `minimum_calls` of at most `window_calls` ({calls}), got {minimum}: \
+                 the window never holds that many calls"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 fn handled_with_ignored(second: &Ident, first: &Ident) -> syn::Error {
@@ -288,6 +445,28 @@ fn at_least_one(key: &Ident, value: &Expr) -> syn::Result<u32> {
         Err(_) => Err(syn::Error::new(
             int.span(),
             format!("expected {expected} for `{key}` that fits in a u32"),
+        )),
+    }
+}
+
+/// A percentage from 1 to 100.
+fn percentage(key: &Ident, value: &Expr) -> syn::Result<u8> {
+    Ok(bounded(key, value, 1, 100, "percent")? as u8)
+}
+
+/// An integer literal from `minimum` to `maximum`, in `unit`.
+fn bounded(key: &Ident, value: &Expr, minimum: u64, maximum: u64, unit: &str) -> syn::Result<u64> {
+    let expected = format!("an integer from {minimum} to {maximum} ({unit})");
+    let int = integer(key, value, &expected)?;
+    match int.base10_parse::<u64>() {
+        Ok(n) if (minimum..=maximum).contains(&n) => Ok(n),
+        Ok(n) => Err(syn::Error::new_spanned(
+            int,
+            format!("expected {expected} for `{key}`, got {n}"),
+        )),
+        Err(_) => Err(syn::Error::new(
+            int.span(),
+            format!("expected {expected} for `{key}`"),
         )),
     }
 }

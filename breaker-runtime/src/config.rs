@@ -3,14 +3,19 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::CircuitBreakerConfigError;
 use crate::clock::Clock;
+use crate::policy::{MAX_WINDOW_CALLS, MAX_WINDOW_SECS};
 use crate::testing::ManualClock;
+use crate::{CircuitBreakerConfigError, SlidingWindow};
 
 /// How a circuit trips, recovers and talks to its store.
 ///
-/// `Default` gives the Powertools defaults: 5 failures to open, 30 s before a probe,
-/// 3 probe successes to close, the shared state re-read at most every 5 s.
+/// `Default` gives the Powertools defaults: 5 consecutive failures to open, 30 s before a
+/// probe, 3 probe successes to close, the shared state re-read at most every 5 s.
+///
+/// Instead of consecutive failures, a circuit may trip on a rate over a sliding window of
+/// this environment's calls: a failure rate ([`failure_rate`](CircuitBreakerConfigBuilder::failure_rate)),
+/// a slow-call rate ([`slow_calls`](CircuitBreakerConfigBuilder::slow_calls)), or both.
 ///
 /// ```
 /// use std::time::Duration;
@@ -29,6 +34,13 @@ use crate::testing::ManualClock;
 #[derive(Debug, Clone)]
 pub struct CircuitBreakerConfig {
     pub(crate) failure_threshold: u32,
+    /// Percent of failed calls in the window that trips; `None`: not a rate policy.
+    pub(crate) failure_rate: Option<u8>,
+    pub(crate) slow_calls: Option<SlowCalls>,
+    /// `None`: [`DEFAULT_WINDOW`] when a rate is set.
+    pub(crate) sliding_window: Option<SlidingWindow>,
+    /// `None`: [`DEFAULT_MINIMUM_CALLS`], at most the window's length.
+    pub(crate) minimum_calls: Option<u32>,
     pub(crate) success_threshold: u32,
     pub(crate) recovery_timeout: Duration,
     pub(crate) local_cache_max_age: Duration,
@@ -46,6 +58,10 @@ impl Default for CircuitBreakerConfig {
     fn default() -> Self {
         Self {
             failure_threshold: 5,
+            failure_rate: None,
+            slow_calls: None,
+            sliding_window: None,
+            minimum_calls: None,
             success_threshold: 3,
             recovery_timeout: Duration::from_secs(30),
             local_cache_max_age: Duration::from_secs(5),
@@ -64,12 +80,51 @@ impl CircuitBreakerConfig {
     pub fn builder() -> CircuitBreakerConfigBuilder {
         CircuitBreakerConfigBuilder {
             config: Self::default(),
+            threshold_set: false,
         }
     }
 
-    /// Consecutive counted failures that open the circuit.
+    /// Consecutive counted failures that open the circuit (when no rate is set).
     pub fn failure_threshold(&self) -> u32 {
         self.failure_threshold
+    }
+
+    /// Whether the circuit trips on a rate over a sliding window rather than on
+    /// consecutive failures.
+    pub fn trips_on_rate(&self) -> bool {
+        self.failure_rate.is_some() || self.slow_calls.is_some()
+    }
+
+    /// Percent of failed calls in the sliding window that opens the circuit, if set.
+    pub fn failure_rate(&self) -> Option<u8> {
+        self.failure_rate
+    }
+
+    /// The duration from which a call counts as slow, if a slow-call rate is set.
+    pub fn slow_call_duration(&self) -> Option<Duration> {
+        self.slow_calls.map(|slow| slow.duration)
+    }
+
+    /// Percent of slow calls in the sliding window that opens the circuit, if set.
+    pub fn slow_call_rate(&self) -> Option<u8> {
+        self.slow_calls.map(|slow| slow.rate)
+    }
+
+    /// The window the rates are computed over; `None` when the circuit trips on
+    /// consecutive failures.
+    pub fn sliding_window(&self) -> Option<SlidingWindow> {
+        self.trips_on_rate()
+            .then(|| self.sliding_window.unwrap_or(DEFAULT_WINDOW))
+    }
+
+    /// Calls the window must hold before a rate is judged; `None` when the circuit trips on
+    /// consecutive failures.
+    pub fn minimum_calls(&self) -> Option<u32> {
+        let window = self.sliding_window()?;
+        Some(self.minimum_calls.unwrap_or(match window {
+            SlidingWindow::Calls(calls) => calls.min(DEFAULT_MINIMUM_CALLS),
+            SlidingWindow::Time(_) => DEFAULT_MINIMUM_CALLS,
+        }))
     }
 
     /// Consecutive probe successes that close the circuit.
@@ -116,12 +171,72 @@ impl CircuitBreakerConfig {
 #[must_use]
 pub struct CircuitBreakerConfigBuilder {
     config: CircuitBreakerConfig,
+    /// `failure_threshold` was given: a rate may not be.
+    threshold_set: bool,
 }
 
 impl CircuitBreakerConfigBuilder {
-    /// Consecutive counted failures that open the circuit (≥ 1; default 5).
+    /// Consecutive counted failures that open the circuit (≥ 1; default 5). Not with a
+    /// rate: a circuit trips on one policy.
     pub fn failure_threshold(mut self, failures: u32) -> Self {
         self.config.failure_threshold = failures;
+        self.threshold_set = true;
+        self
+    }
+
+    /// Trips on a failure rate instead of consecutive failures: when at least `percent`
+    /// (1 to 100) of the calls in this environment's [sliding window](Self::sliding_window)
+    /// failed, once it holds the [minimum number of calls](Self::minimum_calls). Judged
+    /// when a call fails, so a success never trips the circuit.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitBreakerConfig, SlidingWindow};
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .failure_rate(50)
+    ///     .sliding_window(SlidingWindow::Calls(20))
+    ///     .minimum_calls(10)
+    ///     .build()?;
+    /// assert!(config.trips_on_rate());
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn failure_rate(mut self, percent: u8) -> Self {
+        self.config.failure_rate = Some(percent);
+        self
+    }
+
+    /// Trips on slow calls: a call that takes at least `duration` (success or failure) is
+    /// slow, and when at least `percent` (1 to 100) of the calls in the window were slow
+    /// the circuit opens. A slow probe counts as a failed one. Durations are measured on
+    /// the circuit's clock, to its resolution (a few milliseconds).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .slow_calls(Duration::from_millis(800), 60)
+    ///     .build()?;
+    /// assert_eq!(config.slow_call_rate(), Some(60));
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn slow_calls(mut self, duration: Duration, percent: u8) -> Self {
+        self.config.slow_calls = Some(SlowCalls {
+            duration,
+            rate: percent,
+        });
+        self
+    }
+
+    /// The calls a rate is computed over, per environment (default: the last 100 calls).
+    /// Only with a rate.
+    pub fn sliding_window(mut self, window: SlidingWindow) -> Self {
+        self.config.sliding_window = Some(window);
+        self
+    }
+
+    /// Calls the window must hold before a rate is judged (≥ 1, at most a count window's
+    /// length; default 10, or the window's length if shorter). Only with a rate.
+    pub fn minimum_calls(mut self, calls: u32) -> Self {
+        self.config.minimum_calls = Some(calls);
         self
     }
 
@@ -220,6 +335,7 @@ impl CircuitBreakerConfigBuilder {
     pub fn build(self) -> Result<CircuitBreakerConfig, CircuitBreakerConfigError> {
         let c = &self.config;
         at_least_one("failure_threshold", c.failure_threshold)?;
+        self.check_rate_policy()?;
         at_least_one("success_threshold", c.success_threshold)?;
         at_least(
             "recovery_timeout",
@@ -242,6 +358,103 @@ impl CircuitBreakerConfigBuilder {
         at_most("probe_lease", c.probe_lease, TTL_GRACE)?;
         Ok(self.config)
     }
+}
+
+impl CircuitBreakerConfigBuilder {
+    /// A rate policy is whole (a rate, a window in range, a reachable minimum) and alone
+    /// (no `failure_threshold`).
+    fn check_rate_policy(&self) -> Result<(), CircuitBreakerConfigError> {
+        let c = &self.config;
+        if !c.trips_on_rate() {
+            return match (c.sliding_window, c.minimum_calls) {
+                (None, None) => Ok(()),
+                _ => Err(CircuitBreakerConfigError::Conflict(
+                    "sliding_window and minimum_calls need failure_rate or slow_calls".into(),
+                )),
+            };
+        }
+        if self.threshold_set {
+            return Err(CircuitBreakerConfigError::Conflict(
+                "failure_threshold cannot be combined with failure_rate or slow_calls: a \
+                 circuit trips on consecutive failures or on a rate"
+                    .into(),
+            ));
+        }
+        if let Some(rate) = c.failure_rate {
+            percent("failure_rate", rate)?;
+        }
+        if let Some(slow) = c.slow_calls {
+            percent("slow_call_rate", slow.rate)?;
+            at_least(
+                "slow_call_duration",
+                slow.duration,
+                Duration::from_millis(1),
+            )?;
+            at_most("slow_call_duration", slow.duration, MAX_DURATION)?;
+        }
+        let window = c.sliding_window.unwrap_or(DEFAULT_WINDOW);
+        match window {
+            SlidingWindow::Calls(calls) => {
+                at_least_one("sliding_window", calls)?;
+                if calls > MAX_WINDOW_CALLS {
+                    return Err(CircuitBreakerConfigError::TooLarge {
+                        field: "sliding_window",
+                        maximum: format!("{MAX_WINDOW_CALLS} calls"),
+                        value: format!("{calls} calls"),
+                    });
+                }
+            }
+            SlidingWindow::Time(span) => {
+                at_least("sliding_window", span, Duration::from_secs(1))?;
+                at_most("sliding_window", span, Duration::from_secs(MAX_WINDOW_SECS))?;
+                if span.subsec_nanos() != 0 {
+                    return Err(CircuitBreakerConfigError::Conflict(format!(
+                        "sliding_window must be whole seconds, got {span:?}"
+                    )));
+                }
+            }
+        }
+        if let Some(minimum) = c.minimum_calls {
+            at_least_one("minimum_calls", minimum)?;
+            if let SlidingWindow::Calls(calls) = window
+                && minimum > calls
+            {
+                return Err(CircuitBreakerConfigError::TooLarge {
+                    field: "minimum_calls",
+                    maximum: format!("{calls} (the window's length)"),
+                    value: minimum.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A slow-call rate policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlowCalls {
+    /// From this duration on, a call is slow.
+    pub(crate) duration: Duration,
+    /// Percent of slow calls in the window that trips.
+    pub(crate) rate: u8,
+}
+
+/// The window of a rate policy that names none.
+pub(crate) const DEFAULT_WINDOW: SlidingWindow = SlidingWindow::Calls(100);
+
+/// The minimum number of calls of a rate policy that names none.
+pub(crate) const DEFAULT_MINIMUM_CALLS: u32 = 10;
+
+fn percent(field: &'static str, value: u8) -> Result<(), CircuitBreakerConfigError> {
+    at_least_one(field, u32::from(value))?;
+    if value <= 100 {
+        return Ok(());
+    }
+    Err(CircuitBreakerConfigError::TooLarge {
+        field,
+        maximum: "100 (percent)".into(),
+        value: value.to_string(),
+    })
 }
 
 /// The default recovery jitter, as a multiple of the recovery timeout: wide enough that a
@@ -361,6 +574,87 @@ mod tests {
         for (builder, message) in cases {
             assert_eq!(builder.build().unwrap_err().to_string(), message);
         }
+    }
+
+    #[test]
+    fn rate_policies_are_checked_whole() {
+        let b = CircuitBreakerConfig::builder;
+        let cases = [
+            (
+                b().failure_rate(0),
+                "failure_rate must be at least 1, got 0",
+            ),
+            (
+                b().failure_rate(101),
+                "failure_rate must be at most 100 (percent), got 101",
+            ),
+            (
+                b().slow_calls(Duration::from_secs(1), 0),
+                "slow_call_rate must be at least 1, got 0",
+            ),
+            (
+                b().slow_calls(Duration::ZERO, 50),
+                "slow_call_duration must be at least 1ms, got 0ns",
+            ),
+            (
+                b().failure_rate(50).sliding_window(SlidingWindow::Calls(0)),
+                "sliding_window must be at least 1, got 0",
+            ),
+            (
+                b().failure_rate(50)
+                    .sliding_window(SlidingWindow::Calls(10_001)),
+                "sliding_window must be at most 10000 calls, got 10001 calls",
+            ),
+            (
+                b().failure_rate(50)
+                    .sliding_window(SlidingWindow::Time(Duration::ZERO)),
+                "sliding_window must be at least 1s, got 0ns",
+            ),
+            (
+                b().failure_rate(50)
+                    .sliding_window(SlidingWindow::Time(Duration::from_millis(1500))),
+                "sliding_window must be whole seconds, got 1.5s",
+            ),
+            (
+                b().failure_rate(50)
+                    .sliding_window(SlidingWindow::Calls(5))
+                    .minimum_calls(6),
+                "minimum_calls must be at most 5 (the window's length), got 6",
+            ),
+            (
+                b().failure_rate(50).failure_threshold(3),
+                "failure_threshold cannot be combined with failure_rate or slow_calls: a \
+                 circuit trips on consecutive failures or on a rate",
+            ),
+            (
+                b().minimum_calls(3),
+                "sliding_window and minimum_calls need failure_rate or slow_calls",
+            ),
+        ];
+        for (builder, message) in cases {
+            assert_eq!(builder.build().unwrap_err().to_string(), message);
+        }
+    }
+
+    #[test]
+    fn rate_policy_defaults() {
+        let consecutive = CircuitBreakerConfig::default();
+        assert_eq!(
+            (consecutive.sliding_window(), consecutive.minimum_calls()),
+            (None, None)
+        );
+        let rate = CircuitBreakerConfig::builder()
+            .failure_rate(50)
+            .build()
+            .unwrap();
+        assert_eq!(rate.sliding_window(), Some(SlidingWindow::Calls(100)));
+        assert_eq!(rate.minimum_calls(), Some(10));
+        let short = CircuitBreakerConfig::builder()
+            .failure_rate(50)
+            .sliding_window(SlidingWindow::Calls(4))
+            .build()
+            .unwrap();
+        assert_eq!(short.minimum_calls(), Some(4));
     }
 
     #[test]

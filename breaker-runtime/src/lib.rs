@@ -28,6 +28,7 @@ mod default_store;
 mod environment;
 mod error;
 mod machine;
+mod policy;
 mod state;
 mod store_runtime;
 mod warm_up;
@@ -42,6 +43,7 @@ pub use breaker::CircuitBreaker;
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
 pub use default_store::{default_store, set_default_store};
 pub use error::{CircuitBreakerConfigError, CircuitBreakerOpenError};
+pub use policy::SlidingWindow;
 pub use state::{CircuitInfo, CircuitState, CircuitTransition};
 pub use warm_up::{WarmUp, warm_up};
 

@@ -4,6 +4,7 @@
 //! in here; `breaker` combines it with the store.
 
 use crate::CircuitState;
+use crate::policy::{Counts, Rates};
 use crate::store::{CircuitRecord, OverrideKind, Transition, WriteOutcome};
 
 /// Seconds added to every write's TTL beyond the recovery timeout.
@@ -210,6 +211,21 @@ pub(crate) fn may_trip(record: &CircuitRecord, now_millis: u64) -> bool {
 #[inline]
 pub(crate) fn trips(consecutive_failures: u32, policy: &Policy) -> bool {
     consecutive_failures >= policy.failure_threshold
+}
+
+/// Whether a sliding window's counts trip the circuit: it holds at least the minimum
+/// number of calls, and failed (or slow) calls make at least the configured percentage of
+/// them. Judged when a call failed or was slow: a good call cannot raise a rate.
+#[inline]
+pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
+    let reached = |bad: u32, percent: Option<u8>| {
+        percent.is_some_and(|percent| {
+            u64::from(bad) * 100 >= u64::from(percent) * u64::from(counts.calls)
+        })
+    };
+    counts.calls >= rates.minimum_calls
+        && counts.calls > 0
+        && (reached(counts.failures, rates.failure) || reached(counts.slow, rates.slow))
 }
 
 /// The trip after `consecutive_failures` failures; only once [`trips`] says so.

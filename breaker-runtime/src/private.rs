@@ -181,6 +181,32 @@ pub fn inline_config(
     config
 }
 
+/// `config` with the inline keys of a rate policy applied. The macro checked them at
+/// compile time (rates 1 to 100, windows within the limits, both halves of the slow-call
+/// rate, a reachable minimum, no `failure_threshold`), so the builder cannot fail here.
+pub fn rate_policy(
+    config: CircuitBreakerConfig,
+    failure_rate: Option<u8>,
+    slow_calls: Option<(u64, u8)>,
+    window_calls: Option<u32>,
+    window_secs: Option<u64>,
+    minimum_calls: Option<u32>,
+) -> CircuitBreakerConfig {
+    let mut config = config;
+    config.failure_rate = failure_rate;
+    config.slow_calls = slow_calls.map(|(millis, rate)| crate::config::SlowCalls {
+        duration: Duration::from_millis(millis),
+        rate,
+    });
+    config.sliding_window = match (window_calls, window_secs) {
+        (Some(calls), _) => Some(crate::SlidingWindow::Calls(calls)),
+        (None, Some(secs)) => Some(crate::SlidingWindow::Time(Duration::from_secs(secs))),
+        (None, None) => None,
+    };
+    config.minimum_calls = minimum_calls;
+    config
+}
+
 // ---------------------------------------------------------------------------------------
 // Rejection without a callback.
 

@@ -147,3 +147,59 @@ fn rejections_allocate_nothing() {
     });
     assert_eq!(sanity, 1, "dhat counts an allocation on the open path");
 }
+
+#[test]
+fn rate_policies_and_the_tower_layer_allocate_nothing_on_the_closed_path() {
+    use breaker_runtime::SlidingWindow;
+    use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};
+    use tower::{Layer, Service};
+
+    let _profiler = dhat::Profiler::builder().testing().build();
+    let policies = [
+        (
+            "count window",
+            CircuitBreakerConfig::builder().failure_rate(50),
+        ),
+        (
+            "time window",
+            CircuitBreakerConfig::builder()
+                .failure_rate(50)
+                .sliding_window(SlidingWindow::Time(Duration::from_secs(60))),
+        ),
+        (
+            "slow calls",
+            CircuitBreakerConfig::builder().slow_calls(Duration::from_secs(5), 50),
+        ),
+    ];
+    for (policy, builder) in policies {
+        let config = builder
+            .local_cache_max_age(Duration::from_secs(600))
+            .build()
+            .unwrap();
+        let breaker = CircuitBreaker::new(policy, Arc::new(InMemoryStore::new()), config);
+        let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+        // One failure in four stays below 50 %: the circuit stays closed throughout.
+        let calls = allocations_during(|| {
+            for i in 0..10_000u64 {
+                let _: Result<(), Failure> = match i % 4 {
+                    0 => breaker.call_blocking(|| Err(Failure)),
+                    1 => breaker.call_blocking(|| Ok(())),
+                    _ => ready(breaker.call(|| async { Ok(()) })),
+                };
+            }
+        });
+        assert_eq!(calls, 0, "{policy}: closed path");
+        assert_eq!(breaker.state(), CircuitState::Closed, "{policy}");
+
+        let mut service =
+            CircuitBreakerLayer::new(breaker.clone()).layer(tower::service_fn(|n: u64| {
+                std::future::ready(Ok::<u64, BoxError>(n))
+            }));
+        let layered = allocations_during(|| {
+            for i in 0..10_000u64 {
+                assert_eq!(ready(service.call(i)).ok(), Some(i));
+            }
+        });
+        assert_eq!(layered, 0, "{policy}: the tower layer's closed path");
+    }
+}

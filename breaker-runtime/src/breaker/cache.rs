@@ -57,7 +57,7 @@ impl Circuit {
     pub(super) fn adopt(&self, cache: &mut RecordCache, record: CircuitRecord) {
         if record.state != cache.record.state {
             if record.state == CircuitState::Closed || cache.record.state == CircuitState::Closed {
-                self.failures.store(0, Ordering::Relaxed);
+                self.reset_closed_counts();
             }
             cache.probe_successes = 0;
         }

@@ -10,6 +10,7 @@ use super::permit::{Permit, PermitKind};
 use super::rejection::{PublishedRejection, Rejected};
 use crate::config::millis;
 use crate::machine::{self, Outcome, Policy};
+use crate::policy::{Rates, Sample, Window};
 use crate::store::StateStore;
 use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
 
@@ -28,6 +29,10 @@ pub(super) struct Circuit {
     pub(super) rejection: PublishedRejection,
     /// Consecutive counted failures while closed.
     pub(super) failures: AtomicU32,
+    /// A rate policy's window of recent calls, and its rates; `None`: consecutive failures.
+    pub(super) window: Option<(Window, Rates)>,
+    /// From this many milliseconds on a call is slow (a slow-call rate is set).
+    pub(super) slow_call_millis: Option<u64>,
     /// A probe of this circuit is running in this process.
     pub(super) probe_in_flight: AtomicBool,
     /// A task of this process is reading the store; others use the cached record.
@@ -59,7 +64,18 @@ impl Circuit {
             probe_lease_secs: config.probe_lease.as_secs().max(1),
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
         };
+        let window = config.sliding_window().map(|window| {
+            let rates = Rates {
+                failure: config.failure_rate(),
+                slow: config.slow_call_rate(),
+                minimum_calls: config.minimum_calls().unwrap_or(1),
+            };
+            (Window::new(window), rates)
+        });
+        let slow_call_millis = config.slow_call_duration().map(millis);
         Self {
+            window,
+            slow_call_millis,
             name,
             environment_id,
             store,
@@ -97,18 +113,29 @@ impl Circuit {
         let closed_until = self.closed_until.load(Ordering::Acquire);
         let now = self.now();
         match now < closed_until {
-            true => Ok(Permit::new(self, PermitKind::Closed)),
+            true => Ok(Permit::new_at(self, PermitKind::Closed, now)),
             false => Err(now),
         }
     }
 
-    /// Counts a closed call's outcome without locking. Returns the failure count when the
-    /// machine says it trips the circuit.
+    /// Counts a closed call's outcome without locking; `started`: when it was admitted
+    /// (unix millis, read only when the policy needs it). Returns the failure count when
+    /// the machine says it trips the circuit.
     #[inline]
-    pub(super) fn count_closed(&self, outcome: Outcome) -> Option<u32> {
+    pub(super) fn count_closed(&self, outcome: Outcome, started: u64) -> Option<u32> {
+        if let Some((window, rates)) = &self.window {
+            let (slow, at) = self.timed(started);
+            let sample = match outcome {
+                Outcome::Success => Sample::new(false, slow),
+                Outcome::Failure => Sample::new(true, slow),
+                Outcome::Ignored => return None,
+            };
+            let counts = window.record(sample, at)?;
+            return machine::trips_on_rate(counts, rates).then_some(counts.failures);
+        }
         match outcome {
             Outcome::Success => {
-                self.note_closed_success();
+                self.note_closed_success(started);
                 None
             }
             Outcome::Failure => {
@@ -119,12 +146,59 @@ impl Circuit {
         }
     }
 
-    /// A closed call succeeded: the consecutive failures start again.
+    /// A closed call succeeded: the consecutive failures start again, or the window counts
+    /// a good call. False when the call was slow: [`count_closed`](Self::count_closed)
+    /// must count it, out of line (it may trip the circuit).
     #[inline]
-    pub(super) fn note_closed_success(&self) {
+    pub(super) fn note_closed_success(&self, started: u64) -> bool {
+        if let Some((window, _)) = &self.window {
+            let (slow, at) = self.timed(started);
+            if slow {
+                return false;
+            }
+            window.record(Sample::new(false, false), at);
+            return true;
+        }
         // Load first: a healthy circuit never writes the shared cache line.
         if self.failures.load(Ordering::Relaxed) != 0 {
             self.failures.store(0, Ordering::Relaxed);
+        }
+        true
+    }
+
+    /// Whether a call admitted at `started` and ending now was slow, and the time it
+    /// counts at in a window: its end when slow calls are timed, else its admission.
+    #[inline]
+    fn timed(&self, started: u64) -> (bool, u64) {
+        match self.slow_call_millis {
+            Some(slow) => {
+                let now = self.now();
+                (now.saturating_sub(started) >= slow, now)
+            }
+            None => (false, started),
+        }
+    }
+
+    /// Whether a permit must carry its admission time: a slow-call rate times calls, a
+    /// time-based window places them.
+    #[inline]
+    pub(super) fn times_calls(&self) -> bool {
+        matches!(self.window, Some((Window::Time(_), _))) || self.slow_call_millis.is_some()
+    }
+
+    /// How a probe that ended with `outcome` counts: a slow probe fails.
+    pub(super) fn probe_outcome(&self, outcome: Outcome, started: u64) -> Outcome {
+        match outcome {
+            Outcome::Success if self.timed(started).0 => Outcome::Failure,
+            outcome => outcome,
+        }
+    }
+
+    /// The closed state's counts start again (the circuit changed state).
+    pub(super) fn reset_closed_counts(&self) {
+        self.failures.store(0, Ordering::Relaxed);
+        if let Some((window, _)) = &self.window {
+            window.reset();
         }
     }
 
@@ -145,8 +219,9 @@ impl Circuit {
     /// What a rejection reports: no allocation (the name is shared).
     #[inline]
     pub(super) fn report(&self, rejected: Rejected) -> CircuitInfo {
-        let failure_count = match rejected.state {
-            CircuitState::Closed => self.failures.load(Ordering::Relaxed),
+        let failure_count = match (rejected.state, &self.window) {
+            (CircuitState::Closed, None) => self.failures.load(Ordering::Relaxed),
+            (CircuitState::Closed, Some((window, _))) => window.counts(self.now()).failures,
             _ => rejected.failure_count,
         };
         CircuitInfo {

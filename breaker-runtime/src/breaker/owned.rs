@@ -24,6 +24,8 @@ pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static
 pub(crate) struct OwnedPermit<B: Borrow<CircuitBreaker>> {
     breaker: B,
     kind: PermitKind,
+    /// When the call was admitted, if the policy times calls (see [`Permit`]).
+    started: u64,
 }
 
 impl<B: Borrow<CircuitBreaker>> fmt::Debug for OwnedPermit<B> {
@@ -54,10 +56,11 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
     where
         B: Clone,
     {
-        let kind = breaker.borrow().circuit.fast_permit()?.detach();
+        let (kind, started) = breaker.borrow().circuit.fast_permit()?.detach();
         Some(Self {
             breaker: breaker.clone(),
             kind,
+            started,
         })
     }
 
@@ -74,8 +77,12 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
             return SlowAdmission::Rejected(info);
         }
         SlowAdmission::Pending(Box::pin(async move {
-            let kind = breaker.borrow().circuit.permit_slow().await?.detach();
-            Ok(Self { breaker, kind })
+            let (kind, started) = breaker.borrow().circuit.permit_slow().await?.detach();
+            Ok(Self {
+                breaker,
+                kind,
+                started,
+            })
         }))
     }
 
@@ -86,9 +93,11 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
     where
         B: Send + Sync + 'static,
     {
-        if self.kind == PermitKind::Closed && outcome == Outcome::Success {
+        if self.kind == PermitKind::Closed
+            && outcome == Outcome::Success
+            && self.circuit().note_closed_success(self.started)
+        {
             self.kind = PermitKind::Spent;
-            self.circuit().note_closed_success();
             return None;
         }
         self.record_transition(outcome)
@@ -103,7 +112,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
         match self.kind {
             PermitKind::Closed => {
                 self.kind = PermitKind::Spent;
-                let failures = self.circuit().count_closed(outcome)?;
+                let failures = self.circuit().count_closed(outcome, self.started)?;
                 Some(Box::pin(async move { self.circuit().trip(failures).await }))
             }
             // The permit travels into the future and keeps the slot until `end_probe`
@@ -112,6 +121,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
                 let mut permit = self;
                 let kind = std::mem::replace(&mut permit.kind, PermitKind::Spent);
                 debug_assert_eq!(kind, PermitKind::Probe);
+                let outcome = permit.circuit().probe_outcome(outcome, permit.started);
                 permit.circuit().end_probe(outcome).await
             })),
             PermitKind::Bypass | PermitKind::Spent => None,

@@ -33,6 +33,9 @@ pub(super) enum PermitKind {
 pub struct Permit<'a> {
     circuit: &'a Circuit,
     kind: PermitKind,
+    /// When the call was admitted (unix millis), if the circuit's policy times calls;
+    /// else 0.
+    started: u64,
 }
 
 impl fmt::Debug for Permit<'_> {
@@ -45,17 +48,36 @@ impl fmt::Debug for Permit<'_> {
 }
 
 impl<'a> Permit<'a> {
+    /// A permit admitted now; reads the clock only if the policy times calls.
     #[inline]
     pub(super) fn new(circuit: &'a Circuit, kind: PermitKind) -> Self {
-        Self { circuit, kind }
+        let started = match circuit.times_calls() {
+            true => circuit.now(),
+            false => 0,
+        };
+        Self::new_at(circuit, kind, started)
     }
 
-    /// The kind of call this permit admitted, taken out of it: a future that owns its
-    /// breaker holds the kind and rebuilds the permit to record ([`super::owned`]). The
-    /// probe slot, if any, goes with the kind.
+    /// A permit admitted at `now` (unix millis), read by the caller.
     #[inline]
-    pub(super) fn detach(mut self) -> PermitKind {
-        std::mem::replace(&mut self.kind, PermitKind::Spent)
+    pub(super) fn new_at(circuit: &'a Circuit, kind: PermitKind, now: u64) -> Self {
+        Self {
+            circuit,
+            kind,
+            started: now,
+        }
+    }
+
+    /// The kind of call this permit admitted and when, taken out of it: a future that owns
+    /// its breaker holds them and records through the circuit ([`super::owned`]). The
+    /// probe slot, if any, goes with the kind.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(super) fn detach(mut self) -> (PermitKind, u64) {
+        (
+            std::mem::replace(&mut self.kind, PermitKind::Spent),
+            self.started,
+        )
     }
 
     /// Reports how the admitted call ended. The closed path completes inline; only a
@@ -90,10 +112,11 @@ impl<'a> Permit<'a> {
     /// store, inline in the caller; false for any other outcome.
     #[inline]
     fn record_inline(&mut self, outcome: Outcome) -> bool {
-        let inline = self.kind == PermitKind::Closed && outcome == Outcome::Success;
+        let inline = self.kind == PermitKind::Closed
+            && outcome == Outcome::Success
+            && self.circuit.note_closed_success(self.started);
         if inline {
             self.kind = PermitKind::Spent;
-            self.circuit.note_closed_success();
         }
         inline
     }
@@ -104,11 +127,14 @@ impl<'a> Permit<'a> {
         let circuit = self.circuit;
         // Spent from here on: the transition's future takes over the probe slot.
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => match circuit.count_closed(outcome) {
+            PermitKind::Closed => match circuit.count_closed(outcome, self.started) {
                 Some(failures) => Recording::Writing(Box::pin(circuit.trip(failures))),
                 None => Recording::Done,
             },
-            PermitKind::Probe => Recording::Writing(Box::pin(circuit.end_probe(outcome))),
+            PermitKind::Probe => {
+                let outcome = circuit.probe_outcome(outcome, self.started);
+                Recording::Writing(Box::pin(circuit.end_probe(outcome)))
+            }
             PermitKind::Bypass | PermitKind::Spent => Recording::Done,
         }
     }

@@ -11,5 +11,6 @@ mod handled;
 mod lambda;
 mod methods;
 mod panics;
+mod policies;
 mod shared;
 mod sync;

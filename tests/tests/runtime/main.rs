@@ -11,6 +11,8 @@ mod disabled;
 mod fail_open;
 mod fleet_rules;
 mod model;
+mod policies;
+mod policy_model;
 mod store_contract_memory;
 mod tower_layer;
 mod valgrind;

@@ -1,0 +1,8 @@
+use breaker_runtime::circuit_breaker;
+
+#[circuit_breaker(name = "payments", failure_rate = 50, window_secs = 0)]
+fn charge() -> Result<(), anyhow::Error> {
+    Ok(())
+}
+
+fn main() {}
