@@ -93,6 +93,9 @@ impl Circuit {
         let base = {
             let mut cache = self.lock();
             if !machine::may_trip(&cache.record, now) {
+                // Open already, or an override holds: nothing counts towards a trip (a
+                // disabled circuit must not trip the moment it is released).
+                self.failures.store(0, Ordering::Relaxed);
                 return;
             }
             let base = cache.record.clone();
