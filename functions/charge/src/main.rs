@@ -26,6 +26,7 @@ async fn main() -> Result<(), Error> {
         payments: PaymentClient::from_env()?,
         overflow: OverflowQueue::new(aws_sdk_sqs::Client::new(&aws), queue_url),
     };
+    let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<Value>| {
         handle(app, event.payload)

@@ -45,6 +45,7 @@ async fn main() -> Result<(), Error> {
         explorer: CostExplorer::new(&sdk, &ExplorerSettings::from_env()),
         snapshots: SnapshotTable::new(aws_sdk_dynamodb::Client::new(&sdk), table),
     };
+    let _ = breaker_runtime::warm_up(["cost-explorer"]).await;
     if is_truthy(std::env::var("PRIME_ON_INIT").ok().as_deref()) {
         prime_on_init(&app).await;
     }

@@ -19,6 +19,7 @@ use payment_client::PaymentClient;
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let payments = PaymentClient::from_env()?;
+    let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
     let payments = &payments;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| {
         handle(payments, event.payload)
