@@ -27,6 +27,12 @@
 //!
 //! The record also carries `from_state`, `to_state` and `opened_at` as plain properties, so
 //! CloudWatch Logs Insights can query them.
+//!
+//! With JSON logging, Lambda's application log-level filter gives a line without a valid
+//! `level` and an RFC 3339 `timestamp` the level INFO, and drops it when the function's
+//! application log level is WARN or ERROR: the metric, and the alarm on it, would go
+//! silent. So every record carries `"level":"ERROR"` ([`LOG_LEVEL`]) and a `timestamp`:
+//! it survives any application log level short of FATAL.
 
 use std::fmt::Write as _;
 use std::io::Write as _;
@@ -36,6 +42,8 @@ use crate::{CircuitState, CircuitTransition};
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";
+/// The `level` of every record: high enough that log-level filtering keeps it.
+pub const LOG_LEVEL: &str = "ERROR";
 /// Counted when a circuit opens (from `CLOSED`, or again after a failed probe).
 pub const CIRCUIT_OPENED: &str = "CircuitOpened";
 /// Counted when an environment wins the probe election.
@@ -100,7 +108,7 @@ pub const fn metric_name(to_state: CircuitState) -> &'static str {
 /// let record = emf::transition_record(&opened, "Shop", 1_700_000_000_123);
 /// assert_eq!(
 ///     record,
-///     r#"{"_aws":{"Timestamp":1700000000123,"CloudWatchMetrics":[{"Namespace":"Shop","Dimensions":[["circuit"]],"Metrics":[{"Name":"CircuitOpened","Unit":"Count"}]}]},"circuit":"payment-backend","from_state":"CLOSED","to_state":"OPEN","opened_at":1700000000,"CircuitOpened":1}"#
+///     r#"{"level":"ERROR","timestamp":"2023-11-14T22:13:20.123Z","_aws":{"Timestamp":1700000000123,"CloudWatchMetrics":[{"Namespace":"Shop","Dimensions":[["circuit"]],"Metrics":[{"Name":"CircuitOpened","Unit":"Count"}]}]},"circuit":"payment-backend","from_state":"CLOSED","to_state":"OPEN","opened_at":1700000000,"CircuitOpened":1}"#
 /// );
 /// ```
 pub fn transition_record(
@@ -112,8 +120,9 @@ pub fn transition_record(
     let mut record = String::with_capacity(320);
     let _ = write!(
         record,
-        r#"{{"_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at},"{metric}":1}}"#,
+        r#"{{"level":"{LOG_LEVEL}","timestamp":"{timestamp}","_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at},"{metric}":1}}"#,
         namespace = json_string(namespace),
+        timestamp = rfc3339_millis(timestamp_millis),
         circuit = json_string(&transition.circuit_name),
         from = transition.from_state,
         to = transition.to_state,
@@ -146,6 +155,34 @@ fn json_string(value: &str) -> String {
     out
 }
 
+/// `unix_millis` as an RFC 3339 UTC timestamp with milliseconds, the form Lambda's
+/// log-level filter reads.
+///
+/// ```
+/// assert_eq!(breaker_runtime::emf::rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
+/// assert_eq!(breaker_runtime::emf::rfc3339_millis(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
+/// ```
+pub fn rfc3339_millis(unix_millis: u64) -> String {
+    let (secs, millis) = (unix_millis / 1000, unix_millis % 1000);
+    let (days, rest) = (secs / 86_400, secs % 86_400);
+    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + u64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
 fn unix_millis() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -175,6 +212,19 @@ mod tests {
             let record = transition_record(&transition("ce", state, None), "Breaker", 1);
             assert!(record.ends_with(&format!("{metric}}}")), "{record}");
         }
+    }
+
+    #[test]
+    fn every_record_has_a_level_and_a_timestamp_that_survive_log_filtering() {
+        let record = transition_record(
+            &transition("ce", CircuitState::Closed, None),
+            "B",
+            86_400_000,
+        );
+        assert!(
+            record.starts_with(r#"{"level":"ERROR","timestamp":"1970-01-02T00:00:00.000Z","_aws""#),
+            "{record}"
+        );
     }
 
     #[test]

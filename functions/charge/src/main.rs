@@ -1,31 +1,32 @@
-//! `charge`: charges an order through the payment API behind the `payment-backend` circuit.
-//! While the circuit is open the order is not dropped: it is buffered to the overflow SQS
-//! queue (answered with 202) and `overflow-replay` charges it once the circuit closes.
+//! `charge`: charges an order through the payment API behind the `payment-backend` circuit,
+//! once: a conditional write in the ledger table guards every charge. An order that cannot
+//! be charged now (circuit open, a 5xx/429/unreachable API, the ledger unavailable) is not
+//! dropped: it is buffered to the overflow SQS queue (answered with 202) and
+//! `overflow-replay` charges it later. Only when SQS fails too does the invocation fail, so
+//! Lambda retries it and then hands it to the on-failure destination.
 //!
-//! Environment: `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`, `OVERFLOW_QUEUE_URL`,
-//! `CIRCUIT_BREAKER_TABLE` and the `CIRCUIT_*` tunables of `circuit-env`.
+//! Environment (docs/functions.md): `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`,
+//! `OVERFLOW_QUEUE_URL`, `SQS_OPERATION_TIMEOUT_MS`, `LEDGER_TABLE`, `LEDGER_*`,
+//! `CIRCUIT_BREAKER_TABLE` and the `CIRCUIT_*` tunables of `circuit-env`. An invalid value
+//! stops the function at start, naming the variable and the value.
 #![forbid(unsafe_code)]
 
 mod charge;
-mod overflow;
 
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
-use payment_client::{Order, PaymentClient};
+use payment_client::{Ledger, Order, OverflowQueue, PaymentClient};
 use serde_json::{Value, json};
 
-use crate::charge::{App, ChargeError, charge};
-use crate::overflow::OverflowQueue;
+use crate::charge::{App, charge};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let queue_url =
-        std::env::var("OVERFLOW_QUEUE_URL").map_err(|_| "OVERFLOW_QUEUE_URL is not set")?;
-    let app = App {
-        payments: PaymentClient::from_env()?,
-        overflow: OverflowQueue::new(aws_sdk_sqs::Client::new(&aws), queue_url),
-    };
+    let app = app_from_env(&aws).map_err(|error| {
+        tracing::error!(%error, "invalid configuration: the function stops");
+        error
+    })?;
     let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<Value>| {
@@ -34,23 +35,25 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-/// Validates, charges (or buffers), and answers in the API-Gateway style: a `statusCode`
-/// for what the caller did wrong, an invocation error for what may succeed on a retry.
+/// Every setting, checked before the first invocation.
+fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
+    circuit_env::init().map_err(|e| e.to_string())?;
+    Ok(App {
+        payments: PaymentClient::from_env().map_err(|e| e.to_string())?,
+        ledger: Ledger::from_env(aws).map_err(|e| e.to_string())?,
+        overflow: OverflowQueue::from_env(aws).map_err(|e| e.to_string())?,
+    })
+}
+
+/// Validates, then charges or buffers: a `statusCode` for what the caller did wrong, an
+/// invocation error only when the order could not be kept anywhere.
 async fn handle(app: &App, event: Value) -> Result<Value, Diagnostic> {
     let order = match Order::from_payload(event) {
         Ok(order) => order,
         Err(invalid) => return Ok(json!({"statusCode": 400, "error": invalid.to_string()})),
     };
-    match charge(app, &order).await {
-        Ok(response) => Ok(response),
-        Err(ChargeError::Refused { status, body }) => Ok(json!({
-            "statusCode": status,
-            "order_id": order.order_id,
-            "error": body,
-        })),
-        Err(error) => {
-            tracing::error!(order_id = %order.order_id, %error, "charge failed; the invocation fails so Lambda retries it");
-            Err(error.into())
-        }
-    }
+    charge(app, &order).await.map_err(|error| {
+        tracing::error!(order_id = %order.order_id, %error, "neither charged nor buffered; the invocation fails so Lambda retries it");
+        error.into()
+    })
 }

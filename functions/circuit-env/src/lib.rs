@@ -1,64 +1,111 @@
-//! The circuit tunables of the sample functions, from environment variables, so one
-//! binary serves a production stack (the defaults) and a fast local demo (seconds).
+//! The sample functions' settings from environment variables, so one binary serves a
+//! production stack (the defaults) and a fast local demo (seconds). [`setting`] is the one
+//! policy every function follows: unset is the default, anything else must parse and be in
+//! range, or the function stops at start naming the variable and the value.
 //!
-//! | variable | tunable | default |
-//! |---|---|---|
-//! | `CIRCUIT_FAILURE_THRESHOLD` | consecutive failures that open the circuit | 5 |
-//! | `CIRCUIT_RECOVERY_TIMEOUT_SECS` | seconds open before one probe | 30 |
-//! | `CIRCUIT_SUCCESS_THRESHOLD` | probe successes that close it | 3 |
-//! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 |
-//! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery |
+//! The circuit tunables:
 //!
-//! An unparsable or out-of-range value is logged and the default used: a typo in a
-//! deployment must not take the function down.
+//! | variable | tunable | default | range |
+//! |---|---|---|---|
+//! | `CIRCUIT_FAILURE_THRESHOLD` | consecutive failures that open the circuit | 5 | 1–1000 |
+//! | `CIRCUIT_RECOVERY_TIMEOUT_SECS` | seconds open before one probe | 30 | 1–86400 |
+//! | `CIRCUIT_SUCCESS_THRESHOLD` | probe successes that close it | 3 | 1–1000 |
+//! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 | 0–3600 |
+//! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery | 0–86400 |
+//!
+//! `main` calls [`init`] first, so a bad value stops the function before its first
+//! invocation; [`circuit_config`] then hands the checked config to `#[circuit_breaker]`.
 #![forbid(unsafe_code)]
 
-use std::time::Duration;
+pub mod setting;
+
+use std::sync::OnceLock;
 
 use breaker_runtime::CircuitBreakerConfig;
 
-/// The config the environment describes (see the crate docs).
-pub fn circuit_config() -> CircuitBreakerConfig {
-    config_from(|name| std::env::var(name).ok())
+pub use setting::SettingError;
+
+static CONFIG: OnceLock<CircuitBreakerConfig> = OnceLock::new();
+
+/// Reads and checks the circuit tunables once; call it at the top of `main`.
+///
+/// ```
+/// // Nothing set in a doc test: the defaults.
+/// let config = circuit_env::init().unwrap();
+/// assert_eq!(config.failure_threshold(), 5);
+/// ```
+pub fn init() -> Result<CircuitBreakerConfig, SettingError> {
+    if let Some(config) = CONFIG.get() {
+        return Ok(config.clone());
+    }
+    let config = config_from(|name| std::env::var(name).ok())?;
+    Ok(CONFIG.get_or_init(|| config).clone())
 }
 
-/// [`circuit_config`] with the variables looked up by `var`.
-pub fn config_from(var: impl Fn(&str) -> Option<String>) -> CircuitBreakerConfig {
+/// The config the environment describes, for `#[circuit_breaker(config = ...)]`.
+///
+/// # Panics
+///
+/// If a tunable is invalid and [`init`] was not called first (it returns the error
+/// instead, for `main` to report).
+pub fn circuit_config() -> CircuitBreakerConfig {
+    init().unwrap_or_else(|error| panic!("circuit settings: {error}"))
+}
+
+/// The circuit config with the variables looked up by `var`.
+///
+/// ```
+/// let config = circuit_env::config_from(|name| (name == "CIRCUIT_FAILURE_THRESHOLD").then(|| "2".into())).unwrap();
+/// assert_eq!(config.failure_threshold(), 2);
+/// let error = circuit_env::config_from(|name| (name == "CIRCUIT_FAILURE_THRESHOLD").then(|| "0".into())).unwrap_err();
+/// assert_eq!(error.to_string(), "CIRCUIT_FAILURE_THRESHOLD=0: must be between 1 and 1000");
+/// ```
+pub fn config_from(
+    var: impl Fn(&str) -> Option<String>,
+) -> Result<CircuitBreakerConfig, SettingError> {
+    let number =
+        |name: &str, default: u64, range| setting::number_from(name, var(name), default, range);
     let defaults = CircuitBreakerConfig::default();
-    let number = |name: &str| -> Option<u64> {
-        let value = var(name)?;
-        match value.trim().parse() {
-            Ok(n) => Some(n),
-            Err(_) => {
-                tracing::warn!(variable = name, %value, "not a whole number; using the default");
-                None
-            }
-        }
-    };
-    let mut builder = CircuitBreakerConfig::builder();
-    if let Some(n) = number("CIRCUIT_FAILURE_THRESHOLD") {
-        builder = builder.failure_threshold(n.try_into().unwrap_or(u32::MAX));
+    let failure_threshold = number(
+        "CIRCUIT_FAILURE_THRESHOLD",
+        defaults.failure_threshold().into(),
+        1..=1000,
+    )?;
+    let success_threshold = number(
+        "CIRCUIT_SUCCESS_THRESHOLD",
+        defaults.success_threshold().into(),
+        1..=1000,
+    )?;
+    let recovery = number(
+        "CIRCUIT_RECOVERY_TIMEOUT_SECS",
+        defaults.recovery_timeout().as_secs(),
+        1..=86_400,
+    )?;
+    let cache_age = number(
+        "CIRCUIT_CACHE_MAX_AGE_SECS",
+        defaults.local_cache_max_age().as_secs(),
+        0..=3600,
+    )?;
+    let mut builder = CircuitBreakerConfig::builder()
+        .failure_threshold(u32::try_from(failure_threshold).unwrap_or(u32::MAX))
+        .success_threshold(u32::try_from(success_threshold).unwrap_or(u32::MAX))
+        .recovery_timeout(std::time::Duration::from_secs(recovery))
+        .local_cache_max_age(std::time::Duration::from_secs(cache_age));
+    // Unset: the runtime's default, a multiple of the recovery timeout.
+    if let Some(value) = var("CIRCUIT_RECOVERY_JITTER_SECS") {
+        let jitter =
+            setting::number_from("CIRCUIT_RECOVERY_JITTER_SECS", Some(value), 0, 0..=86_400)?;
+        builder = builder.recovery_jitter(std::time::Duration::from_secs(jitter));
     }
-    if let Some(n) = number("CIRCUIT_SUCCESS_THRESHOLD") {
-        builder = builder.success_threshold(n.try_into().unwrap_or(u32::MAX));
-    }
-    if let Some(secs) = number("CIRCUIT_RECOVERY_TIMEOUT_SECS") {
-        builder = builder.recovery_timeout(Duration::from_secs(secs));
-    }
-    if let Some(secs) = number("CIRCUIT_CACHE_MAX_AGE_SECS") {
-        builder = builder.local_cache_max_age(Duration::from_secs(secs));
-    }
-    if let Some(secs) = number("CIRCUIT_RECOVERY_JITTER_SECS") {
-        builder = builder.recovery_jitter(Duration::from_secs(secs));
-    }
-    builder.build().unwrap_or_else(|error| {
-        tracing::warn!(%error, "invalid circuit settings; using the defaults");
-        defaults
-    })
+    builder
+        .build()
+        .map_err(|error| SettingError::new("CIRCUIT_*", "", error.to_string()))
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -81,29 +128,54 @@ mod tests {
             ("CIRCUIT_SUCCESS_THRESHOLD", "1"),
             ("CIRCUIT_RECOVERY_TIMEOUT_SECS", "3"),
             ("CIRCUIT_CACHE_MAX_AGE_SECS", "0"),
-        ]));
+            ("CIRCUIT_RECOVERY_JITTER_SECS", "1"),
+        ]))
+        .unwrap();
         assert_eq!(config.failure_threshold(), 2);
         assert_eq!(config.success_threshold(), 1);
         assert_eq!(config.recovery_timeout(), Duration::from_secs(3));
         assert_eq!(config.local_cache_max_age(), Duration::ZERO);
+        assert_eq!(config.recovery_jitter(), Duration::from_secs(1));
     }
 
     #[test]
     fn nothing_set_gives_the_defaults() {
-        let config = config_from(vars(&[]));
+        let config = config_from(vars(&[])).unwrap();
         assert_eq!(config.failure_threshold(), 5);
         assert_eq!(config.recovery_timeout(), Duration::from_secs(30));
     }
 
     #[test]
-    fn bad_values_fall_back_to_the_defaults() {
-        let unparsable = config_from(vars(&[("CIRCUIT_FAILURE_THRESHOLD", "five")]));
-        assert_eq!(unparsable.failure_threshold(), 5);
-        let out_of_range = config_from(vars(&[
-            ("CIRCUIT_FAILURE_THRESHOLD", "0"),
-            ("CIRCUIT_SUCCESS_THRESHOLD", "2"),
-        ]));
-        assert_eq!(out_of_range.failure_threshold(), 5);
-        assert_eq!(out_of_range.success_threshold(), 3);
+    fn bad_values_name_the_variable_and_the_value() {
+        for (name, value, expected) in [
+            (
+                "CIRCUIT_FAILURE_THRESHOLD",
+                "five",
+                "CIRCUIT_FAILURE_THRESHOLD=five: not a whole number",
+            ),
+            (
+                "CIRCUIT_SUCCESS_THRESHOLD",
+                "0",
+                "CIRCUIT_SUCCESS_THRESHOLD=0: must be between 1 and 1000",
+            ),
+            (
+                "CIRCUIT_RECOVERY_TIMEOUT_SECS",
+                "-1",
+                "CIRCUIT_RECOVERY_TIMEOUT_SECS=-1: not a whole number",
+            ),
+            (
+                "CIRCUIT_CACHE_MAX_AGE_SECS",
+                "99999",
+                "CIRCUIT_CACHE_MAX_AGE_SECS=99999: must be between 0 and 3600",
+            ),
+            (
+                "CIRCUIT_RECOVERY_JITTER_SECS",
+                "1s",
+                "CIRCUIT_RECOVERY_JITTER_SECS=1s: not a whole number",
+            ),
+        ] {
+            let error = config_from(vars(&[(name, value)])).unwrap_err();
+            assert_eq!(error.to_string(), expected);
+        }
     }
 }

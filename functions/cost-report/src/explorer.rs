@@ -43,21 +43,18 @@ pub struct ExplorerSettings {
 }
 
 impl ExplorerSettings {
-    pub fn from_env() -> Self {
-        let number = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(default)
-        };
-        Self {
-            max_attempts: number("CE_MAX_ATTEMPTS", 3).clamp(1, 10) as u32,
-            initial_backoff: Duration::from_millis(number("CE_INITIAL_BACKOFF_MS", 500)),
-            attempt_timeout: Duration::from_millis(number("CE_ATTEMPT_TIMEOUT_MS", 5_000)),
-            operation_timeout: Duration::from_millis(number("CE_OPERATION_TIMEOUT_MS", 15_000)),
+    /// The settings of the environment; a value that does not parse or is out of range
+    /// is an error naming the variable and the value.
+    pub fn from_env() -> Result<Self, circuit_env::SettingError> {
+        use circuit_env::setting::{millis, number};
+        Ok(Self {
+            max_attempts: number("CE_MAX_ATTEMPTS", 3, 1..=10)? as u32,
+            initial_backoff: millis("CE_INITIAL_BACKOFF_MS", 500, 1..=60_000)?,
+            attempt_timeout: millis("CE_ATTEMPT_TIMEOUT_MS", 5_000, 100..=60_000)?,
+            operation_timeout: millis("CE_OPERATION_TIMEOUT_MS", 15_000, 100..=300_000)?,
             // The GetCostAndUsage quota is a handful of requests per second per account.
-            requests_per_second: number("CE_REQUESTS_PER_SECOND", 2).max(1) as f64,
-        }
+            requests_per_second: number("CE_REQUESTS_PER_SECOND", 2, 1..=100)? as f64,
+        })
     }
 }
 

@@ -40,13 +40,12 @@ struct App {
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
     let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let table = std::env::var("SNAPSHOT_TABLE").map_err(|_| "SNAPSHOT_TABLE is not set")?;
-    let app = App {
-        explorer: CostExplorer::new(&sdk, &ExplorerSettings::from_env()),
-        snapshots: SnapshotTable::new(aws_sdk_dynamodb::Client::new(&sdk), table),
-    };
+    let (app, prime) = app_from_env(&sdk).map_err(|error| {
+        tracing::error!(%error, "invalid configuration: the function stops");
+        error
+    })?;
     let _ = breaker_runtime::warm_up(["cost-explorer"]).await;
-    if is_truthy(std::env::var("PRIME_ON_INIT").ok().as_deref()) {
+    if prime {
         prime_on_init(&app).await;
     }
     let app = &app;
@@ -54,6 +53,20 @@ async fn main() -> Result<(), Error> {
         handle(app, event.payload)
     }))
     .await
+}
+
+/// Every setting, checked before anything runs: a bad value stops the function here.
+fn app_from_env(sdk: &aws_config::SdkConfig) -> Result<(App, bool), String> {
+    circuit_env::init().map_err(|e| e.to_string())?;
+    let settings = ExplorerSettings::from_env().map_err(|e| e.to_string())?;
+    let table = circuit_env::setting::required("SNAPSHOT_TABLE").map_err(|e| e.to_string())?;
+    let prime = circuit_env::setting::flag("PRIME_ON_INIT", false).map_err(|e| e.to_string())?;
+    let app = App {
+        explorer: CostExplorer::new(sdk, &settings),
+        snapshots: SnapshotTable::new(aws_sdk_dynamodb::Client::new(sdk), table)
+            .map_err(|e| e.to_string())?,
+    };
+    Ok((app, prime))
 }
 
 async fn handle(app: &App, event: Value) -> Result<CostReport, Diagnostic> {
@@ -153,10 +166,6 @@ async fn prime_on_init(app: &App) {
         Ok(_) => tracing::info!(period = %request.period.key(), "snapshot primed at init"),
         Err(error) => tracing::warn!(%error, "could not prime the snapshot at init"),
     }
-}
-
-fn is_truthy(value: Option<&str>) -> bool {
-    matches!(value.map(str::trim), Some(v) if ["1", "true", "yes", "on"].iter().any(|t| v.eq_ignore_ascii_case(t)))
 }
 
 fn unix_now() -> u64 {

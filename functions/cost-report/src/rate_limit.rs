@@ -1,6 +1,8 @@
-//! A token bucket in front of Cost Explorer: its quota is low and shared by every caller
-//! in the account, so this function never sends more than its share, even when warm
-//! environments run many invocations back to back.
+//! A token bucket in front of Cost Explorer. The bucket is per execution environment: each
+//! warm environment holds its own, so `CE_REQUESTS_PER_SECOND` bounds one environment's
+//! rate, and the function's total is that times its concurrent environments. Cost Explorer's
+//! quota is per account and shared by every caller: keep rate × reserved concurrency
+//! within it (the template reserves one environment).
 
 use std::time::Duration;
 

@@ -23,16 +23,19 @@ pub struct SnapshotTable {
 }
 
 impl SnapshotTable {
-    pub fn new(dynamodb: Client, table_name: String) -> Self {
-        let ttl = std::env::var("SNAPSHOT_TTL_SECS")
-            .ok()
-            .and_then(|v| v.trim().parse().ok())
-            .map_or(DEFAULT_TTL, Duration::from_secs);
-        Self {
+    /// The table `table_name`; snapshots live `SNAPSHOT_TTL_SECS` (default 35 days, one
+    /// hour to a year).
+    pub fn new(dynamodb: Client, table_name: String) -> Result<Self, circuit_env::SettingError> {
+        let ttl = circuit_env::setting::secs(
+            "SNAPSHOT_TTL_SECS",
+            DEFAULT_TTL.as_secs(),
+            3600..=366 * 24 * 3600,
+        )?;
+        Ok(Self {
             dynamodb,
             table_name,
             ttl,
-        }
+        })
     }
 
     /// Stores `report` as the last good answer for its period.

@@ -1,50 +1,65 @@
-//! `overflow-replay`: drains the orders `charge` buffered to SQS while `payment-backend`
-//! was open. Each record goes through the same circuit: while it is open every record is
-//! reported as a batch item failure without calling the payment API (SQS redelivers it
-//! later, or moves it to the DLQ after `maxReceiveCount`); once closed, each order is
-//! charged with its order id as idempotency key and failures are reported one by one.
+//! `overflow-replay`: drains the orders `charge` buffered to SQS. Each record is charged
+//! once through the ledger and the same `payment-backend` circuit; while the circuit is
+//! open, or when the invocation's remaining time is too short to start another record, the
+//! record is deferred: sent again with a delay (until the circuit may admit a probe, at
+//! most 900 s) and deleted, so waiting never spends its receive budget. A failed charge
+//! (5xx, 429, unreachable, the ledger unavailable) is deferred too, `REPLAY_MAX_FAILURES`
+//! times (default 5). A refusal (4xx other than 429) is final: recorded as declined and
+//! deleted. Only a record that fails on its own (not an order, a charge that failed too
+//! often) is reported as a batch item failure, and reaches the DLQ after `maxReceiveCount`.
 //!
-//! Environment: `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`, `CIRCUIT_BREAKER_TABLE` and the
-//! `CIRCUIT_*` tunables of `circuit-env`. The event source mapping needs
-//! `FunctionResponseTypes: [ReportBatchItemFailures]`.
+//! Environment (docs/functions.md): `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`,
+//! `OVERFLOW_QUEUE_URL`, `SQS_OPERATION_TIMEOUT_MS`, `LEDGER_TABLE`, `LEDGER_*`,
+//! `REPLAY_MAX_FAILURES`, `CIRCUIT_BREAKER_TABLE` and the `CIRCUIT_*` tunables of
+//! `circuit-env`. The event source
+//! mapping needs `FunctionResponseTypes: [ReportBatchItemFailures]`.
 #![forbid(unsafe_code)]
 
 mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use payment_client::PaymentClient;
+use payment_client::{Ledger, OverflowQueue, PaymentClient};
+
+use crate::replay::App;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let payments = PaymentClient::from_env()?;
+    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    let app = app_from_env(&aws).map_err(|error| {
+        tracing::error!(%error, "invalid configuration: the function stops");
+        error
+    })?;
     let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
-    let payments = &payments;
-    run(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        handle(payments, event.payload)
+    let app = &app;
+    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        let deadline = event.context.deadline();
+        let outcome = app.replay(&event.payload.records, deadline).await;
+        tracing::info!(
+            settled = outcome.done,
+            deferred = outcome.deferred,
+            failed = outcome.failures.len(),
+            "batch replayed"
+        );
+        let mut response = SqsBatchResponse::default();
+        for message_id in outcome.failures {
+            response.add_failure(message_id);
+        }
+        Ok::<_, Error>(response)
     }))
     .await
 }
 
-/// Replays the records in order; a failed record never fails the batch, only itself.
-async fn handle(payments: &PaymentClient, event: SqsEvent) -> Result<SqsBatchResponse, Error> {
-    let mut response = SqsBatchResponse::default();
-    let (mut charged, mut failed) = (0_usize, 0_usize);
-    for record in &event.records {
-        let message_id = record.message_id.clone().unwrap_or_default();
-        match replay::replay_record(payments, record).await {
-            Ok(order_id) => {
-                charged += 1;
-                tracing::info!(%message_id, %order_id, "buffered order charged");
-            }
-            Err(error) => {
-                failed += 1;
-                tracing::warn!(%message_id, %error, "record left in the queue");
-                response.add_failure(message_id);
-            }
-        }
-    }
-    tracing::info!(charged, failed, "batch replayed");
-    Ok(response)
+/// Every setting, checked before the first invocation.
+fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
+    let circuit = circuit_env::init().map_err(|e| e.to_string())?;
+    Ok(App {
+        payments: PaymentClient::from_env().map_err(|e| e.to_string())?,
+        ledger: Ledger::from_env(aws).map_err(|e| e.to_string())?,
+        overflow: OverflowQueue::from_env(aws).map_err(|e| e.to_string())?,
+        circuit,
+        max_failures: circuit_env::setting::number("REPLAY_MAX_FAILURES", 5, 1..=100)
+            .map_err(|e| e.to_string())?,
+    })
 }

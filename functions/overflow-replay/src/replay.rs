@@ -1,43 +1,186 @@
-//! One buffered order: parse it, then charge it through the `payment-backend` circuit
-//! (the guarded call `charge` makes too, from `payment-client`).
+//! One batch of buffered orders. Each record is charged once through the ledger, or
+//! deferred (sent again with a delay, the original deleted) when it cannot be charged yet,
+//! or reported as a batch item failure when it fails on its own. Only those failures spend
+//! a message's receive budget, so however long an outage lasts, no order reaches the DLQ
+//! because the circuit was open. A poison record still does: one that is not an order at
+//! once, one whose charge keeps failing while the circuit stays closed after
+//! `REPLAY_MAX_FAILURES` deferrals.
+
+use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::SqsMessage;
-use breaker_runtime::CircuitBreakerOpenError;
-use payment_client::{GuardedPaymentError, InvalidOrder, Order, PaymentClient, PaymentError};
+use payment_client::ledger::unix_now;
+use payment_client::overflow::MAX_DELAY;
+use payment_client::{Charged, Deferral, Ledger, Order, OverflowQueue, PaymentClient};
 
-/// Why a record stays in the queue.
-#[derive(Debug, thiserror::Error)]
-pub enum ReplayError {
-    /// The circuit is open: the payment API was not called.
-    #[error(transparent)]
-    CircuitOpen(CircuitBreakerOpenError),
-    /// The payment API failed or refused the order.
-    #[error(transparent)]
-    Payment(PaymentError),
-    /// The body is not an order: it goes to the DLQ after `maxReceiveCount` for a human.
-    #[error(transparent)]
-    NotAnOrder(#[from] InvalidOrder),
+/// What every invocation shares: built once in `main`.
+#[derive(Debug)]
+pub struct App {
+    pub payments: PaymentClient,
+    pub ledger: Ledger,
+    pub overflow: OverflowQueue,
+    /// The circuit's config: when an open circuit may admit a probe again.
+    pub circuit: breaker_runtime::CircuitBreakerConfig,
+    /// `REPLAY_MAX_FAILURES`: failed charges a record is deferred after before it is
+    /// reported failed (and so, after `maxReceiveCount` more, reaches the DLQ).
+    pub max_failures: u64,
 }
 
-/// An open circuit defers the record: it stays in the queue like a failed charge.
-impl From<GuardedPaymentError> for ReplayError {
-    fn from(error: GuardedPaymentError) -> Self {
-        match error {
-            GuardedPaymentError::CircuitOpen(open) => Self::CircuitOpen(open),
-            GuardedPaymentError::Payment(payment) => Self::Payment(payment),
+/// What became of one record.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fate {
+    /// Settled (charged, declined, a duplicate, parked as unknown): delete it.
+    Done(&'static str),
+    /// Not chargeable yet: send it again after this delay, delete the original.
+    Defer(Duration),
+    /// The charge failed (5xx, 429, unreachable, the ledger unavailable) while the circuit
+    /// was closed: deferred like the above with `failures` + 1, until there are too many.
+    Retry(String),
+    /// Failed on its own: leave it in the queue (one receive spent).
+    Fail(String),
+}
+
+/// What a batch came to.
+#[derive(Debug, Default)]
+pub struct BatchOutcome {
+    /// Message ids to report as batch item failures.
+    pub failures: Vec<String>,
+    /// How many records were settled, deferred, failed.
+    pub done: usize,
+    pub deferred: usize,
+}
+
+impl App {
+    /// The time one record may need in the worst case: claim, charge, settle, and the
+    /// deferral of the rest.
+    pub fn record_budget(&self) -> Duration {
+        self.payments.timeout() + self.ledger.timeout() * 2 + self.overflow.timeout()
+    }
+
+    /// Replays `records` in order until `deadline` is too close to start another one.
+    pub async fn replay(&self, records: &[SqsMessage], deadline: SystemTime) -> BatchOutcome {
+        let mut outcome = BatchOutcome::default();
+        let mut deferrals = Vec::new();
+        // Once the circuit is open, the rest of the batch waits as long without a call.
+        let mut open_for: Option<Duration> = None;
+        for record in records {
+            let message_id = record.message_id.clone().unwrap_or_default();
+            let left = deadline
+                .duration_since(SystemTime::now())
+                .unwrap_or_default();
+            let fate = if let Some(delay) = open_for {
+                Fate::Defer(delay)
+            } else if left < self.record_budget() {
+                tracing::info!(%message_id, ?left, "invocation time short: record deferred");
+                Fate::Defer(Duration::ZERO)
+            } else {
+                let (fate, open) = self.replay_record(record).await;
+                open_for = open;
+                fate
+            };
+            match fate {
+                Fate::Done(what) => {
+                    outcome.done += 1;
+                    tracing::info!(%message_id, what, "record settled");
+                }
+                Fate::Defer(delay) => {
+                    outcome.deferred += 1;
+                    deferrals.push(deferral(record, delay));
+                }
+                Fate::Retry(error) => {
+                    let mut retry = deferral(record, self.circuit.recovery_timeout());
+                    retry.after_failure = true;
+                    if retry.failures() + 1 >= self.max_failures {
+                        tracing::warn!(%message_id, %error, failures = retry.failures() + 1, "record failed too often: left in the queue");
+                        outcome.failures.push(message_id);
+                    } else {
+                        tracing::warn!(%message_id, %error, "charge failed: record deferred");
+                        outcome.deferred += 1;
+                        deferrals.push(retry);
+                    }
+                }
+                Fate::Fail(error) => {
+                    tracing::warn!(%message_id, %error, "record left in the queue");
+                    outcome.failures.push(message_id);
+                }
+            }
         }
+        if !deferrals.is_empty() {
+            let unsent = self.overflow.defer(&deferrals).await;
+            outcome.deferred -= unsent.len();
+            outcome.failures.extend(unsent);
+        }
+        outcome
+    }
+
+    /// One record; also returns how long the rest of the batch must wait when the circuit
+    /// turned out to be open.
+    async fn replay_record(&self, record: &SqsMessage) -> (Fate, Option<Duration>) {
+        let body = record.body.as_deref().unwrap_or_default();
+        let order = match serde_json::from_str(body)
+            .map_err(|e| format!("the message body is not JSON: {e}"))
+            .and_then(|payload| Order::from_payload(payload).map_err(|e| e.to_string()))
+        {
+            Ok(order) => order,
+            Err(error) => return (Fate::Fail(error), None),
+        };
+        match self.payments.charge_once(&self.ledger, &order).await {
+            Charged::Now(_) => (Fate::Done("charged"), None),
+            Charged::Before => (Fate::Done("already charged: duplicate dropped"), None),
+            Charged::Declined(error) => {
+                tracing::warn!(order_id = %order.order_id, %error, "declined by the payment API: final");
+                (Fate::Done("declined"), None)
+            }
+            Charged::DeclinedBefore => (Fate::Done("already declined: duplicate dropped"), None),
+            Charged::Unknown => (Fate::Done("outcome unknown: parked in the ledger"), None),
+            Charged::InFlight { lease_until } => (
+                Fate::Defer(Duration::from_secs(lease_until.saturating_sub(unix_now()))),
+                None,
+            ),
+            Charged::CircuitOpen(open) => {
+                let delay = self.wait_for_probe(open.circuit.opened_at);
+                (Fate::Defer(delay), Some(delay))
+            }
+            Charged::Failed(error) => (Fate::Retry(error.to_string()), None),
+            Charged::LedgerUnavailable(error) => (Fate::Retry(error.to_string()), None),
+        }
+    }
+
+    /// Until the open circuit may admit a probe: its recovery instant, or, once that has
+    /// passed without one, the longest an environment that did not open it waits (cache
+    /// age, a second, jitter). At least a second, at most SQS's 900.
+    fn wait_for_probe(&self, opened_at: Option<u64>) -> Duration {
+        let now = unix_now();
+        let recovery_at = opened_at.unwrap_or(now) + self.circuit.recovery_timeout().as_secs();
+        let wait = if recovery_at > now {
+            Duration::from_secs(recovery_at - now)
+        } else {
+            self.circuit.local_cache_max_age()
+                + Duration::from_secs(1)
+                + self.circuit.recovery_jitter()
+        };
+        wait.clamp(Duration::from_secs(1), MAX_DELAY)
     }
 }
 
-/// Returns the order id of the charged order.
-pub async fn replay_record(
-    payments: &PaymentClient,
-    record: &SqsMessage,
-) -> Result<String, ReplayError> {
-    let body = record.body.as_deref().unwrap_or_default();
-    let payload = serde_json::from_str(body)
-        .map_err(|e| InvalidOrder(format!("the message body is not JSON: {e}")))?;
-    let order = Order::from_payload(payload)?;
-    payments.charge_guarded(&order).await?;
-    Ok(order.order_id)
+fn deferral(record: &SqsMessage, delay: Duration) -> Deferral {
+    Deferral {
+        message_id: record.message_id.clone().unwrap_or_default(),
+        body: record.body.clone().unwrap_or_default(),
+        attributes: record
+            .message_attributes
+            .iter()
+            .filter_map(|(name, attribute)| {
+                Some((
+                    name.clone(),
+                    (
+                        attribute.data_type.clone()?,
+                        attribute.string_value.clone()?,
+                    ),
+                ))
+            })
+            .collect(),
+        delay,
+        after_failure: false,
+    }
 }

@@ -14,6 +14,11 @@
 //! No stray processes: the child is killed when the [`FunctionProcess`] is dropped (also
 //! while unwinding from a panic), and a function whose Runtime API disappears (the test
 //! process died) fails its next poll and exits.
+//!
+//! Each invocation gets a deadline (`Lambda-Runtime-Deadline-Ms`), the function's timeout
+//! after it is handed out ([`FunctionProcess::set_timeout`], default 60 s). Like Lambda,
+//! an invocation that runs past it ends as a `Sandbox.Timedout` error and the process is
+//! killed and started again (a fresh init), wherever it was.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,8 +39,14 @@ use crate::fixtures::http1::{self, Unframed};
 use crate::fixtures::sdk::REGION;
 use crate::wall_clock::unix_millis;
 
-/// Longest an invocation may take before `invoke` gives up.
-const INVOKE_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default function timeout: the deadline of each invocation.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// Longest a queued invocation may wait for the function to ask for it (its init).
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+/// The `errorType` Lambda reports for an invocation that ran past its deadline.
+pub const TIMED_OUT: &str = "Sandbox.Timedout";
+/// The `errorType` Lambda reports when the runtime process dies mid-invocation.
+pub const EXIT_ERROR: &str = "Runtime.ExitError";
 
 /// How an invocation ended.
 #[derive(Debug, Clone, PartialEq)]
@@ -90,6 +101,8 @@ pub enum LogEcho {
 struct Pending {
     request_id: String,
     event: Vec<u8>,
+    /// Told the deadline when the function takes the invocation.
+    started: oneshot::Sender<Instant>,
 }
 
 #[derive(Default)]
@@ -97,6 +110,19 @@ struct Shared {
     waiting: Mutex<HashMap<String, oneshot::Sender<Invocation>>>,
     init_error: Mutex<Option<String>>,
     first_poll: OnceLock<Instant>,
+    /// The function timeout in milliseconds (0: the default).
+    timeout_ms: AtomicU64,
+    /// The invocation the function took last.
+    in_flight: Mutex<Option<String>>,
+}
+
+impl Shared {
+    fn timeout(&self) -> Duration {
+        match self.timeout_ms.load(Ordering::Relaxed) {
+            0 => DEFAULT_TIMEOUT,
+            ms => Duration::from_millis(ms),
+        }
+    }
 }
 
 /// The loopback Runtime API. Dropping it stops the server.
@@ -152,7 +178,17 @@ impl RuntimeApi {
         &self.address
     }
 
-    /// Queues `event` and waits for the function's answer.
+    /// The function timeout: each invocation's deadline is this long after the function
+    /// takes it.
+    pub fn set_timeout(&self, timeout: Duration) {
+        let ms = u64::try_from(timeout.as_millis())
+            .unwrap_or(u64::MAX)
+            .max(1);
+        self.shared.timeout_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Queues `event` and waits for the function's answer, until its deadline: past it the
+    /// answer is a [`TIMED_OUT`] error (the caller restarts the function).
     pub async fn invoke(&self, event: &Value) -> anyhow::Result<Invocation> {
         let request_id = format!(
             "{}-{:08}",
@@ -160,19 +196,36 @@ impl RuntimeApi {
             self.next_id.fetch_add(1, Ordering::Relaxed)
         );
         let (done, answer) = oneshot::channel();
+        let (started, deadline) = oneshot::channel();
         lock(&self.shared.waiting).insert(request_id.clone(), done);
         self.queue
             .send(Pending {
                 request_id: request_id.clone(),
                 event: serde_json::to_vec(event)?,
+                started,
             })
             .context("the Runtime API server stopped")?;
-        match tokio::time::timeout(INVOKE_TIMEOUT, answer).await {
+        let forget = || lock(&self.shared.waiting).remove(&request_id);
+        let deadline = match tokio::time::timeout(START_TIMEOUT, deadline).await {
+            Ok(Ok(deadline)) => deadline,
+            _ => {
+                forget();
+                bail!("the function did not take invocation {request_id} within {START_TIMEOUT:?}")
+            }
+        };
+        match tokio::time::timeout_at(deadline.into(), answer).await {
             Ok(Ok(invocation)) => Ok(invocation),
             Ok(Err(_)) => bail!("invocation {request_id} was dropped"),
             Err(_) => {
-                lock(&self.shared.waiting).remove(&request_id);
-                bail!("invocation {request_id} got no answer within {INVOKE_TIMEOUT:?}")
+                forget();
+                let timeout = self.shared.timeout();
+                Ok(Invocation::Error {
+                    error_type: TIMED_OUT.into(),
+                    error_message: format!(
+                        "Task timed out after {:.2} seconds",
+                        timeout.as_secs_f64()
+                    ),
+                })
             }
         }
     }
@@ -180,6 +233,20 @@ impl RuntimeApi {
     /// What the function posted to `/init/error`, if anything.
     pub fn init_error(&self) -> Option<String> {
         lock(&self.shared.init_error).clone()
+    }
+
+    /// Ends the invocation the function is running, if any, with `error_type`: what Lambda
+    /// answers when the runtime process dies mid-invocation.
+    fn abort_in_flight(&self, error_type: &str, error_message: &str) {
+        let Some(request_id) = lock(&self.shared.in_flight).take() else {
+            return;
+        };
+        if let Some(done) = lock(&self.shared.waiting).remove(&request_id) {
+            let _ = done.send(Invocation::Error {
+                error_type: error_type.into(),
+                error_message: error_message.into(),
+            });
+        }
     }
 
     /// When the function first asked for an invocation: the end of its init.
@@ -224,7 +291,10 @@ async fn connection(
             let Some(pending) = queue.lock().await.recv().await else {
                 return Ok(());
             };
-            let deadline = (unix_millis() + INVOKE_TIMEOUT.as_millis() as u64).to_string();
+            let timeout = shared.timeout();
+            *lock(&shared.in_flight) = Some(pending.request_id.clone());
+            let _ = pending.started.send(Instant::now() + timeout);
+            let deadline = (unix_millis() + timeout.as_millis() as u64).to_string();
             let arn = format!("arn:aws:lambda:us-east-1:123456789012:function:{function_name}");
             let headers = [
                 ("Content-Type", "application/json"),
@@ -282,8 +352,12 @@ where
 pub struct FunctionProcess {
     name: String,
     api: RuntimeApi,
-    child: Child,
+    binary: PathBuf,
+    env: Vec<(String, String)>,
+    echo: LogEcho,
+    child: Mutex<Child>,
     spawned_at: Instant,
+    restarts: AtomicU64,
     logs: Arc<Mutex<Vec<String>>>,
 }
 
@@ -291,7 +365,7 @@ impl std::fmt::Debug for FunctionProcess {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("FunctionProcess")
             .field("name", &self.name)
-            .field("pid", &self.child.id())
+            .field("pid", &lock(&self.child).id())
             .finish()
     }
 }
@@ -310,59 +384,87 @@ impl FunctionProcess {
         echo: LogEcho,
     ) -> anyhow::Result<Self> {
         let api = RuntimeApi::start(name).await?;
-        let mut command = Command::new(binary);
-        command
-            .env_clear()
-            .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("AWS_LAMBDA_RUNTIME_API", api.address())
-            .env("AWS_LAMBDA_FUNCTION_NAME", name)
-            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
-            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
-            .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
-            .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
-            .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
-            .env("AWS_REGION", REGION)
-            .env("AWS_EC2_METADATA_DISABLED", "true")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let spawned_at = Instant::now();
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("starting {}", binary.display()))?;
+        let env: Vec<(String, String)> = env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), v.clone()))
+            .collect();
         let logs = Arc::new(Mutex::new(Vec::new()));
-        if let Some(stdout) = child.stdout.take() {
-            tokio::spawn(collect_lines(
-                stdout,
-                name.to_owned(),
-                Arc::clone(&logs),
-                echo,
-            ));
-        }
-        if let Some(stderr) = child.stderr.take() {
-            tokio::spawn(collect_lines(
-                stderr,
-                name.to_owned(),
-                Arc::clone(&logs),
-                echo,
-            ));
-        }
+        let spawned_at = Instant::now();
+        let child = spawn(binary, name, api.address(), &env, echo, &logs)?;
         Ok(Self {
             name: name.to_owned(),
             api,
-            child,
+            binary: binary.to_owned(),
+            env,
+            echo,
+            child: Mutex::new(child),
             spawned_at,
+            restarts: AtomicU64::new(0),
             logs,
         })
     }
 
-    /// Invokes the function once with `event`.
+    /// The function timeout (default 60 s): each invocation's deadline.
+    pub fn set_timeout(&self, timeout: Duration) {
+        self.api.set_timeout(timeout);
+    }
+
+    /// Waits up to `within` for the process to exit (a function that stops at init);
+    /// its exit status, or `None` while it still runs.
+    pub async fn wait_exit(&self, within: Duration) -> Option<std::process::ExitStatus> {
+        let until = Instant::now() + within;
+        loop {
+            if let Ok(Some(status)) = lock(&self.child).try_wait() {
+                return Some(status);
+            }
+            if Instant::now() >= until {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// How often the process was killed (at a deadline, or [`crash`](Self::crash)) and
+    /// started again.
+    pub fn restarts(&self) -> u64 {
+        self.restarts.load(Ordering::Relaxed)
+    }
+
+    /// Invokes the function once with `event`. Past its deadline, the process is killed
+    /// and started again, as Lambda does, and the answer is a [`TIMED_OUT`] error.
     pub async fn invoke(&self, event: Value) -> anyhow::Result<Invocation> {
-        self.api.invoke(&event).await
+        let invocation = self.api.invoke(&event).await?;
+        if matches!(&invocation, Invocation::Error { error_type, .. } if error_type == TIMED_OUT) {
+            self.restart()?;
+        }
+        Ok(invocation)
+    }
+
+    /// Kills the process wherever it is (a crash, an out-of-memory kill) and starts it
+    /// again; the invocation it was running ends as a `Runtime.ExitError`.
+    pub fn crash(&self) -> anyhow::Result<()> {
+        self.restart()?;
+        self.api.abort_in_flight(
+            EXIT_ERROR,
+            "RequestId: the runtime exited with signal: killed",
+        );
+        Ok(())
+    }
+
+    fn restart(&self) -> anyhow::Result<()> {
+        let fresh = spawn(
+            &self.binary,
+            &self.name,
+            self.api.address(),
+            &self.env,
+            self.echo,
+            &self.logs,
+        )?;
+        let mut old = std::mem::replace(&mut *lock(&self.child), fresh);
+        // kill_on_drop reaps it; start_kill only sends the signal, no await under a lock.
+        let _ = old.start_kill();
+        self.restarts.fetch_add(1, Ordering::Relaxed);
+        Ok(())
     }
 
     /// How long the process took from spawn to its first poll for an invocation (its
@@ -392,6 +494,62 @@ impl FunctionProcess {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The process id, while the process runs (to read its `/proc` entry).
+    pub fn pid(&self) -> Option<u32> {
+        lock(&self.child).id()
+    }
+}
+
+/// Starts `binary` as function `name` against the Runtime API at `api`.
+fn spawn(
+    binary: &std::path::Path,
+    name: &str,
+    api: &str,
+    env: &[(String, String)],
+    echo: LogEcho,
+    logs: &Arc<Mutex<Vec<String>>>,
+) -> anyhow::Result<Child> {
+    let mut command = Command::new(binary);
+    command
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("AWS_LAMBDA_RUNTIME_API", api)
+        .env("AWS_LAMBDA_FUNCTION_NAME", name)
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "128")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
+        .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+        .env("AWS_REGION", REGION)
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    for (key, value) in env {
+        command.env(key, value);
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    if let Some(stdout) = child.stdout.take() {
+        tokio::spawn(collect_lines(
+            stdout,
+            name.to_owned(),
+            Arc::clone(logs),
+            echo,
+        ));
+    }
+    if let Some(stderr) = child.stderr.take() {
+        tokio::spawn(collect_lines(
+            stderr,
+            name.to_owned(),
+            Arc::clone(logs),
+            echo,
+        ));
+    }
+    Ok(child)
 }
 
 async fn collect_lines<R>(stream: R, name: String, logs: Arc<Mutex<Vec<String>>>, echo: LogEcho)

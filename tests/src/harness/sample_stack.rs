@@ -2,18 +2,27 @@
 //! tables), moto (overflow queue + DLQ, Cost Explorer) behind the fault proxy, and the
 //! stub payment API. Shared by the end-to-end tests and the demo.
 //!
-//! The functions run as real binaries ([`FunctionProcess`]); [`SampleStack::replay_once`]
-//! plays the SQS event source mapping for `overflow-replay` (receive, invoke, delete what
-//! succeeded, report the rest).
+//! The functions run as real binaries ([`FunctionProcess`]). [`SampleStack::poll`] plays
+//! the SQS event source mapping for `overflow-replay` as Lambda does: receive up to 10
+//! messages, invoke with them, delete what the function did not report as failed; a failed
+//! record (or the whole batch, when the invocation fails or times out) is left alone and
+//! comes back after the queue's visibility timeout, and the function's own changes
+//! (deferrals, visibility) are honoured. [`SampleStack::replay_once`] is one such poll.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use anyhow::Context as _;
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
+use aws_sdk_sqs::types::{
+    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
+};
 use serde_json::{Value, json};
+use tokio::task::JoinHandle;
 
-use super::runtime_api::{FunctionProcess, LogEcho};
+use super::runtime_api::{FunctionProcess, Invocation, LogEcho};
 use crate::fixtures::dynalite::Dynalite;
 use crate::fixtures::fault_proxy::FaultProxy;
 use crate::fixtures::moto::{Moto, QueuePair};
@@ -26,6 +35,27 @@ pub const MAX_RECEIVE_COUNT: u32 = 5;
 pub const CIRCUIT_TABLE: &str = "circuit-breakers";
 /// See [`CIRCUIT_TABLE`].
 pub const SNAPSHOT_TABLE: &str = "cost-snapshots";
+/// The ledger table of `charge` and `overflow-replay` (key `order_id`).
+pub const LEDGER_TABLE: &str = "orders-ledger";
+
+/// The overflow queue's redrive and visibility settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct QueueSettings {
+    /// Receives before a message moves to the DLQ.
+    pub max_receive_count: u32,
+    /// How long a received message stays invisible.
+    pub visibility_timeout: Duration,
+}
+
+impl Default for QueueSettings {
+    /// [`MAX_RECEIVE_COUNT`] receives, 30 s.
+    fn default() -> Self {
+        Self {
+            max_receive_count: MAX_RECEIVE_COUNT,
+            visibility_timeout: Duration::from_secs(30),
+        }
+    }
+}
 
 /// The local services of the sample stack.
 #[derive(Debug)]
@@ -42,18 +72,36 @@ pub struct SampleStack {
     pub queues: QueuePair,
 }
 
-/// What one pass of the event source mapping did.
+/// What passes of the event source mapping did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReplayPass {
     /// Records handed to the function.
     pub received: usize,
-    /// Records the function reported as failed (left in the queue).
+    /// Records left in the queue: reported as failed, or of a failed invocation.
     pub failed: usize,
+    /// Invocations.
+    pub invocations: usize,
+    /// Invocations that failed or timed out (their whole batch came back).
+    pub invocation_errors: usize,
+}
+
+impl std::ops::AddAssign for ReplayPass {
+    fn add_assign(&mut self, pass: Self) {
+        self.received += pass.received;
+        self.failed += pass.failed;
+        self.invocations += pass.invocations;
+        self.invocation_errors += pass.invocation_errors;
+    }
 }
 
 impl SampleStack {
-    /// Starts every service and creates the tables and queues.
+    /// Starts every service and creates the tables and queues ([`QueueSettings::default`]).
     pub async fn start() -> anyhow::Result<Self> {
+        Self::start_with(QueueSettings::default()).await
+    }
+
+    /// [`start`](Self::start) with the overflow queue's `settings`.
+    pub async fn start_with(settings: QueueSettings) -> anyhow::Result<Self> {
         let (dynalite, moto, payments) =
             tokio::try_join!(Dynalite::start(), Moto::start(), PaymentStub::start())?;
         let proxy = FaultProxy::start(moto.address()).await?;
@@ -61,8 +109,20 @@ impl SampleStack {
         dynalite
             .create_table(SNAPSHOT_TABLE, "period", None)
             .await?;
+        dynalite
+            .create_table(LEDGER_TABLE, "order_id", None)
+            .await?;
         let queues = moto
-            .create_queue_with_dlq("overflow", MAX_RECEIVE_COUNT)
+            .create_queue_with_dlq("overflow", settings.max_receive_count)
+            .await?;
+        moto.sqs()
+            .set_queue_attributes()
+            .queue_url(&queues.queue_url)
+            .attributes(
+                QueueAttributeName::VisibilityTimeout,
+                settings.visibility_timeout.as_secs().to_string(),
+            )
+            .send()
             .await?;
         Ok(Self {
             dynalite,
@@ -82,6 +142,10 @@ impl SampleStack {
             ("CIRCUIT_BREAKER_TABLE", CIRCUIT_TABLE.into()),
             ("SNAPSHOT_TABLE", SNAPSHOT_TABLE.into()),
             ("OVERFLOW_QUEUE_URL", self.queues.queue_url.clone()),
+            ("SQS_OPERATION_TIMEOUT_MS", "1500".into()),
+            ("LEDGER_TABLE", LEDGER_TABLE.into()),
+            ("LEDGER_LEASE_SECS", "10".into()),
+            ("LEDGER_OPERATION_TIMEOUT_MS", "1500".into()),
             ("PAYMENT_API_URL", self.payments.url().to_owned()),
             ("PAYMENT_TIMEOUT_MS", "2000".into()),
             ("CIRCUIT_FAILURE_THRESHOLD", "3".into()),
@@ -138,69 +202,157 @@ impl SampleStack {
         })
     }
 
-    /// One poll of the event source mapping: receives up to 10 messages, invokes
-    /// `overflow-replay` with them as an SQS event, deletes the ones it did not report as
-    /// failed and makes the failed ones visible again.
-    pub async fn replay_once(&self, replay: &FunctionProcess) -> anyhow::Result<ReplayPass> {
-        let sqs = self.moto.sqs();
-        let received = sqs
-            .receive_message()
-            .queue_url(&self.queues.queue_url)
-            .max_number_of_messages(10)
-            .visibility_timeout(30)
-            .message_system_attribute_names(MessageSystemAttributeName::All)
-            .message_attribute_names("All")
+    /// Messages in `queue_url`: visible, in flight and delayed (deferred ones included).
+    pub async fn queue_depth(&self, queue_url: &str) -> anyhow::Result<usize> {
+        let attributes = self
+            .moto
+            .sqs()
+            .get_queue_attributes()
+            .queue_url(queue_url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesDelayed)
             .send()
-            .await?;
-        let messages = received.messages.unwrap_or_default();
-        if messages.is_empty() {
-            return Ok(ReplayPass::default());
-        }
-        let records: Vec<Value> = messages.iter().map(lambda_record).collect();
-        let response = replay
-            .invoke(json!({ "Records": records }))
             .await?
-            .expect_response();
-        let failed: Vec<&str> = response["batchItemFailures"]
+            .attributes
+            .unwrap_or_default();
+        Ok(attributes
+            .values()
+            .filter_map(|v| v.parse::<usize>().ok())
+            .sum())
+    }
+
+    /// The order's ledger item (`status`, `attempt_id`, ...), as stored.
+    pub async fn ledger_item(
+        &self,
+        order_id: &str,
+    ) -> anyhow::Result<Option<HashMap<String, AttributeValue>>> {
+        Ok(self
+            .dynalite
+            .client()
+            .get_item()
+            .table_name(LEDGER_TABLE)
+            .key("order_id", AttributeValue::S(order_id.into()))
+            .consistent_read(true)
+            .send()
+            .await?
+            .item)
+    }
+
+    /// The order's ledger `status`, if it has an item.
+    pub async fn ledger_status(&self, order_id: &str) -> anyhow::Result<Option<String>> {
+        Ok(match self.ledger_item(order_id).await? {
+            Some(item) => match item.get("status") {
+                Some(AttributeValue::S(status)) => Some(status.clone()),
+                _ => None,
+            },
+            None => None,
+        })
+    }
+
+    /// One poll of the event source mapping (see the module docs); waits up to a second
+    /// for messages.
+    pub async fn replay_once(&self, replay: &FunctionProcess) -> anyhow::Result<ReplayPass> {
+        poll_once(&self.moto.sqs(), &self.queues.queue_url, replay).await
+    }
+
+    /// The event source mapping, polling in the background for `replay` until
+    /// [`EventSource::stop`]. Start several for a `MaximumConcurrency` above one.
+    pub fn poll(&self, replay: Arc<FunctionProcess>) -> EventSource {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sqs = self.moto.sqs();
+        let queue_url = self.queues.queue_url.clone();
+        let stopped = Arc::clone(&stop);
+        let task = tokio::spawn(async move {
+            let mut total = ReplayPass::default();
+            while !stopped.load(Ordering::SeqCst) {
+                total += poll_once(&sqs, &queue_url, &replay).await?;
+            }
+            Ok(total)
+        });
+        EventSource { stop, task }
+    }
+}
+
+/// A running event source mapping ([`SampleStack::poll`]).
+#[derive(Debug)]
+pub struct EventSource {
+    stop: Arc<AtomicBool>,
+    task: JoinHandle<anyhow::Result<ReplayPass>>,
+}
+
+impl EventSource {
+    /// Stops polling after the current pass; returns what all passes did.
+    pub async fn stop(self) -> anyhow::Result<ReplayPass> {
+        self.stop.store(true, Ordering::SeqCst);
+        self.task.await?
+    }
+}
+
+/// Receive, invoke, delete what succeeded; leave the rest to the visibility timeout.
+async fn poll_once(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    replay: &FunctionProcess,
+) -> anyhow::Result<ReplayPass> {
+    let received = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .message_system_attribute_names(MessageSystemAttributeName::All)
+        .message_attribute_names("All")
+        .send()
+        .await?;
+    let messages = received.messages.unwrap_or_default();
+    if messages.is_empty() {
+        return Ok(ReplayPass::default());
+    }
+    let records: Vec<Value> = messages.iter().map(lambda_record).collect();
+    let failed: Vec<String> = match replay.invoke(json!({ "Records": records })).await? {
+        Invocation::Response(response) => response["batchItemFailures"]
             .as_array()
             .context("no batchItemFailures in the replay response")?
             .iter()
-            .filter_map(|f| f["itemIdentifier"].as_str())
-            .collect();
-        let mut deletes = Vec::new();
-        for message in &messages {
-            let (Some(id), Some(handle)) = (message.message_id(), message.receipt_handle()) else {
-                continue;
-            };
-            if failed.contains(&id) {
-                // The mapping would wait out the visibility timeout; the demo has no time.
-                sqs.change_message_visibility()
-                    .queue_url(&self.queues.queue_url)
+            .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned))
+            .collect(),
+        // A failed or timed-out invocation: the whole batch comes back.
+        Invocation::Error { .. } => {
+            return Ok(ReplayPass {
+                received: messages.len(),
+                failed: messages.len(),
+                invocations: 1,
+                invocation_errors: 1,
+            });
+        }
+    };
+    let mut deletes = Vec::new();
+    for message in &messages {
+        let (Some(id), Some(handle)) = (message.message_id(), message.receipt_handle()) else {
+            continue;
+        };
+        if !failed.iter().any(|f| f == id) {
+            deletes.push(
+                DeleteMessageBatchRequestEntry::builder()
+                    .id(id)
                     .receipt_handle(handle)
-                    .visibility_timeout(0)
-                    .send()
-                    .await?;
-            } else {
-                deletes.push(
-                    DeleteMessageBatchRequestEntry::builder()
-                        .id(id)
-                        .receipt_handle(handle)
-                        .build()?,
-                );
-            }
+                    .build()?,
+            );
         }
-        if !deletes.is_empty() {
-            sqs.delete_message_batch()
-                .queue_url(&self.queues.queue_url)
-                .set_entries(Some(deletes))
-                .send()
-                .await?;
-        }
-        Ok(ReplayPass {
-            received: messages.len(),
-            failed: failed.len(),
-        })
     }
+    if !deletes.is_empty() {
+        sqs.delete_message_batch()
+            .queue_url(queue_url)
+            .set_entries(Some(deletes))
+            .send()
+            .await?;
+    }
+    Ok(ReplayPass {
+        received: messages.len(),
+        failed: failed.len(),
+        invocations: 1,
+        invocation_errors: 0,
+    })
 }
 
 /// An SQS message in the shape Lambda's event source mapping delivers it.

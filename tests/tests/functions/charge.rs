@@ -37,8 +37,8 @@ async fn invoke_async(function: &FunctionProcess, event: Value) -> Invocation {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recovery() {
     let stack = SampleStack::start().await.unwrap();
-    // Two failures open the circuit, so Lambda's two retries of the first order get it
-    // buffered; the recovery timeout is long enough that no probe runs while orders stream in.
+    // Two failures open the circuit (the first two orders are buffered as transient
+    // failures); the recovery timeout is long enough that no probe runs while orders stream in.
     let slow_recovery = [
         ("CIRCUIT_FAILURE_THRESHOLD", "2".to_owned()),
         ("CIRCUIT_RECOVERY_TIMEOUT_SECS", RECOVERY_SECS.to_string()),
@@ -58,8 +58,16 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     for n in 0..ORDERS {
         let response = invoke_async(&charge, order(n)).await.expect_response();
         assert_eq!(response["statusCode"], 202, "{response}");
-        assert_eq!(response["circuit"], "payment-backend");
         assert_eq!(response["buffered"], true);
+        let expected_reason = if n < 2 {
+            "payment_unavailable"
+        } else {
+            "circuit_open"
+        };
+        assert_eq!(response["reason"], expected_reason, "{response}");
+        if n >= 2 {
+            assert_eq!(response["circuit"], "payment-backend");
+        }
         buffered += 1;
     }
     assert_eq!(buffered, ORDERS);
@@ -78,7 +86,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
         ORDERS
     );
 
-    // Each message is the exact order, with the circuit's attributes.
+    // Each message is the order's validated fields, with the circuit's attributes.
     let sqs = stack.moto.sqs();
     let peek = sqs
         .receive_message()
@@ -96,7 +104,12 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     assert_eq!(body["order_id"], attribute("order_id"));
     let n: usize = attribute("order_id")[6..].parse().unwrap();
     assert_eq!(body, order(n));
-    assert!(attribute("opened_at").parse::<u64>().unwrap() > 1_700_000_000);
+    assert!(attribute("buffered_at").parse::<u64>().unwrap() > 1_700_000_000);
+    if attribute("reason") == "circuit_open" {
+        assert!(attribute("opened_at").parse::<u64>().unwrap() > 1_700_000_000);
+    } else {
+        assert_eq!(attribute("reason"), "payment_unavailable");
+    }
     sqs.change_message_visibility()
         .queue_url(&stack.queues.queue_url)
         .receipt_handle(message.receipt_handle().unwrap())
@@ -105,12 +118,17 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
         .await
         .unwrap();
 
-    // While open, replay reports every record as failed without calling the payment API.
+    // While open, replay defers every record without calling the payment API: none is
+    // reported failed (no receive spent), every one is still in the queue, delayed.
     let requests_before = stack.payments.requests();
     let pass = stack.replay_once(&replay).await.unwrap();
     assert!(pass.received > 0);
-    assert_eq!(pass.failed, pass.received);
+    assert_eq!(pass.failed, 0, "{pass:?}");
     assert_eq!(stack.payments.requests(), requests_before);
+    assert_eq!(
+        stack.queue_depth(&stack.queues.queue_url).await.unwrap(),
+        ORDERS
+    );
 
     // Recovery: after the timeout (and the replay's fallback: charge opened the circuit)
     // one probe closes the circuit, then the queue drains.
@@ -133,15 +151,9 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     ))
     .await;
     let mut passes = 0;
-    while stack
-        .moto
-        .message_count(&stack.queues.queue_url)
-        .await
-        .unwrap()
-        > 0
-    {
+    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
         passes += 1;
-        assert!(passes <= 30, "the queue did not drain");
+        assert!(passes <= 60, "the queue did not drain");
         let pass = stack.replay_once(&replay).await.unwrap();
         assert_eq!(pass.failed, 0, "{pass:?}");
     }
@@ -151,6 +163,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     );
     let expected: BTreeSet<String> = (0..ORDERS).map(|n| format!("order-{n:03}")).collect();
     assert_eq!(stack.payments.charged(), expected);
+    assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
     assert_eq!(
         stack
             .moto
@@ -179,27 +192,36 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_the_order() {
     let stack = SampleStack::start().await.unwrap();
-    // No probe while SQS retries: the recovery timeout outlasts the test.
-    let no_recovery = [("CIRCUIT_RECOVERY_TIMEOUT_SECS", "300".to_owned())];
     let charge = stack
-        .start_function("charge", LogEcho::Stderr, &no_recovery)
+        .start_function("charge", LogEcho::Stderr, &[])
         .await
         .unwrap();
+    // The payment API fails: charge buffers the order (a transient failure).
     stack.payments.set_down(true);
-    for n in 0..3 {
-        let (error_type, _) = charge.invoke(order(n)).await.unwrap().expect_error();
-        assert_eq!(error_type, "PaymentUnavailable");
-    }
-    assert_eq!(
-        stack.circuit_state("payment-backend").await.unwrap(),
-        "OPEN"
-    );
+    let response = charge.invoke(order(1)).await.unwrap().expect_response();
+    assert_eq!(response["statusCode"], 202, "{response}");
+    assert_eq!(response["reason"], "payment_unavailable");
 
+    // SQS fails too: the invocation fails, and the ledger claim is released.
     stack.proxy.inject(Service::Sqs, Some(Fault::Unavailable));
     let (error_type, message) = charge.invoke(order(7)).await.unwrap().expect_error();
     assert_eq!(error_type, "BufferFailed");
     assert!(message.contains("order-007"), "{message}");
     assert!(stack.proxy.injected(Service::Sqs) >= 1);
+    assert_eq!(stack.ledger_status("order-007").await.unwrap(), None);
+
+    // SQS answers too slowly: SQS_OPERATION_TIMEOUT_MS bounds the wait.
+    stack
+        .proxy
+        .inject(Service::Sqs, Some(Fault::Latency(Duration::from_secs(10))));
+    let started = std::time::Instant::now();
+    let (error_type, _) = charge.invoke(order(8)).await.unwrap().expect_error();
+    assert_eq!(error_type, "BufferFailed");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "{:?}",
+        started.elapsed()
+    );
 
     stack.proxy.inject(Service::Sqs, None);
     assert_eq!(
@@ -208,7 +230,7 @@ async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_th
             .message_count(&stack.queues.queue_url)
             .await
             .unwrap(),
-        0
+        1
     );
     // Lambda's retry of the same event, once SQS is back, buffers it.
     let response = charge.invoke(order(7)).await.unwrap().expect_response();
@@ -219,8 +241,9 @@ async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_th
             .message_count(&stack.queues.queue_url)
             .await
             .unwrap(),
-        1
+        2
     );
+    assert_eq!(stack.payments.charged(), BTreeSet::new());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -248,6 +271,18 @@ async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
             "currency must be an ISO 4217 code",
         ),
         (json!("not an order"), "must be a JSON object"),
+        (
+            json!({"order_id": "o-\u{FFFE}", "amount": 5, "currency": "EUR"}),
+            "order_id contains U+FFFE",
+        ),
+        (
+            json!({"order_id": "o-1", "amount": 5, "currency": "EUR", "customer": "c-\u{FFFF}"}),
+            "customer contains U+FFFF",
+        ),
+        (
+            json!({"order_id": "o-1", "amount": 5, "currency": "EUR", "note": "x".repeat(9000)}),
+            "at most 8192 are accepted",
+        ),
     ] {
         let response = charge
             .invoke(event.clone())
@@ -277,6 +312,14 @@ async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
     );
 
     assert_eq!(stack.payments.requests(), 0);
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.queue_url)
+            .await
+            .unwrap(),
+        0
+    );
     assert!(
         stack
             .circuit_item("payment-backend")

@@ -5,3 +5,4 @@
 
 mod charge;
 mod cost_report;
+mod pipeline;

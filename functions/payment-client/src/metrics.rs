@@ -1,0 +1,60 @@
+//! The pipeline's own CloudWatch metric, in the Embedded Metric Format like the circuit
+//! transitions (`breaker_runtime::emf`): `PaymentOutcomeUnknown` (dimension `circuit` =
+//! `payment-backend`), one per order parked as `unknown` in the ledger. The template alarms
+//! on it: such an order needs a human to ask the payment provider.
+
+use std::io::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::json;
+
+/// The metric counted per order parked as `unknown`.
+pub const PAYMENT_OUTCOME_UNKNOWN: &str = "PaymentOutcomeUnknown";
+
+/// Writes the EMF line for an order whose charge outcome is unknown.
+pub fn log_outcome_unknown(order_id: &str, detail: &str) {
+    let namespace = std::env::var("BREAKER_METRICS_NAMESPACE")
+        .ok()
+        .filter(|ns| !ns.trim().is_empty())
+        .unwrap_or_else(|| breaker_runtime::emf::DEFAULT_NAMESPACE.to_owned());
+    let millis = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    let line = outcome_unknown_record(order_id, detail, &namespace, millis);
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout
+        .write_all(format!("{line}\n").as_bytes())
+        .and_then(|()| stdout.flush());
+}
+
+/// The EMF document: pure, for tests.
+///
+/// ```
+/// let line = payment_client::metrics::outcome_unknown_record("o-1", "timed out", "Shop", 0);
+/// assert!(line.contains(r#""PaymentOutcomeUnknown":1"#), "{line}");
+/// assert!(line.contains(r#""level":"ERROR""#), "{line}");
+/// ```
+pub fn outcome_unknown_record(
+    order_id: &str,
+    detail: &str,
+    namespace: &str,
+    millis: u64,
+) -> String {
+    let record = json!({
+        "level": breaker_runtime::emf::LOG_LEVEL,
+        "timestamp": breaker_runtime::emf::rfc3339_millis(millis),
+        "_aws": {
+            "Timestamp": millis,
+            "CloudWatchMetrics": [{
+                "Namespace": namespace,
+                "Dimensions": [["circuit"]],
+                "Metrics": [{"Name": PAYMENT_OUTCOME_UNKNOWN, "Unit": "Count"}],
+            }],
+        },
+        "circuit": crate::CIRCUIT,
+        "order_id": order_id,
+        "detail": crate::ledger::truncate(detail, 512),
+        PAYMENT_OUTCOME_UNKNOWN: 1,
+    });
+    record.to_string()
+}
