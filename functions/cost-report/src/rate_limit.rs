@@ -1,8 +1,8 @@
 //! A token bucket in front of Cost Explorer. The bucket is per execution environment: each
 //! warm environment holds its own, so `CE_REQUESTS_PER_SECOND` bounds one environment's
 //! rate, and the function's total is that times its concurrent environments. Cost Explorer's
-//! quota is per account and shared by every caller: keep rate × reserved concurrency
-//! within it (the template reserves one environment).
+//! quota is per account and shared by every caller: keep the rate times the function's
+//! concurrent environments (cap them with reserved concurrency) within it.
 
 use std::time::Duration;
 

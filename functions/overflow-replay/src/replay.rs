@@ -119,8 +119,9 @@ impl App {
         let body = record.body.as_deref().unwrap_or_default();
         let order = match serde_json::from_str(body)
             .map_err(|e| format!("the message body is not JSON: {e}"))
-            .and_then(|payload| Order::from_payload(payload).map_err(|e| e.to_string()))
-        {
+            .and_then(|payload| {
+                Order::from_payload(unwrap_destination_record(payload)).map_err(|e| e.to_string())
+            }) {
             Ok(order) => order,
             Err(error) => return (Fate::Fail(error), None),
         };
@@ -160,6 +161,20 @@ impl App {
                 + self.circuit.recovery_jitter()
         };
         wait.clamp(Duration::from_secs(1), MAX_DELAY)
+    }
+}
+
+/// A record of `charge`'s on-failure destination carries the event in `requestPayload`
+/// (next to `requestContext`, `responsePayload`): moved here as is, it is that order.
+fn unwrap_destination_record(mut payload: serde_json::Value) -> serde_json::Value {
+    let wrapped = payload.get("requestContext").is_some()
+        && payload
+            .get("requestPayload")
+            .is_some_and(serde_json::Value::is_object);
+    if wrapped {
+        payload["requestPayload"].take()
+    } else {
+        payload
     }
 }
 

@@ -306,6 +306,16 @@ async fn a_poison_record_reaches_the_dlq_a_refusal_is_declined_and_deleted() {
         .unwrap();
     stack.payments.decline("refused-000");
     send(&stack, &json!("not an order")).await;
+    // A record of charge's on-failure destination, moved here as is: the order inside.
+    let parked = json!({
+        "version": "1.0",
+        "timestamp": "2026-12-01T00:00:00.000Z",
+        "requestContext": {"requestId": "r-1", "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:charge", "condition": "RetriesExhausted", "approximateInvokeCount": 3},
+        "requestPayload": order("parked", 0),
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorType": "BufferFailed", "errorMessage": "overflow queue: could not send order parked-000"},
+    });
+    send(&stack, &parked).await;
     send(&stack, &order("refused", 0)).await;
     send(&stack, &order("fine", 0)).await;
 
@@ -337,7 +347,9 @@ async fn a_poison_record_reaches_the_dlq_a_refusal_is_declined_and_deleted() {
         stack.ledger_status("refused-000").await.unwrap().as_deref(),
         Some("declined")
     );
-    assert_eq!(stack.payments.charged(), ids("fine", 1));
+    let mut expected = ids("fine", 1);
+    expected.extend(ids("parked", 1));
+    assert_eq!(stack.payments.charged(), expected);
     // The 10 kB refusal body is quoted cut, in the logs as in the ledger.
     let longest = replay.logs().iter().map(String::len).max().unwrap_or(0);
     assert!(longest < 2_000, "a log line of {longest} bytes");
