@@ -27,6 +27,16 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
         missing.stderr.contains("ResourceNotFoundException"),
         "{missing:?}"
     );
+    assert_eq!(
+        missing.stderr.lines().count(),
+        1,
+        "one line, no response dump: {missing:?}"
+    );
+    let unreachable = table
+        .breaker(&["--endpoint-url", "http://127.0.0.1:1", "list"])
+        .await;
+    unreachable.failed(1, "Connection refused");
+    assert_eq!(unreachable.stderr.lines().count(), 1, "{unreachable:?}");
     table
         .breaker(&["--table", "missing", "open", "x", "--by", "a"])
         .await

@@ -17,7 +17,7 @@ use aws_config::{BehaviorVersion, SdkConfig};
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::{DisplayErrorContext, ProvideErrorMetadata};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
@@ -356,16 +356,21 @@ impl Shared {
         }
     }
 
-    /// An SDK error as a store error; throttling is told apart, since the store can be
-    /// reached.
+    /// An SDK error as a store error, in one line an operator can read: the service's
+    /// code and message, or the chain of causes (no response dumps). Throttling is told
+    /// apart, since the store can be reached.
     fn error<E>(&self, operation: &str, error: &E) -> StoreError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
+        let cause = match (error.code(), error.message()) {
+            (Some(code), Some(message)) => format!("{code}: {message}"),
+            (Some(code), None) => code.to_owned(),
+            _ => causes(error),
+        };
         let message = format!(
-            "DynamoDB {operation} on table '{}' failed: {}",
-            self.table,
-            DisplayErrorContext(error)
+            "DynamoDB {operation} on table '{}' failed: {cause}",
+            self.table
         );
         match error.code() {
             Some(
@@ -392,6 +397,18 @@ fn own_client(config: &SdkConfig) -> Client {
         .timeout_config(timeouts)
         .build();
     Client::from_conf(config)
+}
+
+/// `error` and its sources, joined: `dispatch failure: io error: ... Connection refused`.
+fn causes(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 fn number(value: u64) -> AttributeValue {
