@@ -56,7 +56,12 @@ pub(crate) async fn set_override(
     let before = table.store.inspect(name).await?;
     let replaces = match before.as_ref().map(|c| &c.record) {
         Some(Ok(record)) => record.operator_override.clone(),
-        Some(Err(_)) | None => None,
+        // An override on top would leave it malformed, and the fleet reading it as closed.
+        Some(Err(problem)) => bail!(
+            "circuit '{name}' has a malformed item ({problem}), which the breaker reads as \
+             closed; replace it with a closed one first: breaker close {name}"
+        ),
+        None => None,
     };
     let by = match &args.by {
         Some(by) if !by.trim().is_empty() => by.clone(),

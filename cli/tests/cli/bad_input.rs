@@ -1,6 +1,8 @@
 //! Bad input: a clear message on stderr, a non-zero exit, nothing written, never a panic.
 
-use crate::support::Table;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+use crate::support::{TABLE, Table, s};
 
 #[tokio::test]
 async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
@@ -76,4 +78,35 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
         .await
         .failed(1, "an attribute of operator overrides");
     assert_eq!(table.raw("payments").await, None, "bad input wrote nothing");
+}
+
+#[tokio::test]
+async fn a_malformed_item_is_shown_and_must_be_closed_before_an_override() {
+    let table = Table::new().await;
+    table
+        .dynalite
+        .client()
+        .put_item()
+        .table_name(TABLE)
+        .item("id", AttributeValue::S("broken".into()))
+        .item("state", AttributeValue::S("AJAR".into()))
+        .send()
+        .await
+        .expect("PutItem");
+    let listed = table.breaker(&["list"]).await;
+    let text = listed.ok();
+    assert!(text.contains("MALFORMED (read as CLOSED)"), "{text}");
+    assert!(
+        text.contains("warning: broken: attribute 'state' is not CLOSED"),
+        "{text}"
+    );
+
+    table
+        .breaker(&["open", "broken", "--by", "ops"])
+        .await
+        .failed(1, "malformed item");
+    table.breaker(&["close", "broken"]).await.ok();
+    table.breaker(&["open", "broken", "--by", "ops"]).await.ok();
+    let item = table.raw("broken").await.expect("the item");
+    assert_eq!(s(&item, "state").as_deref(), Some("OPEN"), "{item:?}");
 }
