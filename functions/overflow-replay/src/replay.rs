@@ -199,3 +199,25 @@ fn deferral(record: &SqsMessage, delay: Duration) -> Deferral {
         after_failure: false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn an_on_failure_destination_record_is_the_order_it_carries() {
+        let order = json!({"order_id": "o-1", "amount": 5, "currency": "EUR"});
+        let record = json!({
+            "version": "1.0",
+            "requestContext": {"condition": "RetriesExhausted"},
+            "requestPayload": order,
+            "responsePayload": {"errorType": "BufferFailed"},
+        });
+        assert_eq!(unwrap_destination_record(record), order);
+        // An order that merely has such a field stays as it is.
+        let odd = json!({"order_id": "o-2", "requestPayload": {"x": 1}});
+        assert_eq!(unwrap_destination_record(odd.clone()), odd);
+    }
+}

@@ -35,6 +35,20 @@ const DEFAULT_TIMEOUT_MS: u64 = 3000;
 const DEFAULT_TTL_DAYS: u64 = 60;
 
 /// The ledger table.
+///
+/// ```no_run
+/// # async fn demo(sdk: aws_config::SdkConfig) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use payment_client::{Claim, Ledger, Outcome};
+///
+/// let ledger = Ledger::new(&sdk, "orders-ledger".into(), Duration::from_secs(60),
+///     Duration::from_secs(60 * 86_400), Duration::from_secs(3));
+/// if let Claim::Claimed(attempt) = ledger.claim("o-1").await? {
+///     // ... charge the order, then:
+///     ledger.settle(&attempt, Outcome::Charged, "ch_1").await?;
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct Ledger {
     dynamodb: Client,

@@ -36,6 +36,18 @@ pub enum Charged {
 
 impl PaymentClient {
     /// Charges `order` at most once across every copy of it, through the ledger.
+    ///
+    /// ```no_run
+    /// # async fn demo(payments: payment_client::PaymentClient, ledger: payment_client::Ledger) {
+    /// use payment_client::{Charged, Order};
+    /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"})).unwrap();
+    /// match payments.charge_once(&ledger, &order).await {
+    ///     Charged::Now(receipt) => println!("charged: {}", receipt.body),
+    ///     Charged::Before => println!("a duplicate: nothing sent"),
+    ///     other => println!("not charged now: {other:?}"),
+    /// }
+    /// # }
+    /// ```
     pub async fn charge_once(&self, ledger: &Ledger, order: &Order) -> Charged {
         let attempt = match ledger.claim(&order.order_id).await {
             Ok(Claim::Claimed(attempt)) => attempt,

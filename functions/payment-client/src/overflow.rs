@@ -24,6 +24,18 @@ pub const MAX_DELAY: Duration = Duration::from_secs(900);
 const DEFAULT_SQS_TIMEOUT_MS: u64 = 3000;
 
 /// The overflow queue.
+///
+/// ```no_run
+/// # async fn demo(sdk: aws_config::SdkConfig) -> Result<(), Box<dyn std::error::Error>> {
+/// use std::time::Duration;
+/// use payment_client::{BufferReason, Order, OverflowQueue};
+///
+/// let queue = OverflowQueue::new(&sdk, "https://sqs.eu-west-1.amazonaws.com/1/overflow".into(),
+///     Duration::from_secs(3));
+/// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}))?;
+/// let message_id = queue.buffer(&order, BufferReason::CircuitOpen, None, Duration::ZERO).await?;
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone)]
 pub struct OverflowQueue {
     sqs: aws_sdk_sqs::Client,
@@ -259,4 +271,65 @@ fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, Stri
         .string_value(value)
         .build()
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn deferral(attributes: &[(&str, &str, &str)], after_failure: bool) -> Deferral {
+        Deferral {
+            message_id: "m-1".into(),
+            body: r#"{"order_id":"o-1"}"#.into(),
+            attributes: attributes
+                .iter()
+                .map(|(n, t, v)| ((*n).to_owned(), ((*t).to_owned(), (*v).to_owned())))
+                .collect(),
+            delay: Duration::from_secs(5000),
+            after_failure,
+        }
+    }
+
+    fn attribute_value(entry: &SendMessageBatchRequestEntry, name: &str) -> Option<String> {
+        entry
+            .message_attributes()
+            .and_then(|a| a.get(name))
+            .and_then(|v| v.string_value().map(str::to_owned))
+    }
+
+    #[test]
+    fn a_deferral_keeps_the_attributes_counts_itself_and_caps_the_delay() {
+        let first = batch_entry(
+            3,
+            &deferral(
+                &[
+                    ("order_id", "String", "o-1"),
+                    ("buffered_at", "Number", "17"),
+                ],
+                false,
+            ),
+        )
+        .unwrap();
+        assert_eq!(first.id(), "3");
+        assert_eq!(first.message_body(), r#"{"order_id":"o-1"}"#);
+        assert_eq!(first.delay_seconds(), Some(900));
+        assert_eq!(attribute_value(&first, "order_id").as_deref(), Some("o-1"));
+        assert_eq!(
+            attribute_value(&first, "buffered_at").as_deref(),
+            Some("17")
+        );
+        assert_eq!(attribute_value(&first, "deferrals").as_deref(), Some("1"));
+        assert_eq!(attribute_value(&first, "failures"), None);
+
+        let again = batch_entry(
+            0,
+            &deferral(
+                &[("deferrals", "Number", "4"), ("failures", "Number", "2")],
+                true,
+            ),
+        )
+        .unwrap();
+        assert_eq!(attribute_value(&again, "deferrals").as_deref(), Some("5"));
+        assert_eq!(attribute_value(&again, "failures").as_deref(), Some("3"));
+    }
 }
