@@ -17,19 +17,15 @@ pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
         Ok(record) => record,
         Err(_) => return "MALFORMED (read as CLOSED)".to_owned(),
     };
-    let forced = match record.live_override(now).map(|o| o.kind) {
-        Some(OverrideKind::ForcedOpen) => "FORCED OPEN",
-        Some(OverrideKind::Disabled) => "DISABLED",
+    let (label, implied) = match record.live_override(now).map(|o| o.kind) {
+        Some(OverrideKind::ForcedOpen) => ("FORCED OPEN", CircuitState::Open),
+        Some(OverrideKind::Disabled) => ("DISABLED", CircuitState::Closed),
         None => return record.state.as_str().to_owned(),
     };
-    let implied = match forced {
-        "FORCED OPEN" => CircuitState::Open,
-        _ => CircuitState::Closed,
-    };
     match record.state == implied {
-        true => forced.to_owned(),
+        true => label.to_owned(),
         // A Powertools environment wrote the state under the override.
-        false => format!("{forced} (stored {})", record.state.as_str()),
+        false => format!("{label} (stored {})", record.state.as_str()),
     }
 }
 
