@@ -519,3 +519,46 @@ async fn an_invalid_setting_stops_each_function_at_start_naming_it() {
     }
     assert_eq!(stack.payments.requests(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_charge_that_times_out_is_parked_as_unknown_not_charged_again() {
+    let stack = SampleStack::start().await.unwrap();
+    let charge = stack
+        .start_function(
+            "charge",
+            LogEcho::Stderr,
+            &[("PAYMENT_TIMEOUT_MS", "300".to_owned())],
+        )
+        .await
+        .unwrap();
+    // The API charges on arrival and answers after the client gave up.
+    stack.payments.set_latency(Duration::from_secs(1));
+    let event = order("late", 0);
+    let response = charge
+        .invoke(event.clone())
+        .await
+        .unwrap()
+        .expect_response();
+    assert_eq!(response["statusCode"], 502, "{response}");
+    assert_eq!(response["outcome"], "unknown");
+    assert_eq!(
+        stack.ledger_status("late-000").await.unwrap().as_deref(),
+        Some("unknown")
+    );
+    assert!(
+        charge
+            .logs()
+            .iter()
+            .any(|l| l.contains(r#""PaymentOutcomeUnknown":1"#)),
+        "no PaymentOutcomeUnknown metric"
+    );
+    // Lambda's retry, or a caller's: answered from the ledger, the API left alone.
+    stack.payments.set_latency(Duration::ZERO);
+    let requests = stack.payments.requests();
+    let again = charge.invoke(event).await.unwrap().expect_response();
+    assert_eq!(again["statusCode"], 502, "{again}");
+    assert_eq!(stack.payments.requests(), requests);
+    assert_eq!(stack.payments.charges().get("late-000").copied(), Some(1));
+    // Nothing was buffered for it either.
+    assert_eq!(stack.queue_depth(&stack.queues.queue_url).await.unwrap(), 0);
+}
