@@ -63,6 +63,9 @@ impl App {
         let mut deferrals = Vec::new();
         // Once the circuit is open, the rest of the batch waits as long without a call.
         let mut open_for: Option<Duration> = None;
+        // The first record starts whenever its payment call fits: a timeout shorter than
+        // the whole budget must not defer every record of every invocation forever.
+        let mut started = 0_usize;
         for record in records {
             let message_id = record.message_id.clone().unwrap_or_default();
             let left = deadline
@@ -70,10 +73,12 @@ impl App {
                 .unwrap_or_default();
             let fate = if let Some(delay) = open_for {
                 Fate::Defer(delay)
-            } else if left < self.record_budget() {
+            } else if left < self.record_budget() && (started > 0 || left < self.payments.timeout())
+            {
                 tracing::info!(%message_id, ?left, "invocation time short: record deferred");
                 Fate::Defer(Duration::ZERO)
             } else {
+                started += 1;
                 let (fate, open) = self.replay_record(record).await;
                 open_for = open;
                 fate
