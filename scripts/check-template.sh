@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# cfn-lint and `sam validate --lint` on template.yaml (once it exists).
+# cfn-lint and `sam validate --lint` on template.yaml, and every environment variable the
+# sample functions read set in the template and documented in docs/functions.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ! -f template.yaml ]]; then
@@ -8,3 +9,21 @@ if [[ ! -f template.yaml ]]; then
 fi
 .local/venv/bin/cfn-lint template.yaml
 .local/venv/bin/sam validate --lint --template template.yaml --region us-east-1
+
+# A variable is any SCREAMING_SNAKE_CASE string literal in the functions' non-test code
+# (settings are read through circuit_env::setting by name).
+python3 - <<'PY'
+import pathlib, re, sys
+names = set()
+for path in pathlib.Path("functions").glob("*/src/**/*.rs"):
+    code = path.read_text().split("#[cfg(test)]")[0]
+    code = "\n".join(l for l in code.splitlines() if not l.lstrip().startswith("//"))
+    names |= set(re.findall(r'"([A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+)"', code))
+template = pathlib.Path("template.yaml").read_text()
+docs = pathlib.Path("docs/functions.md").read_text()
+missing = [f"{n}: not set in template.yaml" for n in sorted(names) if not re.search(rf"^\s+{n}:", template, re.M)]
+missing += [f"{n}: not in docs/functions.md" for n in sorted(names) if f"`{n}`" not in docs]
+if missing:
+    sys.exit("environment variables:\n  " + "\n  ".join(missing))
+print(f"{len(names)} environment variables set in template.yaml and documented")
+PY
