@@ -34,7 +34,7 @@ template-checks:
 	scripts/check-template.sh
 
 bench:
-	$(CARGO) bench -p breaker-runtime --bench hot_path
+	$(CARGO) bench -p breaker-runtime --features tower --bench hot_path
 
 # Every fleet scenario of the simulator (docs/scale.md): a table each on stdout, then the
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.

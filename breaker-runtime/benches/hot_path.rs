@@ -1,6 +1,6 @@
 //! Hot-path cost of breaker next to failsafe 1.3 and recloser 1.4, in one run.
 //!
-//! `cargo bench -p breaker-runtime --bench hot_path`
+//! `cargo bench -p breaker-runtime --features tower --bench hot_path`
 //!
 //! Every breaker is configured to trip on consecutive failures. Closed path: a call that
 //! succeeds, with the shared state cached. Open path: a call rejected without running.
@@ -279,5 +279,193 @@ fn macro_path(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, closed_path, open_path, contended, macro_path);
+/// A breaker like [`ours`] tripping on `policy` instead of consecutive failures.
+fn ours_with(
+    name: &str,
+    policy: impl FnOnce(
+        breaker_runtime::CircuitBreakerConfigBuilder,
+    ) -> breaker_runtime::CircuitBreakerConfigBuilder,
+) -> CircuitBreaker {
+    let config = policy(CircuitBreakerConfig::builder())
+        .recovery_timeout(Duration::from_secs(3600))
+        .local_cache_max_age(Duration::from_secs(3600))
+        .build()
+        .expect("valid config");
+    let breaker = CircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config);
+    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+    breaker
+}
+
+/// The rate policies: 50 % of the last 100 calls, of the last 60 s, or slow calls (5 s)
+/// making 50 % of the last 100 calls.
+fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
+    use breaker_runtime::SlidingWindow;
+    [
+        (
+            "failure rate, last 100 calls",
+            ours_with("rate-calls", |b| b.failure_rate(50)),
+        ),
+        (
+            "failure rate, last 60 s",
+            ours_with("rate-time", |b| {
+                b.failure_rate(50)
+                    .sliding_window(SlidingWindow::Time(Duration::from_secs(60)))
+            }),
+        ),
+        (
+            "slow calls, last 100 calls",
+            ours_with("rate-slow", |b| b.slow_calls(Duration::from_secs(5), 50)),
+        ),
+    ]
+}
+
+/// The closed path of the rate policies next to consecutive failures (the default), sync
+/// and async, each breaker called directly.
+fn trip_policies(c: &mut Criterion) {
+    let mut group = c.benchmark_group("trip_policies");
+    let consecutive = ours();
+    group.bench_function("consecutive failures, sync", |b| {
+        b.iter(|| black_box(consecutive.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.bench_function("consecutive failures, async", |b| {
+        b.iter(|| {
+            black_box(ready(
+                consecutive.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
+    for (policy, breaker) in rate_policies() {
+        group.bench_function(format!("{policy}, sync"), |b| {
+            b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+        });
+        group.bench_function(format!("{policy}, async"), |b| {
+            b.iter(|| {
+                black_box(ready(
+                    breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+                ))
+            })
+        });
+    }
+    group.finish();
+}
+
+#[cfg(feature = "tower")]
+mod layer {
+    //! The tower layer: a ready service that answers at once, through the layer, against
+    //! the same service's future run through `CircuitBreaker::call`; and the rate policies
+    //! through the layer against tower-resilience's layer with the same policy.
+
+    use super::*;
+    use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};
+    use tower::{Layer, Service, service_fn};
+
+    /// The service every row calls: ready at once, answers at once.
+    fn answer(n: u64) -> std::future::Ready<Result<u64, BoxError>> {
+        std::future::ready(Ok(n))
+    }
+
+    /// `poll_ready`, `call`, and one poll of the response future, as a tower client does.
+    fn serve<S: Service<u64>>(service: &mut S, request: u64) -> Result<S::Response, S::Error> {
+        let mut cx = Context::from_waker(Waker::noop());
+        match service.poll_ready(&mut cx) {
+            Poll::Ready(Ok(())) => {}
+            _ => panic!("the benchmarked service is always ready"),
+        }
+        ready(service.call(request))
+    }
+
+    static STATIC_BREAKER: std::sync::LazyLock<CircuitBreaker> = std::sync::LazyLock::new(ours);
+
+    pub(super) fn tower_layer(c: &mut Criterion) {
+        let mut group = c.benchmark_group("tower_layer");
+        let mut inner = service_fn(answer);
+        group.bench_function("service alone", |b| {
+            b.iter(|| black_box(serve(&mut inner, black_box(7))))
+        });
+        let breaker = ours();
+        group.bench_function("CircuitBreaker::call on the service's future", |b| {
+            b.iter(|| {
+                black_box(ready(breaker.call(|| {
+                    let mut cx = Context::from_waker(Waker::noop());
+                    let _ = inner.poll_ready(&mut cx);
+                    inner.call(black_box(7))
+                })))
+            })
+        });
+        let mut layered = CircuitBreakerLayer::new(breaker.clone()).layer(service_fn(answer));
+        group.bench_function("layer, CircuitBreaker handle", |b| {
+            b.iter(|| black_box(serve(&mut layered, black_box(7))))
+        });
+        let _: Result<(), Failure> = STATIC_BREAKER.call_blocking(|| Ok(()));
+        let mut static_layered =
+            CircuitBreakerLayer::new(&*STATIC_BREAKER).layer(service_fn(answer));
+        group.bench_function("layer, &'static handle", |b| {
+            b.iter(|| black_box(serve(&mut static_layered, black_box(7))))
+        });
+        group.finish();
+    }
+
+    /// tower-resilience's layer with the same policy as one of [`rate_policies`].
+    fn tower_resilience(policy: &str) -> tower_resilience::circuitbreaker::CircuitBreakerLayer {
+        use tower_resilience::circuitbreaker::{CircuitBreakerLayer, SlidingWindowType};
+        let builder = CircuitBreakerLayer::builder()
+            .wait_duration_in_open(Duration::from_secs(3600))
+            .minimum_number_of_calls(10);
+        let builder = match policy {
+            "failure rate, last 100 calls" => {
+                builder.failure_rate_threshold(0.5).sliding_window_size(100)
+            }
+            "failure rate, last 60 s" => builder
+                .failure_rate_threshold(0.5)
+                .sliding_window_type(SlidingWindowType::TimeBased)
+                .sliding_window_duration(Duration::from_secs(60)),
+            _ => builder
+                .failure_rate_threshold(1.0)
+                .slow_call_duration_threshold(Duration::from_secs(5))
+                .slow_call_rate_threshold(0.5)
+                .sliding_window_size(100),
+        };
+        builder.build().expect("valid tower-resilience config")
+    }
+
+    pub(super) fn layer_policies(c: &mut Criterion) {
+        let mut group = c.benchmark_group("layer_policies");
+        let mut consecutive = CircuitBreakerLayer::new(ours()).layer(service_fn(answer));
+        group.bench_function("breaker layer, consecutive failures", |b| {
+            b.iter(|| black_box(serve(&mut consecutive, black_box(7))))
+        });
+        for (policy, breaker) in rate_policies() {
+            let mut ours = CircuitBreakerLayer::new(breaker).layer(service_fn(answer));
+            group.bench_function(format!("breaker layer, {policy}"), |b| {
+                b.iter(|| black_box(serve(&mut ours, black_box(7))))
+            });
+            let mut peer = tower_resilience(policy).layer(service_fn(answer));
+            group.bench_function(format!("tower-resilience, {policy}"), |b| {
+                b.iter(|| black_box(serve(&mut peer, black_box(7)).ok()))
+            });
+        }
+        group.finish();
+    }
+}
+
+#[cfg(not(feature = "tower"))]
+criterion_group!(
+    benches,
+    closed_path,
+    open_path,
+    contended,
+    macro_path,
+    trip_policies
+);
+#[cfg(feature = "tower")]
+criterion_group!(
+    benches,
+    closed_path,
+    open_path,
+    contended,
+    macro_path,
+    trip_policies,
+    layer::tower_layer,
+    layer::layer_policies
+);
 criterion_main!(benches);
