@@ -3,16 +3,17 @@
 //! open, or when the invocation's remaining time is too short to start another record, the
 //! record is deferred: sent again with a delay (until the circuit may admit a probe, at
 //! most 900 s) and deleted, so waiting never spends its receive budget. A failed charge
-//! (5xx, 429, unreachable, the ledger unavailable) is deferred too, `REPLAY_MAX_FAILURES`
-//! times (default 5). A refusal (4xx other than 429) is final: recorded as declined and
+//! (5xx, 429, unreachable, the ledger unavailable) is deferred too, with a doubling delay,
+//! up to `REPLAY_MAX_FAILURES` times in a row (default 5; meeting the open circuit starts
+//! the count over). A refusal (4xx other than 429) is final: recorded as declined and
 //! deleted. Only a record that fails on its own (not an order, a charge that failed too
 //! often) is reported as a batch item failure, and reaches the DLQ after `maxReceiveCount`.
 //!
 //! Environment (docs/functions.md): `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`,
 //! `OVERFLOW_QUEUE_URL`, `SQS_OPERATION_TIMEOUT_MS`, `LEDGER_TABLE`, `LEDGER_*`,
 //! `REPLAY_MAX_FAILURES`, `CIRCUIT_BREAKER_TABLE` and the `CIRCUIT_*` tunables of
-//! `circuit-env`. The event source
-//! mapping needs `FunctionResponseTypes: [ReportBatchItemFailures]`.
+//! `circuit-env`. The event source mapping needs `FunctionResponseTypes:
+//! [ReportBatchItemFailures]`.
 #![forbid(unsafe_code)]
 
 mod replay;

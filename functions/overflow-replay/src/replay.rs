@@ -4,14 +4,16 @@
 //! a message's receive budget, so however long an outage lasts, no order reaches the DLQ
 //! because the circuit was open. A poison record still does: one that is not an order at
 //! once, one whose charge keeps failing while the circuit stays closed after
-//! `REPLAY_MAX_FAILURES` deferrals.
+//! `REPLAY_MAX_FAILURES` failures in a row (meeting the open circuit starts the count over).
 
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::SqsMessage;
 use payment_client::ledger::unix_now;
 use payment_client::overflow::MAX_DELAY;
-use payment_client::{Charged, Deferral, Ledger, Order, OverflowQueue, PaymentClient};
+use payment_client::{
+    Charged, Deferral, FailureCount, Ledger, Order, OverflowQueue, PaymentClient,
+};
 
 /// What every invocation shares: built once in `main`.
 #[derive(Debug)]
@@ -32,7 +34,7 @@ pub enum Fate {
     /// Settled (charged, declined, a duplicate, parked as unknown): delete it.
     Done(&'static str),
     /// Not chargeable yet: send it again after this delay, delete the original.
-    Defer(Duration),
+    Defer(Duration, FailureCount),
     /// The charge failed (5xx, 429, unreachable, the ledger unavailable) while the circuit
     /// was closed: deferred like the above with `failures` + 1, until there are too many.
     Retry(String),
@@ -72,11 +74,11 @@ impl App {
                 .duration_since(SystemTime::now())
                 .unwrap_or_default();
             let fate = if let Some(delay) = open_for {
-                Fate::Defer(delay)
+                Fate::Defer(delay, FailureCount::Reset)
             } else if left < self.record_budget() && (started > 0 || left < self.payments.timeout())
             {
                 tracing::info!(%message_id, ?left, "invocation time short: record deferred");
-                Fate::Defer(Duration::ZERO)
+                Fate::Defer(Duration::ZERO, FailureCount::Keep)
             } else {
                 started += 1;
                 let (fate, open) = self.replay_record(record).await;
@@ -88,15 +90,19 @@ impl App {
                     outcome.done += 1;
                     tracing::info!(%message_id, what, "record settled");
                 }
-                Fate::Defer(delay) => {
+                Fate::Defer(delay, failures) => {
                     outcome.deferred += 1;
-                    deferrals.push(deferral(record, delay));
+                    deferrals.push(deferral(record, delay, failures));
                 }
                 Fate::Retry(error) => {
-                    let mut retry = deferral(record, self.circuit.recovery_timeout());
-                    retry.after_failure = true;
-                    if retry.failures() + 1 >= self.max_failures {
-                        tracing::warn!(%message_id, %error, failures = retry.failures() + 1, "record failed too often: left in the queue");
+                    let mut retry = deferral(record, Duration::ZERO, FailureCount::Increment);
+                    let failures = retry.failure_count() + 1;
+                    // Backing off doubles each time: a record that failed a probe comes back
+                    // after the next probe, and meets the open circuit (which resets it).
+                    retry.delay =
+                        self.circuit.recovery_timeout() * 2_u32.pow(failures.min(10) as u32 - 1);
+                    if failures >= self.max_failures {
+                        tracing::warn!(%message_id, %error, failures, "record failed too often: left in the queue");
                         outcome.failures.push(message_id);
                     } else {
                         tracing::warn!(%message_id, %error, "charge failed: record deferred");
@@ -140,12 +146,15 @@ impl App {
             Charged::DeclinedBefore => (Fate::Done("already declined: duplicate dropped"), None),
             Charged::Unknown => (Fate::Done("outcome unknown: parked in the ledger"), None),
             Charged::InFlight { lease_until } => (
-                Fate::Defer(Duration::from_secs(lease_until.saturating_sub(unix_now()))),
+                Fate::Defer(
+                    Duration::from_secs(lease_until.saturating_sub(unix_now())),
+                    FailureCount::Keep,
+                ),
                 None,
             ),
             Charged::CircuitOpen(open) => {
                 let delay = self.wait_for_probe(open.circuit.opened_at);
-                (Fate::Defer(delay), Some(delay))
+                (Fate::Defer(delay, FailureCount::Reset), Some(delay))
             }
             Charged::Failed(error) => (Fate::Retry(error.to_string()), None),
             Charged::LedgerUnavailable(error) => (Fate::Retry(error.to_string()), None),
@@ -183,7 +192,7 @@ fn unwrap_destination_record(mut payload: serde_json::Value) -> serde_json::Valu
     }
 }
 
-fn deferral(record: &SqsMessage, delay: Duration) -> Deferral {
+fn deferral(record: &SqsMessage, delay: Duration, failures: FailureCount) -> Deferral {
     Deferral {
         message_id: record.message_id.clone().unwrap_or_default(),
         body: record.body.clone().unwrap_or_default(),
@@ -201,7 +210,7 @@ fn deferral(record: &SqsMessage, delay: Duration) -> Deferral {
             })
             .collect(),
         delay,
-        after_failure: false,
+        failures,
     }
 }
 

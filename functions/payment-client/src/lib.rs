@@ -19,4 +19,4 @@ pub use guarded::{CIRCUIT, GuardedPaymentError};
 pub use ledger::{Attempt, Claim, Ledger, LedgerError, Outcome};
 pub use once::Charged;
 pub use order::{InvalidOrder, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
-pub use overflow::{BufferError, BufferReason, Deferral, OverflowQueue};
+pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};

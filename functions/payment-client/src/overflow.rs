@@ -88,13 +88,26 @@ pub struct Deferral {
     pub attributes: HashMap<String, (String, String)>,
     /// How long SQS hides the new message (capped at [`MAX_DELAY`]).
     pub delay: Duration,
-    /// Deferred after a failed charge: `failures` + 1.
-    pub after_failure: bool,
+    /// What becomes of the record's `failures` attribute.
+    pub failures: FailureCount,
+}
+
+/// The `failures` attribute of a deferred record: the failed charges since the circuit was
+/// last seen open. Only failures with the circuit closed make a record poison; a record
+/// that meets an open circuit starts over, so an outage's failed probes never add up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FailureCount {
+    /// Unchanged (deferred for time, or behind another attempt).
+    Keep,
+    /// One more (deferred after a failed charge).
+    Increment,
+    /// Back to none (deferred because the circuit is open).
+    Reset,
 }
 
 impl Deferral {
-    /// The record's `failures` attribute (0 when absent).
-    pub fn failures(&self) -> u64 {
+    /// The record's `failures` attribute as received (0 when absent).
+    pub fn failure_count(&self) -> u64 {
         self.count("failures")
     }
 
@@ -245,7 +258,11 @@ impl OverflowQueue {
 
 fn batch_entry(index: usize, deferral: &Deferral) -> Result<SendMessageBatchRequestEntry, String> {
     let deferrals = deferral.count("deferrals") + 1;
-    let failures = deferral.failures() + u64::from(deferral.after_failure);
+    let failures = match deferral.failures {
+        FailureCount::Keep => deferral.failure_count(),
+        FailureCount::Increment => deferral.failure_count() + 1,
+        FailureCount::Reset => 0,
+    };
     let delay = deferral.delay.min(MAX_DELAY).as_secs() as i32;
     let mut entry = SendMessageBatchRequestEntry::builder()
         .id(index.to_string())
@@ -277,7 +294,7 @@ fn attribute(data_type: &str, value: &str) -> Result<MessageAttributeValue, Stri
 mod tests {
     use super::*;
 
-    fn deferral(attributes: &[(&str, &str, &str)], after_failure: bool) -> Deferral {
+    fn deferral(attributes: &[(&str, &str, &str)], failures: FailureCount) -> Deferral {
         Deferral {
             message_id: "m-1".into(),
             body: r#"{"order_id":"o-1"}"#.into(),
@@ -286,7 +303,7 @@ mod tests {
                 .map(|(n, t, v)| ((*n).to_owned(), ((*t).to_owned(), (*v).to_owned())))
                 .collect(),
             delay: Duration::from_secs(5000),
-            after_failure,
+            failures,
         }
     }
 
@@ -306,7 +323,7 @@ mod tests {
                     ("order_id", "String", "o-1"),
                     ("buffered_at", "Number", "17"),
                 ],
-                false,
+                FailureCount::Keep,
             ),
         )
         .unwrap();
@@ -325,11 +342,18 @@ mod tests {
             0,
             &deferral(
                 &[("deferrals", "Number", "4"), ("failures", "Number", "2")],
-                true,
+                FailureCount::Increment,
             ),
         )
         .unwrap();
         assert_eq!(attribute_value(&again, "deferrals").as_deref(), Some("5"));
         assert_eq!(attribute_value(&again, "failures").as_deref(), Some("3"));
+
+        let open = batch_entry(
+            0,
+            &deferral(&[("failures", "Number", "2")], FailureCount::Reset),
+        )
+        .unwrap();
+        assert_eq!(attribute_value(&open, "failures"), None);
     }
 }
