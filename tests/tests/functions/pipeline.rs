@@ -562,3 +562,66 @@ async fn a_charge_that_times_out_is_parked_as_unknown_not_charged_again() {
     // Nothing was buffered for it either.
     assert_eq!(stack.queue_depth(&stack.queues.queue_url).await.unwrap(), 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_order_the_api_always_fails_reaches_the_dlq_while_the_circuit_stays_closed() {
+    let stack = SampleStack::start_with(QueueSettings {
+        max_receive_count: 2,
+        visibility_timeout: Duration::from_secs(1),
+    })
+    .await
+    .unwrap();
+    let replay = stack
+        .start_function(
+            "overflow-replay",
+            LogEcho::Stderr,
+            &[
+                ("REPLAY_MAX_FAILURES", "2".to_owned()),
+                ("CIRCUIT_RECOVERY_TIMEOUT_SECS", "1".to_owned()),
+                ("CIRCUIT_FAILURE_THRESHOLD", "20".to_owned()),
+            ],
+        )
+        .await
+        .unwrap();
+    stack.payments.fail_order("choke-000");
+    send(&stack, &order("choke", 0)).await;
+    for n in 0..3 {
+        send(&stack, &order("good", n)).await;
+    }
+    let until = Instant::now() + Duration::from_secs(40);
+    let mut failed = 0;
+    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
+        assert!(Instant::now() < until, "the queue did not drain");
+        failed += stack.replay_once(&replay).await.unwrap().failed;
+    }
+    // Deferred once (1 failure), then reported failed on each of its 2 receives.
+    assert_eq!(failed, 2);
+    assert_eq!(
+        stack
+            .moto
+            .message_count(&stack.queues.dlq_url)
+            .await
+            .unwrap(),
+        1
+    );
+    let dlq = stack
+        .moto
+        .sqs()
+        .receive_message()
+        .queue_url(&stack.queues.dlq_url)
+        .message_attribute_names("All")
+        .send()
+        .await
+        .unwrap();
+    let message = &dlq.messages()[0];
+    assert!(message.body().unwrap().contains("choke-000"));
+    let attributes = message.message_attributes().unwrap();
+    assert_eq!(attributes["failures"].string_value(), Some("1"));
+    assert_eq!(stack.payments.charged(), ids("good", 3));
+    assert_eq!(
+        stack.circuit_state("payment-backend").await.unwrap(),
+        "CLOSED"
+    );
+    // Never charged, so never parked: the ledger holds no claim on it.
+    assert_eq!(stack.ledger_status("choke-000").await.unwrap(), None);
+}
