@@ -1,7 +1,9 @@
 //! What drives the code under test: a function binary run the way Lambda runs it
-//! ([`runtime_api`]), the sample functions' whole local stack ([`sample_stack`]), and a fleet
-//! of worker processes sharing one circuit ([`fleet`]).
+//! ([`runtime_api`]), the sample functions' whole local stack ([`sample_stack`]), a fleet of
+//! worker processes sharing one circuit ([`fleet`]), and the HTTP endpoint that breaks
+//! and heals the stack's downstreams by hand ([`fault_control`]).
 
+pub mod fault_control;
 pub mod fleet;
 pub mod runtime_api;
 pub mod sample_stack;

@@ -57,6 +57,18 @@ impl Default for QueueSettings {
     }
 }
 
+/// The loopback ports the functions reach the stack on; 0 (the default) picks a free one.
+/// Moto always listens on a free port: the functions reach it through the fault proxy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StackPorts {
+    /// dynalite (`AWS_ENDPOINT_URL_DYNAMODB`).
+    pub dynamodb: u16,
+    /// The fault proxy in front of moto (`AWS_ENDPOINT_URL`: SQS, Cost Explorer).
+    pub aws: u16,
+    /// The payment stub (`PAYMENT_API_URL`).
+    pub payments: u16,
+}
+
 /// The local services of the sample stack.
 #[derive(Debug)]
 pub struct SampleStack {
@@ -102,9 +114,23 @@ impl SampleStack {
 
     /// [`start`](Self::start) with the overflow queue's `settings`.
     pub async fn start_with(settings: QueueSettings) -> anyhow::Result<Self> {
-        let (dynalite, moto, payments) =
-            tokio::try_join!(Dynalite::start(), Moto::start(), PaymentStub::start())?;
-        let proxy = FaultProxy::start(moto.address()).await?;
+        Self::start_on(StackPorts::default(), settings).await
+    }
+
+    /// [`start_with`](Self::start_with), the functions' endpoints on `ports`.
+    pub async fn start_on(ports: StackPorts, settings: QueueSettings) -> anyhow::Result<Self> {
+        let dynamodb_port = match ports.dynamodb {
+            0 => crate::fixtures::ports::free_port()?,
+            port => port,
+        };
+        let payments_address = format!("127.0.0.1:{}", ports.payments);
+        let (dynalite, moto, payments) = tokio::try_join!(
+            Dynalite::start_on(dynamodb_port),
+            Moto::start(),
+            PaymentStub::start_on(&payments_address)
+        )?;
+        let proxy =
+            FaultProxy::start_on(&format!("127.0.0.1:{}", ports.aws), moto.address()).await?;
         dynalite.create_table(CIRCUIT_TABLE, "id", None).await?;
         dynalite
             .create_table(SNAPSHOT_TABLE, "period", None)
