@@ -3,13 +3,27 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo test tools lint unit-tests doc-tests template-checks bench quickstart sim
+.PHONY: demo local invoke test tools lint unit-tests doc-tests template-checks bench quickstart sim
 
 tools:
 	scripts/install-tools.sh all
 
 demo: tools
 	scripts/demo.sh
+
+# The local stack and `cargo lambda watch`, for invocations by hand (docs/functions.md);
+# Ctrl-C stops everything.
+local: tools
+	scripts/local.sh
+
+# One invocation against `make local`, from another terminal:
+# make invoke FUNCTION=charge [EVENT=events/charge.json] [INVOKE_PORT=9000]
+FUNCTION ?=
+EVENT ?= events/$(FUNCTION).json
+INVOKE_PORT ?= 9000
+invoke:
+	@test -n "$(FUNCTION)" || { echo "usage: make invoke FUNCTION=cost-report|charge|overflow-replay [EVENT=events/<file>.json]"; exit 2; }
+	.local/venv/bin/cargo-lambda lambda invoke --invoke-port $(INVOKE_PORT) $(FUNCTION) --data-file $(EVENT)
 
 quickstart:
 	$(CARGO) run --quiet -p breaker-runtime --example quickstart

@@ -40,11 +40,16 @@ const WATCH_START_TIMEOUT: Duration = Duration::from_secs(60);
 const WATCH_STOP_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The variables on top of [`SampleStack::function_env`]: circuits a person can watch open
-/// and recover by hand (3 failures, 15 s), one environment per function (no jitter).
-const LOCAL_TUNABLES: [(&str, &str); 3] = [
+/// and recover by hand (3 failures, 15 s), one environment per function (no jitter), and
+/// the functions' logs at INFO without the emulator's own (it reads `RUST_LOG` too).
+const LOCAL_ENV: [(&str, &str); 4] = [
     ("CIRCUIT_FAILURE_THRESHOLD", "3"),
     ("CIRCUIT_RECOVERY_TIMEOUT_SECS", "15"),
     ("CIRCUIT_RECOVERY_JITTER_SECS", "0"),
+    (
+        "RUST_LOG",
+        "info,cargo_lambda=warn,cargo_lambda_watch=warn,watchexec=warn,watchexec_supervisor=warn,tokio_graceful_shutdown=warn",
+    ),
 ];
 
 struct Options {
@@ -114,8 +119,8 @@ async fn main() -> anyhow::Result<()> {
         FaultControl::start(&format!("127.0.0.1:{}", port(base, 3)), Arc::clone(&stack)).await?;
 
     let mut env = stack.function_env();
-    env.retain(|(key, _)| !LOCAL_TUNABLES.iter().any(|(k, _)| k == key));
-    env.extend(LOCAL_TUNABLES.iter().map(|(k, v)| (*k, (*v).to_owned())));
+    env.retain(|(key, _)| !LOCAL_ENV.iter().any(|(k, _)| k == key));
+    env.extend(LOCAL_ENV.iter().map(|(k, v)| (*k, (*v).to_owned())));
     print_endpoints(&stack, &control, options.invoke_port, &env);
 
     let mut watch = Command::new(&cargo_lambda)
