@@ -204,6 +204,10 @@ fn print_endpoints(
     println!(
         "  curl -X POST {control}/cost-explorer/throttle   # or /payments/down, .../heal; GET / for the state"
     );
+    println!(
+        "  AWS_ACCESS_KEY_ID=local AWS_SECRET_ACCESS_KEY=local AWS_REGION=us-east-1 cargo run -q -p breaker -- --table {CIRCUIT_TABLE} --endpoint-url {} watch",
+        stack.dynalite.endpoint()
+    );
 }
 
 /// Prints the ready line (the one the emulator test waits for) once the emulator accepts
