@@ -46,6 +46,7 @@ doc-tests:
 
 template-checks:
 	scripts/check-template.sh
+	scripts/check-local.sh
 
 bench:
 	$(CARGO) bench -p breaker-runtime --features tower --bench hot_path
