@@ -174,10 +174,18 @@ pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
 #[inline]
 pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, CircuitInfo> {
     let circuit = &*breaker.circuit;
-    let now = match circuit.fast_admission() {
-        Ok(permit) => return Ok(permit),
-        Err(now) => now,
-    };
+    match circuit.fast_admission() {
+        Ok(permit) => Ok(permit),
+        Err(now) => admit_blocking(circuit, now),
+    }
+}
+
+/// The blocking admission after the closed path said no at `now`: a rejection from the
+/// cache, else the slow path driven to its end. Out of line, so that the closed path's
+/// caller stays as small as it was.
+#[cold]
+#[inline(never)]
+fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<'_>, CircuitInfo> {
     match circuit.reject_from_cache(now) {
         Some(info) => Err(info),
         None => block_on(circuit.permit_slow()),
