@@ -17,7 +17,7 @@ command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; 
 # peer's count with it (failsafe's async call read 83 or 105 in two builds). No AWS SDK.
 CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
   cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
-  --features macros --example hot_path_calls
+  --features macros,tower --example hot_path_calls
 bin="${CARGO_TARGET_DIR:-target}/release/examples/hot_path_calls"
 
 count() { # operation calls [dyn] -> instructions executed by the whole run
@@ -40,5 +40,13 @@ for op in baseline breaker-sync failsafe-sync recloser-sync macro-sync hand-writ
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" -
 done
 for op in breaker-async failsafe-async recloser-async macro-async hand-written-async; do
+  printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
+done
+# The trip policies (closed path) and the tower layer.
+for op in rate-calls-sync rate-time-sync slow-calls-sync; do
+  printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" -
+done
+for op in rate-calls-async rate-time-async slow-calls-async service-call-async layer-async \
+  layer-static-async; do
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
 done

@@ -86,7 +86,26 @@ async fn hand_written_async(n: u64) -> Result<u64, Failure> {
 
 const OPERATIONS: &str = "baseline, breaker-sync, breaker-async, failsafe-sync, failsafe-async, \
      recloser-sync, recloser-async, macro-sync, macro-async, hand-written-sync, \
-     hand-written-async";
+     hand-written-async, rate-calls-sync, rate-calls-async, rate-time-sync, rate-time-async, \
+     slow-calls-sync, slow-calls-async, service-call-async, layer-async, layer-static-async \
+     (the last three with feature tower)";
+
+/// A breaker tripping on a rate policy instead of consecutive failures (as in the bench).
+fn rate_breaker(
+    name: &str,
+    policy: impl FnOnce(
+        breaker_runtime::CircuitBreakerConfigBuilder,
+    ) -> breaker_runtime::CircuitBreakerConfigBuilder,
+) -> CircuitBreaker {
+    let config = policy(CircuitBreakerConfig::builder())
+        .recovery_timeout(Duration::from_secs(3600))
+        .local_cache_max_age(Duration::from_secs(3600))
+        .build()
+        .expect("valid config");
+    let breaker = CircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config);
+    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+    breaker
+}
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -122,6 +141,18 @@ fn main() {
         .expect("runtime");
     let _ = runtime.block_on(guarded_async(0));
     let _ = hand_written_sync(0);
+    let rate_calls = rate_breaker("count-rate-calls", |b| b.failure_rate(50));
+    let rate_time = rate_breaker("count-rate-time", |b| {
+        b.failure_rate(50)
+            .sliding_window(breaker_runtime::SlidingWindow::Time(Duration::from_secs(
+                60,
+            )))
+    });
+    let slow_calls = rate_breaker("count-slow-calls", |b| {
+        b.slow_calls(Duration::from_secs(5), 50)
+    });
+    #[cfg(feature = "tower")]
+    let layers = tower_rows::Layers::new(&breaker);
 
     let call: Box<dyn Fn()> = match (operation.as_str(), through_dyn) {
         ("baseline", _) => Box::new(baseline),
@@ -140,6 +171,19 @@ fn main() {
         ("macro-async", true) => Box::new(macro_async::<true>),
         ("hand-written-async", false) => Box::new(hand_async::<false>),
         ("hand-written-async", true) => Box::new(hand_async::<true>),
+        ("rate-calls-sync", _) => Box::new(|| breaker_sync(&rate_calls)),
+        ("rate-calls-async", false) => Box::new(|| breaker_async::<false>(&rate_calls)),
+        ("rate-calls-async", true) => Box::new(|| breaker_async::<true>(&rate_calls)),
+        ("rate-time-sync", _) => Box::new(|| breaker_sync(&rate_time)),
+        ("rate-time-async", false) => Box::new(|| breaker_async::<false>(&rate_time)),
+        ("rate-time-async", true) => Box::new(|| breaker_async::<true>(&rate_time)),
+        ("slow-calls-sync", _) => Box::new(|| breaker_sync(&slow_calls)),
+        ("slow-calls-async", false) => Box::new(|| breaker_async::<false>(&slow_calls)),
+        ("slow-calls-async", true) => Box::new(|| breaker_async::<true>(&slow_calls)),
+        #[cfg(feature = "tower")]
+        (row @ ("service-call-async" | "layer-async" | "layer-static-async"), through_dyn) => {
+            layers.row(row, through_dyn)
+        }
         (other, _) => {
             eprintln!("unknown operation {other:?}; operations: {OPERATIONS}");
             std::process::exit(2);
@@ -147,6 +191,82 @@ fn main() {
     };
     for _ in 0..calls {
         call();
+    }
+}
+
+/// The tower rows: a ready service answering at once, its future run through
+/// `CircuitBreaker::call`, and the same service behind the layer (each breaker handle).
+#[cfg(feature = "tower")]
+mod tower_rows {
+    use std::cell::RefCell;
+
+    use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, CircuitBreakerService};
+    use tower::util::ServiceFn;
+    use tower::{Layer, Service, service_fn};
+
+    use super::*;
+
+    type Answer = fn(u64) -> std::future::Ready<Result<u64, BoxError>>;
+
+    fn answer(n: u64) -> std::future::Ready<Result<u64, BoxError>> {
+        std::future::ready(Ok(n))
+    }
+
+    static STATIC_BREAKER: LazyLock<CircuitBreaker> = LazyLock::new(|| {
+        CircuitBreaker::new("count-static", Arc::new(InMemoryStore::new()), config())
+    });
+
+    pub(super) struct Layers<'a> {
+        breaker: &'a CircuitBreaker,
+        service: RefCell<ServiceFn<Answer>>,
+        layered: RefCell<CircuitBreakerService<ServiceFn<Answer>>>,
+        static_layered: RefCell<
+            CircuitBreakerService<
+                ServiceFn<Answer>,
+                breaker_runtime::tower::EveryError,
+                &'static CircuitBreaker,
+            >,
+        >,
+    }
+
+    impl<'a> Layers<'a> {
+        pub(super) fn new(breaker: &'a CircuitBreaker) -> Self {
+            let _: Result<(), Failure> = STATIC_BREAKER.call_blocking(|| Ok(()));
+            let service = || service_fn(answer as Answer);
+            Self {
+                breaker,
+                service: RefCell::new(service()),
+                layered: RefCell::new(CircuitBreakerLayer::new(breaker.clone()).layer(service())),
+                static_layered: RefCell::new(
+                    CircuitBreakerLayer::new(&*STATIC_BREAKER).layer(service()),
+                ),
+            }
+        }
+
+        pub(super) fn row(&'a self, row: &str, through_dyn: bool) -> Box<dyn Fn() + 'a> {
+            match (row, through_dyn) {
+                ("service-call-async", false) => Box::new(|| self.service_call::<false>()),
+                ("service-call-async", true) => Box::new(|| self.service_call::<true>()),
+                ("layer-async", false) => Box::new(|| serve::<false, _>(&self.layered)),
+                ("layer-async", true) => Box::new(|| serve::<true, _>(&self.layered)),
+                (_, false) => Box::new(|| serve::<false, _>(&self.static_layered)),
+                (_, true) => Box::new(|| serve::<true, _>(&self.static_layered)),
+            }
+        }
+
+        #[inline(never)]
+        fn service_call<const DYN: bool>(&self) {
+            let mut service = self.service.borrow_mut();
+            let _ = black_box(ready::<DYN, _>(
+                self.breaker.call(|| service.call(black_box(7))),
+            ));
+        }
+    }
+
+    #[inline(never)]
+    fn serve<const DYN: bool, S: Service<u64>>(service: &RefCell<S>) {
+        let mut service = service.borrow_mut();
+        let _ = black_box(ready::<DYN, _>(service.call(black_box(7))).is_ok());
     }
 }
 

@@ -1,54 +1,72 @@
-//! The last N calls: one bit per call in a failed bitmap and a slow bitmap, a cursor, and
-//! how many slots were ever written. Counts are popcounts of the bitmaps, taken only when a
-//! call failed or was slow, so they always match what the window holds.
+//! The last N calls: two bits per call (failed, slow) packed 32 calls to a word, a cursor,
+//! and how many slots were ever written. Counts are popcounts of the words, taken only when
+//! a call failed or was slow, so they always match what the window holds.
 //!
-//! A good call on a window of good calls reads two words and writes the cursor: no
-//! read-modify-write, no lock.
+//! A good call on a window of good calls reads the position and one word and writes the
+//! position: no read-modify-write, no lock.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use super::{Counts, Sample};
+
+/// Calls per word: two bits each.
+const PER_WORD: u32 = 32;
+/// The failed bits of a word (the even ones); the slow bits are the odd ones.
+const FAILED_BITS: u64 = 0x5555_5555_5555_5555;
 
 #[derive(Debug)]
 pub(crate) struct CountWindow {
     len: u32,
-    failed: Box<[AtomicU64]>,
-    slow: Box<[AtomicU64]>,
-    /// The slot the next call writes.
-    cursor: AtomicU32,
-    /// Slots written since the window was emptied, up to `len`.
-    filled: AtomicU32,
+    slots: Box<[AtomicU64]>,
+    /// `filled << 32 | cursor`: the slots written since the window was emptied (up to
+    /// `len`), and the slot the next call writes. One word, read and written once a call.
+    position: AtomicU64,
 }
 
 impl CountWindow {
     /// An empty window of `len` calls (≥ 1).
     pub(crate) fn new(len: u32) -> Self {
         let len = len.max(1);
-        let words = len.div_ceil(64) as usize;
         Self {
             len,
-            failed: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            slow: (0..words).map(|_| AtomicU64::new(0)).collect(),
-            cursor: AtomicU32::new(0),
-            filled: AtomicU32::new(0),
+            slots: (0..len.div_ceil(PER_WORD))
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            position: AtomicU64::new(0),
         }
+    }
+
+    /// Takes the next slot; returns it.
+    #[inline]
+    fn advance(&self) -> u32 {
+        // Load and store, not a read-modify-write: two threads recording at once may take
+        // the same slot, and one outcome is lost; the words stay consistent.
+        let position = self.position.load(Relaxed);
+        let (slot, filled) = (position as u32, (position >> 32) as u32);
+        let next = if slot + 1 >= self.len { 0 } else { slot + 1 };
+        let filled = if filled < self.len {
+            filled + 1
+        } else {
+            filled
+        };
+        self.position
+            .store((u64::from(filled) << 32) | u64::from(next), Relaxed);
+        slot
     }
 
     #[inline]
     pub(crate) fn record(&self, sample: Sample) -> Option<Counts> {
-        // Load and store, not fetch_add: two threads recording at once may take the same
-        // slot, and one outcome is lost; the bitmaps stay consistent.
-        let slot = self.cursor.load(Relaxed);
-        let next = slot + 1;
-        self.cursor
-            .store(if next >= self.len { 0 } else { next }, Relaxed);
-        let filled = self.filled.load(Relaxed);
-        if filled < self.len {
-            self.filled.store(filled + 1, Relaxed);
+        let slot = self.advance();
+        // Always there: the cursor stays below `len`.
+        let word = self.slots.get((slot / PER_WORD) as usize)?;
+        let shift = (slot % PER_WORD) * 2;
+        let bits = u64::from(sample.bits()) << shift;
+        let held = word.load(Relaxed) & (0b11 << shift);
+        if held != bits {
+            // Only the bits that change: XOR flips exactly those, whatever other threads
+            // wrote to the word's other slots meanwhile.
+            word.fetch_xor(held ^ bits, Relaxed);
         }
-        let (word, bit) = ((slot / 64) as usize, 1u64 << (slot % 64));
-        set_bit(&self.failed[word], bit, sample.failed());
-        set_bit(&self.slow[word], bit, sample.slow());
         if sample.good() {
             return None;
         }
@@ -56,40 +74,23 @@ impl CountWindow {
     }
 
     pub(crate) fn counts(&self) -> Counts {
+        let (mut failures, mut slow) = (0, 0);
+        for word in self.slots.iter() {
+            let word = word.load(Relaxed);
+            failures += (word & FAILED_BITS).count_ones();
+            slow += (word & !FAILED_BITS).count_ones();
+        }
         Counts {
-            calls: self.filled.load(Relaxed).min(self.len),
-            failures: ones(&self.failed),
-            slow: ones(&self.slow),
+            calls: ((self.position.load(Relaxed) >> 32) as u32).min(self.len),
+            failures,
+            slow,
         }
     }
 
     pub(crate) fn reset(&self) {
-        for word in self.failed.iter().chain(self.slow.iter()) {
+        for word in self.slots.iter() {
             word.store(0, Relaxed);
         }
-        self.cursor.store(0, Relaxed);
-        self.filled.store(0, Relaxed);
+        self.position.store(0, Relaxed);
     }
-}
-
-/// Sets or clears `bit` in `word`; writes only when it changes.
-#[inline]
-fn set_bit(word: &AtomicU64, bit: u64, on: bool) {
-    let is_on = word.load(Relaxed) & bit != 0;
-    match (is_on, on) {
-        (false, true) => {
-            word.fetch_or(bit, Relaxed);
-        }
-        (true, false) => {
-            word.fetch_and(!bit, Relaxed);
-        }
-        _ => {}
-    }
-}
-
-fn ones(words: &[AtomicU64]) -> u32 {
-    words
-        .iter()
-        .map(|word| word.load(Relaxed).count_ones())
-        .sum()
 }

@@ -1,7 +1,7 @@
 //! Trip policies beyond consecutive failures: a failure rate and a slow-call rate over a
 //! sliding window of this environment's calls, counted without a lock or an allocation.
 //!
-//! - [`count_window`]: the last N calls, as two bitmaps;
+//! - [`count_window`]: the last N calls, two bits each;
 //! - [`time_window`]: the calls of the last N seconds, one bucket per second.
 //!
 //! The windows only count; whether counts trip the circuit is the state machine's
@@ -69,6 +69,12 @@ impl Sample {
     #[inline]
     pub(crate) fn slow(self) -> bool {
         self.0 & Self::SLOW != 0
+    }
+
+    /// The flags: bit 0 failed, bit 1 slow.
+    #[inline]
+    pub(crate) fn bits(self) -> u8 {
+        self.0
     }
 
     /// Neither failed nor slow: it cannot raise a rate.
