@@ -117,12 +117,7 @@ impl Ledger {
         timeout: Duration,
     ) -> Self {
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .operation_timeout(timeout)
-                    .operation_attempt_timeout(timeout / 2)
-                    .build(),
-            )
+            .timeout_config(crate::sdk::operation_timeouts(timeout))
             .build();
         Self {
             dynamodb: Client::from_conf(config),
@@ -197,25 +192,15 @@ impl Ledger {
             let Some(item) = self.read(order_id).await? else {
                 continue;
             };
-            match text(&item, "status") {
-                "charged" => return Ok(Claim::Charged),
-                "declined" => return Ok(Claim::Declined),
-                "in_progress" => {
-                    let lease_until = number(&item, "lease_until");
-                    if lease_until > now {
-                        return Ok(Claim::InFlight { lease_until });
-                    }
+            match found(&item, &attempt, now) {
+                Found::Answer(claim) => return Ok(claim),
+                Found::Expired(stale) => {
                     // Its attempt died mid-call (killed, timed out): the charge may have
                     // gone through. Park it; never charge it again blindly.
-                    let stale = Attempt {
-                        order_id: order_id.to_owned(),
-                        attempt_id: text(&item, "attempt_id").to_owned(),
-                    };
                     self.settle(&stale, Outcome::Unknown, "its attempt's lease ran out")
                         .await?;
                     return Ok(Claim::Unknown);
                 }
-                _ => return Ok(Claim::Unknown),
             }
         }
         Ok(Claim::InFlight {
@@ -320,6 +305,40 @@ impl Ledger {
     }
 }
 
+/// What the item a claim ran into means.
+#[derive(Debug, PartialEq, Eq)]
+enum Found {
+    /// The claim's answer.
+    Answer(Claim),
+    /// Another attempt's claim whose lease ran out: to be parked as unknown.
+    Expired(Attempt),
+}
+
+/// Reads the item a conditional put of `attempt` (made at `now`) ran into.
+fn found(item: &HashMap<String, AttributeValue>, attempt: &Attempt, now: u64) -> Found {
+    match text(item, "status") {
+        "charged" => Found::Answer(Claim::Charged),
+        "declined" => Found::Answer(Claim::Declined),
+        // Our own put: the SDK retried it after a lost answer (an attempt timeout, a 500
+        // after the write). It holds the order; nothing was sent yet.
+        "in_progress" if text(item, "attempt_id") == attempt.attempt_id => {
+            Found::Answer(Claim::Claimed(attempt.clone()))
+        }
+        "in_progress" => {
+            let lease_until = number(item, "lease_until");
+            if lease_until > now {
+                Found::Answer(Claim::InFlight { lease_until })
+            } else {
+                Found::Expired(Attempt {
+                    order_id: attempt.order_id.clone(),
+                    attempt_id: text(item, "attempt_id").to_owned(),
+                })
+            }
+        }
+        _ => Found::Answer(Claim::Unknown),
+    }
+}
+
 fn s(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_owned())
 }
@@ -359,4 +378,62 @@ pub fn unix_now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn item(status: &str, attempt_id: &str, lease_until: u64) -> HashMap<String, AttributeValue> {
+        HashMap::from([
+            ("order_id".to_owned(), s("o-1")),
+            ("status".to_owned(), s(status)),
+            ("attempt_id".to_owned(), s(attempt_id)),
+            ("lease_until".to_owned(), n(lease_until)),
+        ])
+    }
+
+    fn attempt(attempt_id: &str) -> Attempt {
+        Attempt {
+            order_id: "o-1".into(),
+            attempt_id: attempt_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_retried_put_that_meets_its_own_claim_holds_the_order() {
+        // The first PutItem was written but its answer lost; the SDK's retry fails the
+        // condition on that very item. Taking it for another attempt's would park an
+        // order never sent as unknown once the lease ran out.
+        let mine = attempt("a-1");
+        assert_eq!(
+            found(&item("in_progress", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Claimed(mine.clone()))
+        );
+    }
+
+    #[test]
+    fn another_attempts_item_waits_stops_or_is_parked() {
+        let mine = attempt("a-2");
+        assert_eq!(
+            found(&item("in_progress", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::InFlight { lease_until: 160 })
+        );
+        assert_eq!(
+            found(&item("in_progress", "a-1", 100), &mine, 100),
+            Found::Expired(attempt("a-1"))
+        );
+        assert_eq!(
+            found(&item("charged", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Charged)
+        );
+        assert_eq!(
+            found(&item("declined", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Declined)
+        );
+        assert_eq!(
+            found(&item("unknown", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Unknown)
+        );
+    }
 }

@@ -11,6 +11,7 @@ pub mod metrics;
 mod once;
 mod order;
 pub mod overflow;
+mod sdk;
 
 pub use client::{
     MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError, PaymentError, Receipt,

@@ -123,12 +123,7 @@ impl OverflowQueue {
     /// The queue at `queue_url`; every SQS call is bounded by `timeout`.
     pub fn new(sdk: &aws_config::SdkConfig, queue_url: String, timeout: Duration) -> Self {
         let config = aws_sdk_sqs::config::Builder::from(sdk)
-            .timeout_config(
-                aws_config::timeout::TimeoutConfig::builder()
-                    .operation_timeout(timeout)
-                    .operation_attempt_timeout(timeout / 2)
-                    .build(),
-            )
+            .timeout_config(crate::sdk::operation_timeouts(timeout))
             .build();
         Self {
             sqs: aws_sdk_sqs::Client::from_conf(config),
