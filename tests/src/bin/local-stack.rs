@@ -8,10 +8,12 @@
 //! changes. On Ctrl-C (SIGINT) or SIGTERM it stops the emulator (which stops the
 //! functions), then every local service: no process is left.
 //!
-//! Usage: `local-stack [--base-port N] [--invoke-port P] [-- WATCH_ARGS...]`
+//! Usage: `local-stack [--base-port N] [--bind ADDR] [--invoke-port P] [-- WATCH_ARGS...]`
 //!
 //! - `--base-port N` (default 4560): dynalite on N, the AWS endpoint (fault proxy) on N+1,
 //!   the payment API on N+2, the fault control on N+3; 0 picks free ports (the tests).
+//! - `--bind ADDR` (default 127.0.0.1): where the payment API and the AWS endpoint listen;
+//!   `0.0.0.0` lets functions in Docker reach them (`sam local invoke` on Linux).
 //! - `--invoke-port P` (default 9000, cargo-lambda's): where `cargo lambda invoke` sends
 //!   invocations.
 //! - `WATCH_ARGS`: passed to `cargo lambda watch` (e.g. `--ignore-changes`).
@@ -54,6 +56,7 @@ const LOCAL_ENV: [(&str, &str); 4] = [
 
 struct Options {
     base_port: u16,
+    bind: std::net::IpAddr,
     invoke_port: u16,
     watch_args: Vec<String>,
 }
@@ -61,6 +64,7 @@ struct Options {
 fn options() -> anyhow::Result<Options> {
     let mut options = Options {
         base_port: DEFAULT_BASE_PORT,
+        bind: std::net::Ipv4Addr::LOCALHOST.into(),
         invoke_port: DEFAULT_INVOKE_PORT,
         watch_args: Vec::new(),
     };
@@ -77,9 +81,15 @@ fn options() -> anyhow::Result<Options> {
         match arg.as_str() {
             "--base-port" => options.base_port = port("--base-port")?,
             "--invoke-port" => options.invoke_port = port("--invoke-port")?,
+            "--bind" => {
+                let value = args.next().context("--bind needs an address")?;
+                options.bind = value
+                    .parse()
+                    .with_context(|| format!("--bind {value}: not an IP address"))?;
+            }
             "--" => options.watch_args.extend(args.by_ref()),
             other => bail!(
-                "unknown argument {other}; usage: local-stack [--base-port N] [--invoke-port P] [-- WATCH_ARGS...]"
+                "unknown argument {other}; usage: local-stack [--base-port N] [--bind ADDR] [--invoke-port P] [-- WATCH_ARGS...]"
             ),
         }
     }
@@ -105,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
 
     let base = options.base_port;
     let ports = StackPorts {
+        bind: options.bind,
         dynamodb: port(base, 0),
         aws: port(base, 1),
         payments: port(base, 2),

@@ -57,16 +57,31 @@ impl Default for QueueSettings {
     }
 }
 
-/// The loopback ports the functions reach the stack on; 0 (the default) picks a free one.
-/// Moto always listens on a free port: the functions reach it through the fault proxy.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The ports the functions reach the stack on; 0 (the default) picks a free one. Moto always
+/// listens on a free loopback port: the functions reach it through the fault proxy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackPorts {
+    /// Where the payment stub and the fault proxy listen: loopback (the default), or every
+    /// interface (`0.0.0.0`) for functions in containers. dynalite stays on loopback.
+    pub bind: std::net::IpAddr,
     /// dynalite (`AWS_ENDPOINT_URL_DYNAMODB`).
     pub dynamodb: u16,
     /// The fault proxy in front of moto (`AWS_ENDPOINT_URL`: SQS, Cost Explorer).
     pub aws: u16,
     /// The payment stub (`PAYMENT_API_URL`).
     pub payments: u16,
+}
+
+impl Default for StackPorts {
+    /// Free loopback ports.
+    fn default() -> Self {
+        Self {
+            bind: std::net::Ipv4Addr::LOCALHOST.into(),
+            dynamodb: 0,
+            aws: 0,
+            payments: 0,
+        }
+    }
 }
 
 /// The local services of the sample stack.
@@ -123,14 +138,17 @@ impl SampleStack {
             0 => crate::fixtures::ports::free_port()?,
             port => port,
         };
-        let payments_address = format!("127.0.0.1:{}", ports.payments);
+        let payments_address = std::net::SocketAddr::new(ports.bind, ports.payments).to_string();
         let (dynalite, moto, payments) = tokio::try_join!(
             Dynalite::start_on(dynamodb_port),
             Moto::start(),
             PaymentStub::start_on(&payments_address)
         )?;
-        let proxy =
-            FaultProxy::start_on(&format!("127.0.0.1:{}", ports.aws), moto.address()).await?;
+        let proxy = FaultProxy::start_on(
+            &std::net::SocketAddr::new(ports.bind, ports.aws).to_string(),
+            moto.address(),
+        )
+        .await?;
         dynalite.create_table(CIRCUIT_TABLE, "id", None).await?;
         dynalite
             .create_table(SNAPSHOT_TABLE, "period", None)
