@@ -31,6 +31,22 @@ pub const SLOW: Duration = Duration::from_secs(6);
 const USAGE: &str = "POST /cost-explorer/<fault> or /sqs/<fault> with fault = throttle | unavailable | slow | drop | heal; POST /payments/down | /payments/heal; GET / for the state";
 
 /// The running endpoint. Dropping it stops it.
+///
+/// ```no_run
+/// # async fn demo() -> anyhow::Result<()> {
+/// use std::sync::Arc;
+/// use breaker_tests::fixtures::http1;
+/// use breaker_tests::harness::fault_control::FaultControl;
+/// use breaker_tests::harness::sample_stack::SampleStack;
+///
+/// let stack = Arc::new(SampleStack::start().await?);
+/// let control = FaultControl::start("127.0.0.1:0", Arc::clone(&stack)).await?;
+/// let address = control.url().trim_start_matches("http://");
+/// let (status, _) = http1::request(address, "POST", "/payments/down", &[], b"").await?;
+/// assert_eq!(status, 200);
+/// assert!(stack.payments.is_down());
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct FaultControl {
     url: String,

@@ -133,6 +133,15 @@ impl SampleStack {
     }
 
     /// [`start_with`](Self::start_with), the functions' endpoints on `ports`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> anyhow::Result<()> {
+    /// use breaker_tests::harness::sample_stack::{QueueSettings, SampleStack, StackPorts};
+    /// let ports = StackPorts { dynamodb: 4560, aws: 4561, payments: 4562, ..StackPorts::default() };
+    /// let stack = SampleStack::start_on(ports, QueueSettings::default()).await?;
+    /// assert_eq!(stack.payments.url(), "http://127.0.0.1:4562/charges");
+    /// # Ok(()) }
+    /// ```
     pub async fn start_on(ports: StackPorts, settings: QueueSettings) -> anyhow::Result<Self> {
         let dynamodb_port = match ports.dynamodb {
             0 => crate::fixtures::ports::free_port()?,
