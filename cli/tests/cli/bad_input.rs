@@ -2,6 +2,8 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use breaker_tests::wall_clock::unix_secs;
+
 use crate::support::{TABLE, Table, s};
 
 #[tokio::test]
@@ -109,4 +111,45 @@ async fn a_malformed_item_is_shown_and_must_be_closed_before_an_override() {
     table.breaker(&["open", "broken", "--by", "ops"]).await.ok();
     let item = table.raw("broken").await.expect("the item");
     assert_eq!(s(&item, "state").as_deref(), Some("OPEN"), "{item:?}");
+}
+
+#[tokio::test]
+async fn a_malformed_override_is_read_as_none_and_a_close_or_a_trip_replaces_it() {
+    let table = Table::new().await;
+    let now = unix_secs();
+    // A hand-written override in lower case, without an end: the fleet reads the item as
+    // closed with no override, so its writes must treat it so too.
+    let put = || async {
+        table
+            .dynalite
+            .client()
+            .put_item()
+            .table_name(TABLE)
+            .item("id", AttributeValue::S("hand-edited".into()))
+            .item("state", AttributeValue::S("OPEN".into()))
+            .item("opened_at", AttributeValue::N(now.to_string()))
+            .item("override", AttributeValue::S("open".into()))
+            .item("override_by", AttributeValue::S("ops".into()))
+            .item("override_at", AttributeValue::N(now.to_string()))
+            .send()
+            .await
+            .expect("PutItem");
+    };
+    put().await;
+    let listed = table.breaker(&["list"]).await;
+    assert!(
+        listed.ok().contains("MALFORMED (read as CLOSED)"),
+        "{listed:?}"
+    );
+    table.breaker(&["close", "hand-edited"]).await.ok();
+    let item = table.raw("hand-edited").await.expect("the item");
+    assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"), "{item:?}");
+    assert!(!item.contains_key("override"), "{item:?}");
+
+    // A breaker environment's trip repairs it as it repairs any unreadable item.
+    put().await;
+    table.trip("hand-edited", 5).await;
+    let item = table.raw("hand-edited").await.expect("the item");
+    assert_eq!(s(&item, "state").as_deref(), Some("OPEN"), "{item:?}");
+    assert!(!item.contains_key("override"), "{item:?}");
 }

@@ -12,29 +12,60 @@ use super::item::{
     AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
 
-/// Trip wins when the item decodes as closed: absent, `CLOSED`, or malformed (a state that
-/// is neither `OPEN` nor `HALF_OPEN`, an attribute of the wrong type, a required one
-/// missing), so a broken item heals on the next trip instead of pinning the circuit; and
-/// no override holds (`:now` is the trip's `opened_at`).
-pub(super) const TRIP: &str = "(attribute_not_exists(#st) \
-    OR NOT (#st IN (:open, :half)) \
-    OR (attribute_exists(#fc) AND NOT attribute_type(#fc, :num)) \
-    OR (attribute_exists(#oa) AND NOT attribute_type(#oa, :num)) \
-    OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
-    OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
-    OR (#st = :open AND attribute_not_exists(#oa)) \
-    OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le)))) \
-    AND (attribute_not_exists(#ov) OR #ou <= :now)";
+/// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
+/// an override: a state that is not `CLOSED`, `OPEN` or `HALF_OPEN`, an attribute of the
+/// wrong type, a required one missing, or an override attribute that is broken the same
+/// ways (`override` not `OPEN` or `DISABLED`, no `override_by` or `override_at`). Mirrors
+/// `AttributeNames::decode`, except for numbers of the right type with impossible values,
+/// which no condition can recognise.
+macro_rules! unreadable {
+    () => {
+        "(attribute_not_exists(#st) \
+        OR NOT (#st IN (:closed, :open, :half)) \
+        OR (attribute_exists(#fc) AND NOT attribute_type(#fc, :num)) \
+        OR (attribute_exists(#oa) AND NOT attribute_type(#oa, :num)) \
+        OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
+        OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
+        OR (#st = :open AND attribute_not_exists(#oa)) \
+        OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le))) \
+        OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled)) \
+            OR NOT attribute_type(#oby, :str) \
+            OR NOT attribute_type(#oat, :num) \
+            OR (attribute_exists(#ou) AND NOT attribute_type(#ou, :num)) \
+            OR (attribute_exists(#or) AND NOT attribute_type(#or, :str)))))"
+    };
+}
+
+/// No override holds at `:now` (on a readable item).
+macro_rules! no_live_override {
+    () => {
+        "(attribute_not_exists(#ov) OR #ou <= :now)"
+    };
+}
+
+/// Trip wins when the item decodes as closed without an override that holds at `:now`
+/// (the trip's `opened_at`): absent or unreadable, so a broken item heals on the next trip
+/// instead of pinning the circuit, or `CLOSED` with no live override.
+pub(super) const TRIP: &str = concat!(
+    unreadable!(),
+    " OR (#st = :closed AND ",
+    no_live_override!(),
+    ")"
+);
 
 /// Election, when this environment read an `opened_at`.
-pub(super) const ELECT: &str = "((#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
-    OR (#st = :half AND #le < :now)) \
-    AND (attribute_not_exists(#ov) OR #ou <= :now)";
+pub(super) const ELECT: &str = concat!(
+    "((#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
+    OR (#st = :half AND #le < :now)) AND ",
+    no_live_override!()
+);
 
 /// Election, when the record it read had no `opened_at`.
-pub(super) const ELECT_WITHOUT_OPENED_AT: &str = "((#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
-    OR (#st = :half AND #le < :now)) \
-    AND (attribute_not_exists(#ov) OR #ou <= :now)";
+pub(super) const ELECT_WITHOUT_OPENED_AT: &str = concat!(
+    "((#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
+    OR (#st = :half AND #le < :now)) AND ",
+    no_live_override!()
+);
 
 /// The election's write: half-open, owned by this environment until the lease expires.
 pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl";
@@ -42,14 +73,20 @@ pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease,
 /// Close and reopen: only the owner of a half-open item.
 pub(super) const OWNER: &str = "#st = :half AND #ow = :me";
 
-/// An operator's close: no override holds at `:now`.
-pub(super) const NO_LIVE_OVERRIDE: &str = "attribute_not_exists(#ov) OR #ou <= :now";
+/// An operator's close: no override holds at `:now`, or the item is absent or unreadable
+/// (read as closed without one), which the close replaces.
+pub(super) const RESET: &str = concat!(unreadable!(), " OR ", no_live_override!());
 
-/// An operator's write on an item without an override.
-pub(super) const NO_OVERRIDE: &str = "attribute_not_exists(#ov)";
+/// An operator's write that read no override: the item has none, or is absent or
+/// unreadable (read as having none).
+pub(super) const NO_OVERRIDE: &str = concat!(unreadable!(), " OR attribute_not_exists(#ov)");
 
-/// An operator's write on the override it read (kind, time and author).
-pub(super) const OVERRIDE_IS: &str = "#ov = :okind AND #oat = :oat AND #oby = :oby";
+/// An operator's write on the override it read (kind, time and author), on a readable item.
+pub(super) const OVERRIDE_IS: &str = concat!(
+    "NOT ",
+    unreadable!(),
+    " AND #ov = :okind AND #oat = :oat AND #oby = :oby"
+);
 
 /// Removes every override attribute.
 const REMOVE_OVERRIDE: &str = "#ov, #ou, #oby, #or, #oat";
@@ -124,6 +161,7 @@ impl Expression {
             (":open", s("OPEN")),
             (":half", s("HALF_OPEN")),
             (":closed", s("CLOSED")),
+            (":disabled", s("DISABLED")),
             (":zero", AttributeValue::N("0".into())),
             (":num", s("N")),
             (":str", s("S")),

@@ -230,7 +230,7 @@ impl Shared {
             }
             Transition::Reset { now, .. } => {
                 let values = vec![(":now", number(*now))];
-                self.put(circuit, transition, conditions::NO_LIVE_OVERRIDE, values)
+                self.put(circuit, transition, conditions::RESET, values)
                     .await
             }
             Transition::Override {
