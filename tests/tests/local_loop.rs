@@ -292,3 +292,59 @@ async fn every_event_answers_through_cargo_lambda_and_ctrl_c_leaves_no_process()
     }
     assert!(left.is_empty(), "processes left after Ctrl-C: {left:#?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fault_control_applies_what_it_names_and_refuses_the_rest() {
+    use breaker_tests::fixtures::fault_proxy::{Fault, Service};
+    use breaker_tests::harness::fault_control::{FaultControl, SLOW};
+    use breaker_tests::harness::sample_stack::SampleStack;
+    use std::sync::Arc;
+
+    let stack = Arc::new(SampleStack::start().await.unwrap());
+    let control = FaultControl::start("127.0.0.1:0", Arc::clone(&stack))
+        .await
+        .unwrap();
+    let address = control.url().trim_start_matches("http://").to_owned();
+    let post = |path: &'static str| {
+        let address = address.clone();
+        async move {
+            let (status, body) = http1::request(&address, "POST", path, &[], b"")
+                .await
+                .unwrap();
+            (status, serde_json::from_slice::<Value>(&body).unwrap())
+        }
+    };
+
+    let (status, state) = post("/sqs/slow").await;
+    assert_eq!(status, 200, "{state}");
+    assert_eq!(state["sqs"]["fault"], "slow");
+    assert_eq!(stack.proxy.fault(Service::Sqs), Some(Fault::Latency(SLOW)));
+    let (_, state) = post("/payments/down").await;
+    assert_eq!(state["payments"]["fault"], "down");
+    assert!(stack.payments.is_down());
+
+    // A typo changes nothing and says what exists.
+    for path in [
+        "/cost-explorer/throttled",
+        "/dynamodb/throttle",
+        "/payments/slow",
+    ] {
+        let (status, answer) = post(path).await;
+        assert_eq!(status, 404, "{path}: {answer}");
+        assert!(
+            answer["error"]
+                .as_str()
+                .unwrap()
+                .contains("throttle | unavailable"),
+            "{path}: {answer}"
+        );
+    }
+    assert_eq!(stack.proxy.fault(Service::CostExplorer), None);
+    assert_eq!(stack.proxy.fault(Service::Sqs), Some(Fault::Latency(SLOW)));
+
+    let (_, state) = post("/sqs/heal").await;
+    assert_eq!(state["sqs"]["fault"], "none");
+    let (_, state) = post("/payments/heal").await;
+    assert_eq!(state["payments"]["fault"], "none");
+    assert!(!stack.payments.is_down());
+}
