@@ -4,18 +4,8 @@
 use std::time::Duration;
 
 use lambda_runtime::Diagnostic;
-use payment_client::{
-    BufferError, BufferReason, Charged, Ledger, Order, OverflowQueue, PaymentClient, PaymentError,
-};
+use payment_client::{BufferError, BufferReason, Charged, Order, PaymentError, Pipeline};
 use serde_json::{Value, json};
-
-/// What every invocation shares: built once in `main`.
-#[derive(Debug)]
-pub struct App {
-    pub payments: PaymentClient,
-    pub ledger: Ledger,
-    pub overflow: OverflowQueue,
-}
 
 /// The order could be neither charged nor buffered: the invocation fails, so Lambda
 /// retries it and then hands it to the on-failure destination. Never dropped.
@@ -33,7 +23,7 @@ impl From<ChargeError> for Diagnostic {
 }
 
 /// Charges `order` once, or buffers it; answers in the API-Gateway style.
-pub async fn charge(app: &App, order: &Order) -> Result<Value, ChargeError> {
+pub async fn charge(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
     let id = &order.order_id;
     match app.payments.charge_once(&app.ledger, order).await {
         Charged::Now(receipt) => Ok(json!({
@@ -108,7 +98,7 @@ pub async fn charge(app: &App, order: &Order) -> Result<Value, ChargeError> {
 
 /// Buffers the order for `overflow-replay`, answers 202.
 async fn buffer(
-    app: &App,
+    app: &Pipeline,
     order: &Order,
     reason: BufferReason,
     opened_at: Option<u64>,

@@ -14,20 +14,14 @@
 mod charge;
 
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
-use payment_client::{Ledger, Order, OverflowQueue, PaymentClient};
+use payment_client::{Order, Pipeline};
 use serde_json::{Value, json};
 
-use crate::charge::{App, charge};
+use crate::charge::charge;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let app = app_from_env(&aws).map_err(|error| {
-        tracing::error!(%error, "invalid configuration: the function stops");
-        error
-    })?;
-    let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
+    let app = circuit_env::start([payment_client::CIRCUIT], Pipeline::from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<Value>| {
         handle(app, event.payload)
@@ -35,19 +29,9 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-/// Every setting, checked before the first invocation.
-fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
-    circuit_env::init().map_err(|e| e.to_string())?;
-    Ok(App {
-        payments: PaymentClient::from_env().map_err(|e| e.to_string())?,
-        ledger: Ledger::from_env(aws).map_err(|e| e.to_string())?,
-        overflow: OverflowQueue::from_env(aws).map_err(|e| e.to_string())?,
-    })
-}
-
 /// Validates, then charges or buffers: a `statusCode` for what the caller did wrong, an
 /// invocation error only when the order could not be kept anywhere.
-async fn handle(app: &App, event: Value) -> Result<Value, Diagnostic> {
+async fn handle(app: &Pipeline, event: Value) -> Result<Value, Diagnostic> {
     let order = match Order::from_payload(event) {
         Ok(order) => order,
         Err(invalid) => return Ok(json!({"statusCode": 400, "error": invalid.to_string()})),

@@ -13,17 +13,19 @@
 //! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 | 0–3600 |
 //! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery | 0–86400 |
 //!
-//! `main` calls [`init`] first, so a bad value stops the function before its first
-//! invocation; [`circuit_config`] then hands the checked config to `#[circuit_breaker]`.
+//! `main` calls [`start`] (or [`init`]) first, so a bad value stops the function before its
+//! first invocation; [`circuit_config`] then hands the checked config to `#[circuit_breaker]`.
 #![forbid(unsafe_code)]
 
 pub mod setting;
+mod start;
 
 use std::sync::OnceLock;
 
 use breaker_runtime::CircuitBreakerConfig;
 
 pub use setting::SettingError;
+pub use start::start;
 
 static CONFIG: OnceLock<CircuitBreakerConfig> = OnceLock::new();
 

@@ -38,13 +38,7 @@ struct App {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let (app, prime) = app_from_env(&sdk).map_err(|error| {
-        tracing::error!(%error, "invalid configuration: the function stops");
-        error
-    })?;
-    let _ = breaker_runtime::warm_up(["cost-explorer"]).await;
+    let (app, prime) = circuit_env::start(["cost-explorer"], app_from_env).await?;
     if prime {
         prime_on_init(&app).await;
     }
@@ -55,9 +49,8 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-/// Every setting, checked before anything runs: a bad value stops the function here.
+/// The function's settings, checked before anything runs: a bad value stops the function here.
 fn app_from_env(sdk: &aws_config::SdkConfig) -> Result<(App, bool), String> {
-    circuit_env::init().map_err(|e| e.to_string())?;
     let settings = ExplorerSettings::from_env().map_err(|e| e.to_string())?;
     let table = circuit_env::setting::required("SNAPSHOT_TABLE").map_err(|e| e.to_string())?;
     let prime = circuit_env::setting::flag("PRIME_ON_INIT", false).map_err(|e| e.to_string())?;

@@ -20,19 +20,13 @@ mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use payment_client::{Ledger, OverflowQueue, PaymentClient};
+use payment_client::Pipeline;
 
 use crate::replay::App;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    lambda_runtime::tracing::init_default_subscriber();
-    let aws = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
-    let app = app_from_env(&aws).map_err(|error| {
-        tracing::error!(%error, "invalid configuration: the function stops");
-        error
-    })?;
-    let _ = breaker_runtime::warm_up([payment_client::CIRCUIT]).await;
+    let app = circuit_env::start([payment_client::CIRCUIT], app_from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let deadline = event.context.deadline();
@@ -52,14 +46,11 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
-/// Every setting, checked before the first invocation.
+/// The replay's settings, checked before the first invocation.
 fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
-    let circuit = circuit_env::init().map_err(|e| e.to_string())?;
     Ok(App {
-        payments: PaymentClient::from_env().map_err(|e| e.to_string())?,
-        ledger: Ledger::from_env(aws).map_err(|e| e.to_string())?,
-        overflow: OverflowQueue::from_env(aws).map_err(|e| e.to_string())?,
-        circuit,
+        pipeline: Pipeline::from_env(aws)?,
+        circuit: circuit_env::circuit_config(),
         max_failures: circuit_env::setting::number("REPLAY_MAX_FAILURES", 5, 1..=100)
             .map_err(|e| e.to_string())?,
     })

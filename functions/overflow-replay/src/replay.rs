@@ -11,16 +11,13 @@ use std::time::{Duration, SystemTime};
 use aws_lambda_events::event::sqs::SqsMessage;
 use payment_client::ledger::unix_now;
 use payment_client::overflow::MAX_DELAY;
-use payment_client::{
-    Charged, Deferral, FailureCount, Ledger, Order, OverflowQueue, PaymentClient,
-};
+use payment_client::{Charged, Deferral, FailureCount, Order, Pipeline};
 
 /// What every invocation shares: built once in `main`.
 #[derive(Debug)]
 pub struct App {
-    pub payments: PaymentClient,
-    pub ledger: Ledger,
-    pub overflow: OverflowQueue,
+    /// The payment client, the ledger, the overflow queue.
+    pub pipeline: Pipeline,
     /// The circuit's config: when an open circuit may admit a probe again.
     pub circuit: breaker_runtime::CircuitBreakerConfig,
     /// `REPLAY_MAX_FAILURES`: failed charges a record is deferred after before it is
@@ -56,7 +53,9 @@ impl App {
     /// The time one record may need in the worst case: claim, charge, settle, and the
     /// deferral of the rest.
     pub fn record_budget(&self) -> Duration {
-        self.payments.timeout() + self.ledger.timeout() * 2 + self.overflow.timeout()
+        self.pipeline.payments.timeout()
+            + self.pipeline.ledger.timeout() * 2
+            + self.pipeline.overflow.timeout()
     }
 
     /// Replays `records` in order until `deadline` is too close to start another one.
@@ -75,7 +74,8 @@ impl App {
                 .unwrap_or_default();
             let fate = if let Some(delay) = open_for {
                 Fate::Defer(delay, FailureCount::Reset)
-            } else if left < self.record_budget() && (started > 0 || left < self.payments.timeout())
+            } else if left < self.record_budget()
+                && (started > 0 || left < self.pipeline.payments.timeout())
             {
                 tracing::info!(%message_id, ?left, "invocation time short: record deferred");
                 Fate::Defer(Duration::ZERO, FailureCount::Keep)
@@ -117,7 +117,7 @@ impl App {
             }
         }
         if !deferrals.is_empty() {
-            let unsent = self.overflow.defer(&deferrals).await;
+            let unsent = self.pipeline.overflow.defer(&deferrals).await;
             outcome.deferred -= unsent.len();
             outcome.failures.extend(unsent);
         }
@@ -136,7 +136,12 @@ impl App {
             Ok(order) => order,
             Err(error) => return (Fate::Fail(error), None),
         };
-        match self.payments.charge_once(&self.ledger, &order).await {
+        match self
+            .pipeline
+            .payments
+            .charge_once(&self.pipeline.ledger, &order)
+            .await
+        {
             Charged::Now(_) => (Fate::Done("charged"), None),
             Charged::Before => (Fate::Done("already charged: duplicate dropped"), None),
             Charged::Declined(error) => {

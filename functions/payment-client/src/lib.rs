@@ -11,6 +11,7 @@ pub mod metrics;
 mod once;
 mod order;
 pub mod overflow;
+mod pipeline;
 mod sdk;
 
 pub use client::{
@@ -21,3 +22,4 @@ pub use ledger::{Attempt, Claim, Ledger, LedgerError, Outcome};
 pub use once::Charged;
 pub use order::{InvalidOrder, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
+pub use pipeline::Pipeline;
