@@ -99,6 +99,14 @@ fn options() -> anyhow::Result<Options> {
     Ok(options)
 }
 
+/// What to do when a port is taken.
+fn in_use(base: u16) -> String {
+    format!(
+        "starting the local stack on ports {base}-{} (is another `make local` running? `--base-port N` moves them)",
+        base.saturating_add(3)
+    )
+}
+
 /// The port `offset` above `base`, or 0 (a free one) when `base` is 0.
 fn port(base: u16, offset: u16) -> u16 {
     if base == 0 { 0 } else { base + offset }
@@ -121,13 +129,14 @@ async fn main() -> anyhow::Result<()> {
         payments: port(base, 2),
     };
     let stack = tokio::select! {
-        stack = SampleStack::start_on(ports, QueueSettings::default()) => Arc::new(stack?),
+        stack = SampleStack::start_on(ports, QueueSettings::default()) => Arc::new(stack.with_context(|| in_use(base))?),
         _ = interrupt.recv() => return Ok(()),
         _ = terminate.recv() => return Ok(()),
     };
     stack.moto.seed_cost_and_usage(cost_and_usage()).await?;
-    let control =
-        FaultControl::start(&format!("127.0.0.1:{}", port(base, 3)), Arc::clone(&stack)).await?;
+    let control = FaultControl::start(&format!("127.0.0.1:{}", port(base, 3)), Arc::clone(&stack))
+        .await
+        .with_context(|| in_use(base))?;
 
     let mut env = stack.function_env();
     env.retain(|(key, _)| !LOCAL_ENV.iter().any(|(k, _)| k == key));
