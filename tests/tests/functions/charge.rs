@@ -10,6 +10,8 @@ use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
 use breaker_tests::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
+use crate::support::{dead_letters, drain, in_overflow, overflow_depth};
+
 const ORDERS: usize = 100;
 /// Longer than buffering 100 orders takes in a debug build on a busy 2-core machine.
 const RECOVERY_SECS: u64 = 30;
@@ -77,14 +79,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     );
     // Two failures opened the circuit; after that the payment API was left alone.
     assert_eq!(stack.payments.requests(), 2);
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.queue_url)
-            .await
-            .unwrap(),
-        ORDERS
-    );
+    assert_eq!(in_overflow(&stack).await, ORDERS);
 
     // Each message is the order's validated fields, with the circuit's attributes.
     let sqs = stack.moto.sqs();
@@ -125,10 +120,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     assert!(pass.received > 0);
     assert_eq!(pass.failed, 0, "{pass:?}");
     assert_eq!(stack.payments.requests(), requests_before);
-    assert_eq!(
-        stack.queue_depth(&stack.queues.queue_url).await.unwrap(),
-        ORDERS
-    );
+    assert_eq!(overflow_depth(&stack).await, ORDERS);
 
     // Recovery: after the timeout (and the replay's fallback: charge opened the circuit)
     // one probe closes the circuit, then the queue drains.
@@ -150,13 +142,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
         (opened_at + RECOVERY_SECS + FALLBACK_SECS + 1).saturating_sub(now),
     ))
     .await;
-    let mut passes = 0;
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        passes += 1;
-        assert!(passes <= 60, "the queue did not drain");
-        let pass = stack.replay_once(&replay).await.unwrap();
-        assert_eq!(pass.failed, 0, "{pass:?}");
-    }
+    assert_eq!(drain(&stack, &replay, Duration::from_secs(120)).await, 0);
     assert_eq!(
         stack.circuit_state("payment-backend").await.unwrap(),
         "CLOSED"
@@ -164,22 +150,8 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
     let expected: BTreeSet<String> = (0..ORDERS).map(|n| format!("order-{n:03}")).collect();
     assert_eq!(stack.payments.charged(), expected);
     assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.queue_url)
-            .await
-            .unwrap(),
-        0
-    );
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.dlq_url)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(in_overflow(&stack).await, 0);
+    assert_eq!(dead_letters(&stack).await, 0);
     // Each transition wrote one EMF record.
     let emf_opened = charge
         .logs()
@@ -224,25 +196,11 @@ async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_th
     );
 
     stack.proxy.inject(Service::Sqs, None);
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.queue_url)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(in_overflow(&stack).await, 1);
     // Lambda's retry of the same event, once SQS is back, buffers it.
     let response = charge.invoke(order(7)).await.unwrap().expect_response();
     assert_eq!(response["statusCode"], 202, "{response}");
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.queue_url)
-            .await
-            .unwrap(),
-        2
-    );
+    assert_eq!(in_overflow(&stack).await, 2);
     assert_eq!(stack.payments.charged(), BTreeSet::new());
 }
 
@@ -312,14 +270,7 @@ async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
     );
 
     assert_eq!(stack.payments.requests(), 0);
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.queue_url)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(in_overflow(&stack).await, 0);
     assert!(
         stack
             .circuit_item("payment-backend")

@@ -6,3 +6,4 @@
 mod charge;
 mod cost_report;
 mod pipeline;
+mod support;

@@ -11,6 +11,8 @@ use breaker_tests::runtime_api::{EXIT_ERROR, FunctionProcess, LogEcho};
 use breaker_tests::sample_stack::{QueueSettings, ReplayPass, SampleStack};
 use serde_json::{Value, json};
 
+use crate::support::{dead_letters, drain, overflow_depth};
+
 fn order(prefix: &str, n: usize) -> Value {
     json!({"order_id": format!("{prefix}-{n:03}"), "amount": 10 + n, "currency": "EUR"})
 }
@@ -32,14 +34,14 @@ async fn send(stack: &SampleStack, body: &Value) {
         .unwrap();
 }
 
-/// Waits until the overflow queue (delayed messages included) is empty.
-async fn until_drained(stack: &SampleStack, within: Duration) {
+/// Waits until the background pollers emptied the overflow queue, delayed messages included.
+async fn until_empty(stack: &SampleStack, within: Duration) {
     let until = Instant::now() + within;
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
+    while overflow_depth(stack).await > 0 {
         assert!(
             Instant::now() < until,
             "the overflow queue did not drain within {within:?}: {} left",
-            stack.queue_depth(&stack.queues.queue_url).await.unwrap()
+            overflow_depth(stack).await
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
@@ -135,31 +137,17 @@ async fn an_outage_longer_than_the_receive_budget_charges_every_order_exactly_on
     tokio::time::sleep(OUTAGE.saturating_sub(outage_started.elapsed())).await;
     // Nothing was charged, nothing reached the DLQ, though every order outlived its budget.
     assert_eq!(stack.payments.charged(), BTreeSet::new());
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.dlq_url)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(dead_letters(&stack).await, 0);
     stack.payments.set_down(false);
 
-    until_drained(&stack, Duration::from_secs(90)).await;
+    until_empty(&stack, Duration::from_secs(90)).await;
     let mut total = ReplayPass::default();
     for poller in pollers {
         total += poller.stop().await.unwrap();
     }
     assert_eq!(stack.payments.charged(), ids("outage", ORDERS));
     assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.dlq_url)
-            .await
-            .unwrap(),
-        0
-    );
+    assert_eq!(dead_letters(&stack).await, 0);
     // The orders waited by deferral: far more records were received than orders.
     assert!(total.received > ORDERS, "{total:?}");
     assert_eq!(total.invocation_errors, 0, "{total:?}");
@@ -209,10 +197,7 @@ async fn duplicates_from_sqs_sdk_retries_lambda_retries_and_redelivered_batches_
         .unwrap()
         .expect_response();
     assert_eq!(again["duplicate"], true, "{again}");
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        let pass = stack.replay_once(&replay).await.unwrap();
-        assert_eq!(pass.failed, 0, "{pass:?}");
-    }
+    assert_eq!(drain(&stack, &replay, Duration::from_secs(30)).await, 0);
 
     // A replay batch redelivered whole (the first invocation's answer was lost).
     let redelivered = batch(&[order("dup", 3), order("dup", 4), order("dup", 3)]);
@@ -237,7 +222,7 @@ async fn duplicates_from_sqs_sdk_retries_lambda_retries_and_redelivered_batches_
         stack.ledger_status("dup-005").await.unwrap().as_deref(),
         Some("in_progress")
     );
-    assert_eq!(stack.queue_depth(&stack.queues.queue_url).await.unwrap(), 1);
+    assert_eq!(overflow_depth(&stack).await, 1);
 
     assert_eq!(stack.payments.charged(), ids("dup", 6));
     assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
@@ -319,22 +304,10 @@ async fn a_poison_record_reaches_the_dlq_a_refusal_is_declined_and_deleted() {
     send(&stack, &order("refused", 0)).await;
     send(&stack, &order("fine", 0)).await;
 
-    let mut failed = 0;
-    let until = Instant::now() + Duration::from_secs(30);
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        assert!(Instant::now() < until, "the queue did not drain");
-        failed += stack.replay_once(&replay).await.unwrap().failed;
-    }
+    let failed = drain(&stack, &replay, Duration::from_secs(30)).await;
     // The poison record failed on each of its 2 receives, then moved to the DLQ.
     assert_eq!(failed, 2);
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.dlq_url)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(dead_letters(&stack).await, 1);
     // The refusal was final: one request, declined in the ledger, deleted from the queue.
     let refused_requests = stack
         .payments
@@ -395,12 +368,7 @@ async fn intermittent_5xx_below_the_threshold_lose_no_order() {
         "CLOSED"
     );
 
-    let until = Instant::now() + Duration::from_secs(60);
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        assert!(Instant::now() < until, "the queue did not drain");
-        let pass = stack.replay_once(&replay).await.unwrap();
-        assert_eq!(pass.failed, 0, "{pass:?}");
-    }
+    assert_eq!(drain(&stack, &replay, Duration::from_secs(60)).await, 0);
     assert_eq!(stack.payments.charged(), ids("flaky", ORDERS));
     assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
 }
@@ -425,26 +393,14 @@ async fn a_slow_api_makes_replay_stop_starting_records_before_its_deadline() {
     assert_eq!(response["batchItemFailures"], json!([]), "{response}");
     let charged_first = stack.payments.charged().len();
     assert!((1..10).contains(&charged_first), "{charged_first} charged");
-    assert_eq!(
-        stack.queue_depth(&stack.queues.queue_url).await.unwrap(),
-        10 - charged_first
-    );
+    assert_eq!(overflow_depth(&stack).await, 10 - charged_first);
     assert_eq!(replay.restarts(), 0);
 
     stack.payments.set_latency(Duration::ZERO);
     replay.set_timeout(Duration::from_secs(60));
-    until_drained_by(&stack, &replay).await;
+    assert_eq!(drain(&stack, &replay, Duration::from_secs(30)).await, 0);
     assert_eq!(stack.payments.charged(), ids("slow", 10));
     assert_eq!(stack.payments.charged_twice(), BTreeSet::new());
-}
-
-async fn until_drained_by(stack: &SampleStack, replay: &FunctionProcess) {
-    let until = Instant::now() + Duration::from_secs(30);
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        assert!(Instant::now() < until, "the queue did not drain");
-        let pass = stack.replay_once(replay).await.unwrap();
-        assert_eq!(pass.failed, 0, "{pass:?}");
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -560,7 +516,7 @@ async fn a_charge_that_times_out_is_parked_as_unknown_not_charged_again() {
     assert_eq!(stack.payments.requests(), requests);
     assert_eq!(stack.payments.charges().get("late-000").copied(), Some(1));
     // Nothing was buffered for it either.
-    assert_eq!(stack.queue_depth(&stack.queues.queue_url).await.unwrap(), 0);
+    assert_eq!(overflow_depth(&stack).await, 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -588,22 +544,10 @@ async fn an_order_the_api_always_fails_reaches_the_dlq_while_the_circuit_stays_c
     for n in 0..3 {
         send(&stack, &order("good", n)).await;
     }
-    let until = Instant::now() + Duration::from_secs(40);
-    let mut failed = 0;
-    while stack.queue_depth(&stack.queues.queue_url).await.unwrap() > 0 {
-        assert!(Instant::now() < until, "the queue did not drain");
-        failed += stack.replay_once(&replay).await.unwrap().failed;
-    }
+    let failed = drain(&stack, &replay, Duration::from_secs(40)).await;
     // Deferred once (1 failure), then reported failed on each of its 2 receives.
     assert_eq!(failed, 2);
-    assert_eq!(
-        stack
-            .moto
-            .message_count(&stack.queues.dlq_url)
-            .await
-            .unwrap(),
-        1
-    );
+    assert_eq!(dead_letters(&stack).await, 1);
     let dlq = stack
         .moto
         .sqs()

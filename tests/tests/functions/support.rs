@@ -1,0 +1,47 @@
+//! What the `charge` and pipeline tests ask of the stack again and again: queue depths and
+//! draining the overflow queue through `overflow-replay`, as its event source would.
+
+use std::time::{Duration, Instant};
+
+use breaker_tests::runtime_api::FunctionProcess;
+use breaker_tests::sample_stack::SampleStack;
+
+/// Messages in the overflow queue, visible or in flight (delayed ones not counted).
+pub async fn in_overflow(stack: &SampleStack) -> usize {
+    stack
+        .moto
+        .message_count(&stack.queues.queue_url)
+        .await
+        .unwrap()
+}
+
+/// Messages in the DLQ.
+pub async fn dead_letters(stack: &SampleStack) -> usize {
+    stack
+        .moto
+        .message_count(&stack.queues.dlq_url)
+        .await
+        .unwrap()
+}
+
+/// Messages in the overflow queue, delayed ones (deferred records) included.
+pub async fn overflow_depth(stack: &SampleStack) -> usize {
+    stack.queue_depth(&stack.queues.queue_url).await.unwrap()
+}
+
+/// Polls the overflow queue into `replay` until it is empty, delayed messages included;
+/// fails the test if that takes longer than `within`. Returns how many records `replay`
+/// reported failed on the way.
+pub async fn drain(stack: &SampleStack, replay: &FunctionProcess, within: Duration) -> usize {
+    let until = Instant::now() + within;
+    let mut failed = 0;
+    while overflow_depth(stack).await > 0 {
+        assert!(
+            Instant::now() < until,
+            "the overflow queue did not drain within {within:?}: {} left",
+            overflow_depth(stack).await
+        );
+        failed += stack.replay_once(replay).await.unwrap().failed;
+    }
+    failed
+}
