@@ -193,11 +193,7 @@ pub(crate) fn keeps_probe_progress(base: &CircuitRecord, me: &str) -> bool {
 /// Whether calls may take the closed path without asking [`admit`]: the record says closed
 /// and no forced open holds, or a disable holds.
 pub(crate) fn runs_closed(record: &CircuitRecord, now_millis: u64) -> bool {
-    match record.live_override(secs(now_millis)).map(|o| o.kind) {
-        Some(OverrideKind::ForcedOpen) => false,
-        Some(OverrideKind::Disabled) => true,
-        None => record.state == CircuitState::Closed,
-    }
+    record.effective_state(secs(now_millis)) == CircuitState::Closed
 }
 
 /// Whether this environment may trip the circuit it believes closed: not while an

@@ -3,7 +3,6 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use breaker_runtime::CircuitState;
 use breaker_runtime::store::{
     CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, StoredCircuit,
 };
@@ -17,12 +16,12 @@ pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
         Ok(record) => record,
         Err(_) => return "MALFORMED (read as CLOSED)".to_owned(),
     };
-    let (label, implied) = match record.live_override(now).map(|o| o.kind) {
-        Some(OverrideKind::ForcedOpen) => ("FORCED OPEN", CircuitState::Open),
-        Some(OverrideKind::Disabled) => ("DISABLED", CircuitState::Closed),
+    let label = match record.live_override(now).map(|o| o.kind) {
+        Some(OverrideKind::ForcedOpen) => "FORCED OPEN",
+        Some(OverrideKind::Disabled) => "DISABLED",
         None => return record.state.as_str().to_owned(),
     };
-    match record.state == implied {
+    match record.state == record.effective_state(now) {
         true => label.to_owned(),
         // A Powertools environment wrote the state under the override.
         false => format!("{label} (stored {})", record.state.as_str()),

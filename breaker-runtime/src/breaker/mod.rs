@@ -264,9 +264,12 @@ impl CircuitBreaker {
         }
     }
 
-    /// The state this environment believes the circuit is in, from its cache (no I/O).
+    /// The state this environment believes the circuit is in and acts on, from its cache
+    /// (no I/O): an operator's override that holds decides (forced open: `Open`, disabled:
+    /// `Closed`), whatever state a Powertools environment stored under it.
     pub fn state(&self) -> CircuitState {
-        self.circuit.lock().record.state
+        let now = self.circuit.now() / 1000;
+        self.circuit.lock().record.effective_state(now)
     }
 
     /// The current state, re-read from the store if the cache is stale; runs nothing.

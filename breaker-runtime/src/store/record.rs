@@ -81,6 +81,23 @@ impl CircuitRecord {
     pub fn live_override(&self, now: u64) -> Option<&Override> {
         self.operator_override.as_ref().filter(|o| o.holds_at(now))
     }
+
+    /// The state the fleet's breakers act on at `now` (unix seconds): an override that
+    /// holds decides ([`OverrideKind::acts_as`]), else the stored state. They differ when a
+    /// Powertools environment, which ignores overrides, wrote the state under one.
+    ///
+    /// ```
+    /// use breaker_runtime::CircuitState;
+    /// use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
+    /// let mut record = CircuitRecord::closed();
+    /// record.operator_override = Some(Override::new(OverrideKind::ForcedOpen, "ops", 100).until(200));
+    /// assert_eq!(record.effective_state(150), CircuitState::Open);
+    /// assert_eq!(record.effective_state(200), CircuitState::Closed, "ended: the stored state");
+    /// ```
+    pub fn effective_state(&self, now: u64) -> CircuitState {
+        self.live_override(now)
+            .map_or(self.state, |o| o.kind.acts_as())
+    }
 }
 
 /// What an operator's override does to a circuit, in every environment of the fleet.
@@ -104,6 +121,21 @@ impl OverrideKind {
         match self {
             Self::ForcedOpen => "OPEN",
             Self::Disabled => "DISABLED",
+        }
+    }
+
+    /// The state a breaker acts on while it holds: forced open, `Open`; disabled, `Closed`.
+    ///
+    /// ```
+    /// use breaker_runtime::CircuitState;
+    /// use breaker_runtime::store::OverrideKind;
+    /// assert_eq!(OverrideKind::ForcedOpen.acts_as(), CircuitState::Open);
+    /// assert_eq!(OverrideKind::Disabled.acts_as(), CircuitState::Closed);
+    /// ```
+    pub fn acts_as(self) -> CircuitState {
+        match self {
+            Self::ForcedOpen => CircuitState::Open,
+            Self::Disabled => CircuitState::Closed,
         }
     }
 

@@ -228,14 +228,8 @@ impl Transition {
             Self::Trip { .. } | Self::Reopen { .. } => CircuitState::Open,
             Self::Elect { .. } => CircuitState::HalfOpen,
             Self::Close { .. } | Self::Reset { .. } => CircuitState::Closed,
-            Self::Override { set, .. } => match set.kind {
-                OverrideKind::ForcedOpen => CircuitState::Open,
-                OverrideKind::Disabled => CircuitState::Closed,
-            },
-            Self::Release { released, .. } => match released.kind {
-                OverrideKind::ForcedOpen => CircuitState::Open,
-                OverrideKind::Disabled => CircuitState::Closed,
-            },
+            Self::Override { set, .. } => set.kind.acts_as(),
+            Self::Release { released, .. } => released.kind.acts_as(),
         }
     }
 

@@ -5,10 +5,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 use tokio::time::sleep;
 
-use crate::support::{Table, n, s};
+use crate::support::{TABLE, Table, n, s};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -184,6 +187,34 @@ async fn a_probe_in_flight_cannot_close_a_circuit_forced_open_under_it() {
     assert_eq!(s(&item, "override").as_deref(), Some("OPEN"), "{item:?}");
     assert_eq!(s(&item, "state").as_deref(), Some("OPEN"));
     assert!(rejected(call(&prober, &ran, true).await));
+}
+
+#[tokio::test]
+async fn a_state_stored_under_a_forced_open_is_not_the_state_reported() {
+    let table = Table::new().await;
+    let env = environment(&table, "env-a", Duration::ZERO);
+    table
+        .breaker(&["open", "svc", "--for", "10m", "--by", "ops"])
+        .await
+        .ok();
+    // A Powertools prober's unconditional close under the override.
+    table
+        .dynalite
+        .client()
+        .update_item()
+        .table_name(TABLE)
+        .key("id", AttributeValue::S("svc".into()))
+        .update_expression("SET #st = :closed REMOVE opened_at")
+        .expression_attribute_names("#st", "state")
+        .expression_attribute_values(":closed", AttributeValue::S("CLOSED".into()))
+        .send()
+        .await
+        .expect("UpdateItem");
+
+    let ran = AtomicU32::new(0);
+    assert!(rejected(call(&env, &ran, true).await), "still forced open");
+    assert_eq!(env.state(), CircuitState::Open, "the state it acts on");
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
