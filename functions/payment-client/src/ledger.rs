@@ -119,8 +119,18 @@ impl Ledger {
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
             .timeout_config(crate::sdk::operation_timeouts(timeout))
             .build();
+        Self::on_client(Client::from_conf(config), table, lease, ttl, timeout)
+    }
+
+    fn on_client(
+        dynamodb: Client,
+        table: String,
+        lease: Duration,
+        ttl: Duration,
+        timeout: Duration,
+    ) -> Self {
         Self {
-            dynamodb: Client::from_conf(config),
+            dynamodb,
             table,
             lease,
             ttl,
@@ -187,7 +197,16 @@ impl Ledger {
                 Ok(_) => return Ok(Claim::Claimed(attempt)),
                 Err(SdkError::ServiceError(e))
                     if matches!(e.err(), PutItemError::ConditionalCheckFailedException(_)) => {}
-                Err(e) => return Err(self.error(e)),
+                Err(e) => {
+                    let error = self.error(e);
+                    // The put may have been written though no answer says so (its last try
+                    // timed out, a 500 after the write): release it, or every copy of the
+                    // order would wait out the lease and then park it as unknown, unsent.
+                    if let Err(release) = self.settle(&attempt, Outcome::NotCharged, "").await {
+                        tracing::warn!(%order_id, error = %release, "could not release a claim whose put failed");
+                    }
+                    return Err(error);
+                }
             }
             let Some(item) = self.read(order_id).await? else {
                 continue;
@@ -382,6 +401,12 @@ pub fn unix_now() -> u64 {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use aws_sdk_dynamodb::operation::delete_item::DeleteItemOutput;
+    use aws_sdk_dynamodb::types::error::InternalServerError;
+    use aws_smithy_mocks::{RuleMode, mock, mock_client};
+
     use super::*;
 
     fn item(status: &str, attempt_id: &str, lease_until: u64) -> HashMap<String, AttributeValue> {
@@ -435,5 +460,62 @@ mod tests {
             found(&item("unknown", "a-1", 160), &mine, 100),
             Found::Answer(Claim::Unknown)
         );
+    }
+
+    #[tokio::test]
+    async fn a_claim_whose_put_failed_releases_what_it_may_have_written() {
+        let put_attempts = Arc::new(Mutex::new(Vec::new()));
+        let released = Arc::new(Mutex::new(Vec::new()));
+        let put = {
+            let seen = Arc::clone(&put_attempts);
+            mock!(Client::put_item)
+                .match_requests(move |put| {
+                    if let Some(AttributeValue::S(id)) =
+                        put.item().and_then(|i| i.get("attempt_id"))
+                    {
+                        seen.lock().unwrap().push(id.clone());
+                    }
+                    true
+                })
+                .then_error(|| {
+                    PutItemError::InternalServerError(
+                        InternalServerError::builder()
+                            .message("written, answer lost")
+                            .build(),
+                    )
+                })
+        };
+        let delete = {
+            let seen = Arc::clone(&released);
+            mock!(Client::delete_item)
+                .match_requests(move |delete| {
+                    if let Some(AttributeValue::S(id)) = delete
+                        .expression_attribute_values()
+                        .and_then(|v| v.get(":attempt"))
+                    {
+                        seen.lock().unwrap().push(id.clone());
+                    }
+                    true
+                })
+                .then_output(|| DeleteItemOutput::builder().build())
+        };
+        let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&put, &delete]);
+        let ledger = Ledger::on_client(
+            client,
+            "ledger".into(),
+            Duration::from_secs(60),
+            Duration::from_secs(86_400),
+            Duration::from_secs(1),
+        );
+
+        let error = ledger.claim("o-1").await.unwrap_err();
+        assert!(
+            error.to_string().contains("written, answer lost"),
+            "{error}"
+        );
+        let put_attempts = put_attempts.lock().unwrap().clone();
+        assert!(!put_attempts.is_empty());
+        // Only this attempt's own claim is deleted, under the settle condition.
+        assert_eq!(*released.lock().unwrap(), vec![put_attempts[0].clone()]);
     }
 }
