@@ -24,8 +24,34 @@ impl From<ChargeError> for Diagnostic {
 
 /// Charges `order` once, or buffers it; answers in the API-Gateway style.
 pub async fn charge(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
-    let id = &order.order_id;
-    match app.payments.charge_once(&app.ledger, order).await {
+    let charged = app.payments.charge_once(&app.ledger, order).await;
+    match answer(&order.order_id, charged) {
+        Ok(answer) => Ok(answer),
+        Err(buffering) => buffer(app, order, buffering).await,
+    }
+}
+
+/// Why an order that cannot be charged now is buffered, and for how long it stays hidden.
+#[derive(Debug)]
+struct Buffering {
+    reason: BufferReason,
+    opened_at: Option<u64>,
+    delay: Duration,
+}
+
+impl Buffering {
+    fn now(reason: BufferReason) -> Self {
+        Self {
+            reason,
+            opened_at: None,
+            delay: Duration::ZERO,
+        }
+    }
+}
+
+/// The answer to a settled charge, or how to buffer the order.
+fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
+    match charged {
         Charged::Now(receipt) => Ok(json!({
             "statusCode": receipt.status,
             "order_id": id,
@@ -46,14 +72,10 @@ pub async fn charge(app: &Pipeline, order: &Order) -> Result<Value, ChargeError>
         ),
         Charged::InFlight { lease_until } => {
             let wait = lease_until.saturating_sub(payment_client::ledger::unix_now());
-            buffer(
-                app,
-                order,
-                BufferReason::InFlight,
-                None,
-                Duration::from_secs(wait),
-            )
-            .await
+            Err(Buffering {
+                delay: Duration::from_secs(wait),
+                ..Buffering::now(BufferReason::InFlight)
+            })
         }
         Charged::Unknown => Ok(json!({
             "statusCode": 502,
@@ -61,49 +83,28 @@ pub async fn charge(app: &Pipeline, order: &Order) -> Result<Value, ChargeError>
             "outcome": "unknown",
             "error": "the payment API's answer was lost; the order is parked for reconciliation and will not be charged again automatically",
         })),
-        Charged::CircuitOpen(open) => {
-            buffer(
-                app,
-                order,
-                BufferReason::CircuitOpen,
-                open.circuit.opened_at,
-                Duration::ZERO,
-            )
-            .await
-        }
+        Charged::CircuitOpen(open) => Err(Buffering {
+            opened_at: open.circuit.opened_at,
+            ..Buffering::now(BufferReason::CircuitOpen)
+        }),
         Charged::Failed(error) => {
             tracing::warn!(order_id = %id, %error, "payment API failed; buffering the order");
-            buffer(
-                app,
-                order,
-                BufferReason::PaymentUnavailable,
-                None,
-                Duration::ZERO,
-            )
-            .await
+            Err(Buffering::now(BufferReason::PaymentUnavailable))
         }
         Charged::LedgerUnavailable(error) => {
             tracing::warn!(order_id = %id, %error, "ledger unavailable; buffering the order");
-            buffer(
-                app,
-                order,
-                BufferReason::LedgerUnavailable,
-                None,
-                Duration::ZERO,
-            )
-            .await
+            Err(Buffering::now(BufferReason::LedgerUnavailable))
         }
     }
 }
 
 /// Buffers the order for `overflow-replay`, answers 202.
-async fn buffer(
-    app: &Pipeline,
-    order: &Order,
-    reason: BufferReason,
-    opened_at: Option<u64>,
-    delay: Duration,
-) -> Result<Value, ChargeError> {
+async fn buffer(app: &Pipeline, order: &Order, how: Buffering) -> Result<Value, ChargeError> {
+    let Buffering {
+        reason,
+        opened_at,
+        delay,
+    } = how;
     let message_id = app.overflow.buffer(order, reason, opened_at, delay).await?;
     tracing::info!(order_id = %order.order_id, reason = reason.as_str(), %message_id, "order buffered");
     let mut response = json!({
