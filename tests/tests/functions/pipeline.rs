@@ -47,6 +47,16 @@ async fn until_empty(stack: &SampleStack, within: Duration) {
     }
 }
 
+/// A stack whose overflow queue gives a record 2 receives, 1 s apart, before the DLQ.
+async fn short_receive_budget() -> SampleStack {
+    SampleStack::start_with(QueueSettings {
+        max_receive_count: 2,
+        visibility_timeout: Duration::from_secs(1),
+    })
+    .await
+    .unwrap()
+}
+
 /// An SQS event of records with these bodies (the shape of `events/overflow-replay.json`).
 fn batch(bodies: &[Value]) -> Value {
     let records: Vec<Value> = bodies
@@ -279,12 +289,7 @@ async fn an_attempt_killed_mid_call_is_parked_as_unknown_with_an_alarm_never_cha
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_poison_record_reaches_the_dlq_a_refusal_is_declined_and_deleted() {
-    let stack = SampleStack::start_with(QueueSettings {
-        max_receive_count: 2,
-        visibility_timeout: Duration::from_secs(1),
-    })
-    .await
-    .unwrap();
+    let stack = short_receive_budget().await;
     let replay = stack
         .start_function("overflow-replay", LogEcho::Stderr, &[])
         .await
@@ -521,12 +526,7 @@ async fn a_charge_that_times_out_is_parked_as_unknown_not_charged_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_order_the_api_always_fails_reaches_the_dlq_while_the_circuit_stays_closed() {
-    let stack = SampleStack::start_with(QueueSettings {
-        max_receive_count: 2,
-        visibility_timeout: Duration::from_secs(1),
-    })
-    .await
-    .unwrap();
+    let stack = short_receive_budget().await;
     let replay = stack
         .start_function(
             "overflow-replay",
