@@ -4,7 +4,9 @@
 # has one; local/sam-env.json (`sam local invoke --env-vars`) names exactly the template's
 # functions and, for each, exactly its variables (Globals included), with string values and
 # the ports of `make local`; the SQS event keeps the shape of
-# `sam local generate-event sqs receive-message`.
+# `sam local generate-event sqs receive-message`; and the environment `sam local invoke`
+# gives each function, with and without that file, points where it should
+# (scripts/sam-local-env.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 generated=$(.local/venv/bin/sam local generate-event sqs receive-message)
@@ -79,3 +81,6 @@ if errors:
     sys.exit("local loop files:\n  " + "\n  ".join(errors))
 print(f"{len(list(pathlib.Path('events').glob('*')))} events and local/sam-env.json match the {len(functions)} functions of template.yaml")
 PY
+
+# What `sam local invoke` gives each function's container, computed by SAM itself.
+.local/venv/bin/python scripts/sam-local-env.py
