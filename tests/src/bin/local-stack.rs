@@ -12,8 +12,8 @@
 //!
 //! - `--base-port N` (default 4560): dynalite on N, the AWS endpoint (fault proxy) on N+1,
 //!   the payment API on N+2, the fault control on N+3; 0 picks free ports (the tests).
-//! - `--bind ADDR` (default 127.0.0.1): where the payment API and the AWS endpoint listen;
-//!   `0.0.0.0` lets functions in Docker reach them (`sam local invoke` on Linux).
+//! - `--bind ADDR` (default 127.0.0.1): where dynalite, the AWS endpoint and the payment API
+//!   listen; `0.0.0.0` lets functions in Docker reach them (`sam local invoke` on Linux).
 //! - `--invoke-port P` (default 9000, cargo-lambda's): where `cargo lambda invoke` sends
 //!   invocations.
 //! - `WATCH_ARGS`: passed to `cargo lambda watch` (e.g. `--ignore-changes`).

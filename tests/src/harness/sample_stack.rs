@@ -61,8 +61,8 @@ impl Default for QueueSettings {
 /// listens on a free loopback port: the functions reach it through the fault proxy.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StackPorts {
-    /// Where the payment stub and the fault proxy listen: loopback (the default), or every
-    /// interface (`0.0.0.0`) for functions in containers. dynalite stays on loopback.
+    /// Where dynalite, the payment stub and the fault proxy listen: loopback (the default),
+    /// or every interface (`0.0.0.0`) for functions in containers.
     pub bind: std::net::IpAddr,
     /// dynalite (`AWS_ENDPOINT_URL_DYNAMODB`).
     pub dynamodb: u16,
@@ -149,7 +149,7 @@ impl SampleStack {
         };
         let payments_address = std::net::SocketAddr::new(ports.bind, ports.payments).to_string();
         let (dynalite, moto, payments) = tokio::try_join!(
-            Dynalite::start_on(dynamodb_port),
+            Dynalite::start_on(ports.bind, dynamodb_port),
             Moto::start(),
             PaymentStub::start_on(&payments_address)
         )?;
