@@ -13,7 +13,7 @@ use super::admitted::{
     CatchUnwind, Classify, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
     poll_admitted, poll_recording,
 };
-use super::permit::{Permit, PermitRequest, fast_permit, request_permit};
+use super::permit::{Permit, PermitRequest, request_permit_at};
 use crate::machine::Outcome;
 use crate::{CircuitBreakerOpenError, CircuitInfo};
 
@@ -85,14 +85,15 @@ where
         let permit = if let Some(make) = this.make.take() {
             // A slow admission under way is seen through, even if the cache has meanwhile
             // turned fresh: it may hold the probe slot, which only it releases.
+            // The closed path's clock read, passed on so that a rejection reads it once.
             let fast = if admitting {
-                None
+                Err(None)
             } else {
-                fast_permit(this.breaker)
+                this.breaker.circuit.fast_admission().map_err(Some)
             };
             let permit = match fast {
-                Some(permit) => permit,
-                None => match admit_slow(this.breaker, this.slow, cx) {
+                Ok(permit) => permit,
+                Err(now) => match admit_slow(this.breaker, this.slow, now, cx) {
                     Poll::Pending => {
                         *this.make = Some(make);
                         return Poll::Pending;
@@ -165,16 +166,18 @@ where
 }
 
 /// Admission when the cache cannot decide alone: a rejection from the cached record, or the
-/// slow path (store read, probe election), polled until it decides.
+/// slow path (store read, probe election), polled until it decides. `now`: the time the
+/// closed path read, if it did.
 #[inline(never)]
 fn admit_slow<'a, O>(
     breaker: &'a CircuitBreaker,
     slow: &mut SlowSlot<'a, O>,
+    now: Option<u64>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Permit<'a>, CircuitInfo>> {
     let pending = match slow.as_deref_mut() {
         Some(SlowPhase::Admitting(pending)) => pending,
-        _ => match request_permit(breaker) {
+        _ => match request_permit_at(breaker, now) {
             PermitRequest::Rejected(circuit) => {
                 return Poll::Ready(Err(
                     circuit.expect("a new PermitRequest holds its rejection")

@@ -162,8 +162,15 @@ pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
 /// (boxed) future. (Called first, it still decides right, by the slow path.)
 #[doc(hidden)]
 pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
+    request_permit_at(breaker, None)
+}
+
+/// [`request_permit`] with the time the closed path read (`None`: read it here).
+#[inline]
+pub(super) fn request_permit_at(breaker: &CircuitBreaker, now: Option<u64>) -> PermitRequest<'_> {
     let circuit = &*breaker.circuit;
-    match circuit.reject_from_cache(circuit.now()) {
+    let now = now.unwrap_or_else(|| circuit.now());
+    match circuit.reject_from_cache(now) {
         Some(info) => PermitRequest::Rejected(Some(info)),
         None => PermitRequest::Pending(Box::pin(circuit.permit_slow())),
     }
