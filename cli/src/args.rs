@@ -32,9 +32,6 @@ pub(crate) struct TableArgs {
     /// AWS region (default: the AWS configuration's).
     #[arg(long, global = true)]
     pub(crate) region: Option<String>,
-    /// Partition key attribute.
-    #[arg(long, global = true, default_value = "id", value_name = "NAME")]
-    pub(crate) key_attr: String,
     /// Composite keys: the partition key value that holds the circuits (needs
     /// `--sort-key-attr`).
     #[arg(long, global = true, value_name = "VALUE", requires = "sort_key_attr")]
@@ -42,39 +39,36 @@ pub(crate) struct TableArgs {
     /// Composite keys: the sort key attribute, which holds the circuit's name (needs `--pk`).
     #[arg(long, global = true, value_name = "NAME", requires = "pk")]
     pub(crate) sort_key_attr: Option<String>,
-    /// Renamed `state` attribute.
-    #[arg(long, global = true, default_value = "state", value_name = "NAME")]
-    pub(crate) state_attr: String,
-    /// Renamed `failure_count` attribute.
-    #[arg(
-        long,
-        global = true,
-        default_value = "failure_count",
-        value_name = "NAME"
-    )]
-    pub(crate) failure_count_attr: String,
-    /// Renamed `opened_at` attribute.
-    #[arg(long, global = true, default_value = "opened_at", value_name = "NAME")]
-    pub(crate) opened_at_attr: String,
-    /// Renamed `half_open_owner` attribute.
-    #[arg(
-        long,
-        global = true,
-        default_value = "half_open_owner",
-        value_name = "NAME"
-    )]
-    pub(crate) half_open_owner_attr: String,
-    /// Renamed `probe_lease_expiry` attribute.
-    #[arg(
-        long,
-        global = true,
-        default_value = "probe_lease_expiry",
-        value_name = "NAME"
-    )]
-    pub(crate) probe_lease_expiry_attr: String,
-    /// Renamed TTL attribute.
-    #[arg(long, global = true, default_value = "expiration", value_name = "NAME")]
-    pub(crate) expiry_attr: String,
+    #[command(flatten)]
+    pub(crate) renamed: RenamedAttributes,
+}
+
+/// Attribute names other than the defaults, as renamed on the functions' store (each
+/// flag's default is the name it renames).
+#[derive(Debug, Args)]
+#[command(next_help_heading = "Renamed attributes")]
+pub(crate) struct RenamedAttributes {
+    /// Partition key attribute (`id`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) key_attr: Option<String>,
+    /// `state` attribute.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) state_attr: Option<String>,
+    /// `failure_count` attribute.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) failure_count_attr: Option<String>,
+    /// `opened_at` attribute.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) opened_at_attr: Option<String>,
+    /// `half_open_owner` attribute.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) half_open_owner_attr: Option<String>,
+    /// `probe_lease_expiry` attribute.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) probe_lease_expiry_attr: Option<String>,
+    /// TTL attribute (`expiration`).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub(crate) expiry_attr: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -82,12 +76,7 @@ pub(crate) enum Command {
     /// Every circuit in the table: state, since when, failures, probe, override, TTL.
     List(Output),
     /// One circuit in full.
-    Show {
-        /// The circuit's name.
-        name: String,
-        #[command(flatten)]
-        output: Output,
-    },
+    Show(CircuitArgs),
     /// Force a circuit open fleet-wide: every call is rejected and nobody probes, until
     /// released or until `--for` ends.
     Open(OverrideArgs),
@@ -95,21 +84,20 @@ pub(crate) enum Command {
     /// released or until `--for` ends.
     Disable(OverrideArgs),
     /// Close a circuit now, as a successful probe would (refused while an override holds).
-    Close {
-        /// The circuit's name.
-        name: String,
-        #[command(flatten)]
-        output: Output,
-    },
+    Close(CircuitArgs),
     /// End a circuit's override: back to normal operation.
-    Release {
-        /// The circuit's name.
-        name: String,
-        #[command(flatten)]
-        output: Output,
-    },
+    Release(CircuitArgs),
     /// A live view, refreshed every `--interval`; changes are marked and logged.
     Watch(WatchArgs),
+}
+
+/// One existing circuit.
+#[derive(Debug, Args)]
+pub(crate) struct CircuitArgs {
+    /// The circuit's name.
+    pub(crate) name: String,
+    #[command(flatten)]
+    pub(crate) output: Output,
 }
 
 #[derive(Debug, Args)]

@@ -9,7 +9,7 @@ use breaker_runtime::store::{
     Override, OverrideKind, StateStore as _, StoredCircuit, Transition, WriteOutcome,
 };
 
-use crate::args::{Output, OverrideArgs};
+use crate::args::{CircuitArgs, Output, OverrideArgs};
 use crate::identity;
 use crate::table::Table;
 use crate::view;
@@ -40,9 +40,9 @@ pub(crate) async fn list(table: &Table, output: &Output) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub(crate) async fn show(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
-    let circuit = existing(table, name).await?;
-    print(&circuit, output);
+pub(crate) async fn show(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
+    let circuit = existing(table, &args.name).await?;
+    print(&circuit, &args.output);
     Ok(())
 }
 
@@ -98,7 +98,8 @@ pub(crate) async fn set_override(
 }
 
 /// `close`: as a successful probe would; refused while an override holds.
-pub(crate) async fn close(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
+pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
+    let CircuitArgs { name, output } = args;
     let circuit = existing(table, name).await?;
     let now = now();
     if let Ok(record) = &circuit.record
@@ -122,7 +123,8 @@ pub(crate) async fn close(table: &Table, name: &str, output: &Output) -> anyhow:
 }
 
 /// `release`: ends the override the item holds.
-pub(crate) async fn release(table: &Table, name: &str, output: &Output) -> anyhow::Result<()> {
+pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
+    let CircuitArgs { name, output } = args;
     let circuit = existing(table, name).await?;
     let record = circuit
         .record

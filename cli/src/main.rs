@@ -35,7 +35,18 @@ async fn main() -> ExitCode {
     match run(cli).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // One line, even for SDK errors that span several (the credential chain).
+            let message = format!("{error:#}");
+            let one_line = message
+                .lines()
+                .map(str::trim)
+                .fold(String::new(), |line, next| {
+                    match line.is_empty() || line.ends_with(':') {
+                        true => format!("{line} {next}").trim_start().to_owned(),
+                        false => format!("{line}; {next}"),
+                    }
+                });
+            eprintln!("error: {one_line}");
             ExitCode::FAILURE
         }
     }
@@ -43,15 +54,16 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
     let table = Table::open(&cli.table).await?;
-    match &cli.command {
+    let done = match &cli.command {
         Command::List(output) => commands::list(&table, output).await,
-        Command::Show { name, output } => commands::show(&table, name, output).await,
+        Command::Show(circuit) => commands::show(&table, circuit).await,
         Command::Open(args) => commands::set_override(&table, OverrideKind::ForcedOpen, args).await,
         Command::Disable(args) => {
             commands::set_override(&table, OverrideKind::Disabled, args).await
         }
-        Command::Close { name, output } => commands::close(&table, name, output).await,
-        Command::Release { name, output } => commands::release(&table, name, output).await,
+        Command::Close(circuit) => commands::close(&table, circuit).await,
+        Command::Release(circuit) => commands::release(&table, circuit).await,
         Command::Watch(args) => watch::run(&table, args).await,
-    }
+    };
+    done.map_err(|error| table.explain(error))
 }

@@ -3,9 +3,9 @@
 
 use anyhow::{Context as _, bail};
 use aws_config::{BehaviorVersion, Region, SdkConfig};
-use breaker_runtime::store::DynamoDbStore;
+use breaker_runtime::store::{DynamoDbStore, DynamoDbStoreBuilder};
 
-use crate::args::TableArgs;
+use crate::args::{RenamedAttributes, TableArgs};
 
 /// The store and the AWS configuration behind it.
 #[derive(Debug)]
@@ -26,24 +26,76 @@ impl Table {
             loader = loader.region(Region::new(region.clone()));
         }
         let sdk = loader.load().await;
+        if sdk.region().is_none_or(|r| r.as_ref().trim().is_empty()) {
+            bail!("no AWS region: pass --region or set AWS_REGION (or a profile's region)");
+        }
         let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(&sdk);
         if let Some(endpoint) = &args.endpoint_url {
             dynamodb = dynamodb.endpoint_url(endpoint);
         }
         let mut builder = DynamoDbStore::builder()
             .table_name(table)
-            .client(aws_sdk_dynamodb::Client::from_conf(dynamodb.build()))
-            .key_attr(&args.key_attr)
-            .state_attr(&args.state_attr)
-            .failure_count_attr(&args.failure_count_attr)
-            .opened_at_attr(&args.opened_at_attr)
-            .half_open_owner_attr(&args.half_open_owner_attr)
-            .probe_lease_expiry_attr(&args.probe_lease_expiry_attr)
-            .expiry_attr(&args.expiry_attr);
+            .client(aws_sdk_dynamodb::Client::from_conf(dynamodb.build()));
+        for (name, rename) in renames(&args.renamed) {
+            if let Some(name) = name {
+                builder = rename(builder, name.clone());
+            }
+        }
         if let (Some(pk), Some(sort_key)) = (&args.pk, &args.sort_key_attr) {
             builder = builder.static_pk_value(pk).sort_key_attr(sort_key);
         }
         let store = builder.build().context("invalid table layout")?;
         Ok(Self { store, sdk })
     }
+}
+
+impl Table {
+    /// `error` with what to check first, when its cause is one an operator fixes on the
+    /// command line: a table that is not in this region, or no credentials.
+    pub(crate) fn explain(&self, error: anyhow::Error) -> anyhow::Error {
+        let text = format!("{error:#}");
+        let region = self.sdk.region().map_or("", |r| r.as_ref());
+        if text.contains("ResourceNotFoundException") {
+            let table = self.store.table_name();
+            error.context(format!(
+                "no table '{table}' in region {region} (check --table or \
+                 CIRCUIT_BREAKER_TABLE, and --region or AWS_REGION)"
+            ))
+        } else if text.contains("no credentials found") || text.contains("loading credentials") {
+            error.context(
+                "no AWS credentials: set AWS_PROFILE (after `aws sso login`), or \
+                 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
+            )
+        } else {
+            error
+        }
+    }
+}
+
+type Rename = fn(DynamoDbStoreBuilder, String) -> DynamoDbStoreBuilder;
+
+/// Each renamed attribute with the builder method that renames it; unnamed ones keep the
+/// store's defaults.
+fn renames(renamed: &RenamedAttributes) -> [(&Option<String>, Rename); 7] {
+    [
+        (&renamed.key_attr, DynamoDbStoreBuilder::key_attr),
+        (&renamed.state_attr, DynamoDbStoreBuilder::state_attr),
+        (
+            &renamed.failure_count_attr,
+            DynamoDbStoreBuilder::failure_count_attr,
+        ),
+        (
+            &renamed.opened_at_attr,
+            DynamoDbStoreBuilder::opened_at_attr,
+        ),
+        (
+            &renamed.half_open_owner_attr,
+            DynamoDbStoreBuilder::half_open_owner_attr,
+        ),
+        (
+            &renamed.probe_lease_expiry_attr,
+            DynamoDbStoreBuilder::probe_lease_expiry_attr,
+        ),
+        (&renamed.expiry_attr, DynamoDbStoreBuilder::expiry_attr),
+    ]
 }

@@ -26,7 +26,7 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
         "no circuit table: pass --table NAME or set CIRCUIT_BREAKER_TABLE",
     );
     let missing = table.breaker(&["--table", "missing", "show", "x"]).await;
-    missing.failed(1, "table 'missing'");
+    missing.failed(1, "no table 'missing' in region us-east-1 (check --table");
     assert!(
         missing.stderr.contains("ResourceNotFoundException"),
         "{missing:?}"
@@ -36,6 +36,28 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
         1,
         "one line, no response dump: {missing:?}"
     );
+    // No region, no credentials: what to set.
+    table
+        .breaker_with(
+            &["list"],
+            &[("CIRCUIT_BREAKER_TABLE", TABLE), ("AWS_REGION", "")],
+        )
+        .await
+        .failed(1, "no AWS region: pass --region or set AWS_REGION");
+    let anonymous = table
+        .breaker_with(
+            &["list"],
+            &[
+                ("CIRCUIT_BREAKER_TABLE", TABLE),
+                ("AWS_ACCESS_KEY_ID", ""),
+                ("AWS_SECRET_ACCESS_KEY", ""),
+                ("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent"),
+                ("AWS_CONFIG_FILE", "/nonexistent"),
+            ],
+        )
+        .await;
+    anonymous.failed(1, "no AWS credentials: set AWS_PROFILE");
+    assert_eq!(anonymous.stderr.lines().count(), 1, "{anonymous:?}");
     let unreachable = table
         .breaker(&["--endpoint-url", "http://127.0.0.1:1", "list"])
         .await;
@@ -46,39 +68,45 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
         .await
         .failed(1, "ResourceNotFoundException");
 
-    // Usage errors: exit status 2, nothing written.
-    table
-        .breaker(&["open", "payments", "--for", "soon"])
-        .await
-        .failed(2, "examples: 30s, 15m, 2h");
-    table
-        .breaker(&["disable", "payments", "--for", "0s"])
-        .await
-        .failed(2, "must be at least 1s");
-    table
-        .breaker(&["list", "--pk", "circuit_breaker#orders"])
-        .await
-        .failed(2, "--sort-key-attr");
-    table
-        .breaker(&["watch", "--once", "--for", "5s"])
-        .await
-        .failed(2, "cannot be used with");
-    table
-        .breaker(&["frobnicate"])
-        .await
-        .failed(2, "unrecognized subcommand");
-    table
-        .breaker(&["open", "payments", "--by", " "])
-        .await
-        .failed(1, "--by must not be empty");
-    table
-        .breaker(&["open", " ", "--by", "a"])
-        .await
-        .failed(1, "must not be empty");
-    table
-        .breaker(&["--state-attr", "override", "list"])
-        .await
-        .failed(1, "an attribute of operator overrides");
+    // Usage errors exit with 2, refused values with 1; nothing is written.
+    let cases: [(&[&str], i32, &str); 9] = [
+        (
+            &["open", "payments", "--for", "soon"],
+            2,
+            "examples: 30s, 15m, 2h",
+        ),
+        (
+            &["disable", "payments", "--for", "0s"],
+            2,
+            "must be at least 1s",
+        ),
+        (
+            &["list", "--pk", "circuit_breaker#orders"],
+            2,
+            "--sort-key-attr",
+        ),
+        (
+            &["watch", "--once", "--for", "5s"],
+            2,
+            "cannot be used with",
+        ),
+        (&["frobnicate"], 2, "unrecognized subcommand"),
+        (
+            &["open", "payments", "--by", " "],
+            1,
+            "--by must not be empty",
+        ),
+        (&["open", " ", "--by", "a"], 1, "must not be empty"),
+        (
+            &["--state-attr", "override", "list"],
+            1,
+            "an attribute of operator overrides",
+        ),
+        (&["show"], 2, "<NAME>"),
+    ];
+    for (args, code, words) in cases {
+        table.breaker(args).await.failed(code, words);
+    }
     assert_eq!(table.raw("payments").await, None, "bad input wrote nothing");
 }
 

@@ -170,11 +170,15 @@ async fn a_probe_in_flight_cannot_close_a_circuit_forced_open_under_it() {
         }
         sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(
-        owner.as_deref(),
-        Some("env-prober"),
-        "the election was written"
-    );
+    if owner.is_none() {
+        finish.send(()).ok();
+        let item = table.raw("svc").await;
+        panic!(
+            "no election written: {item:?}; the probe: {:?}",
+            probe.await
+        );
+    }
+    assert_eq!(owner.as_deref(), Some("env-prober"));
     table.breaker(&["open", "svc", "--by", "ops"]).await.ok();
     finish.send(()).expect("the probe waits");
     probe

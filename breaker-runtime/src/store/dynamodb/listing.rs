@@ -116,18 +116,8 @@ impl DynamoDbStore {
     /// # Ok(()) }
     /// ```
     pub async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
-        let shared = &self.shared;
-        let output = shared
-            .client()
-            .await
-            .get_item()
-            .table_name(&shared.table)
-            .set_key(Some(shared.names.key(circuit)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| shared.error("GetItem", &e))?;
-        Ok(output.item().and_then(|item| shared.stored(item)))
+        let item = self.shared.get_item(circuit, true).await?;
+        Ok(item.and_then(|item| self.shared.stored(&item)))
     }
 }
 

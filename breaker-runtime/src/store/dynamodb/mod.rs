@@ -151,6 +151,12 @@ impl Shared {
         circuit: &str,
         consistent: bool,
     ) -> Result<Option<CircuitRecord>, StoreError> {
+        let item = self.get_item(circuit, consistent).await?;
+        Ok(item.map(|item| self.decode(circuit, &item)))
+    }
+
+    /// `circuit`'s item as stored; `None` if it has none.
+    async fn get_item(&self, circuit: &str, consistent: bool) -> Result<Option<Item>, StoreError> {
         let output = self
             .client()
             .await
@@ -161,7 +167,7 @@ impl Shared {
             .send()
             .await
             .map_err(|e| self.error("GetItem", &e))?;
-        Ok(output.item().map(|item| self.decode(circuit, item)))
+        Ok(output.item)
     }
 
     /// An item as a record; a malformed one is a closed circuit, with a warning.
