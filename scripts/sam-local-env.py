@@ -1,15 +1,16 @@
 """The environment `sam local invoke` gives each function of template.yaml, without Docker.
 
-Runs SAM CLI's own `sam local invoke <function> --event ... [--env-vars ...] --region
-us-east-1` in this process with the container runtime replaced: no Docker client is
-created, and the step that would start the container records the environment SAM computed
-for it instead (template, Globals, parameter defaults, --env-vars, credentials, region).
-Then checks:
+Runs SAM CLI's own `sam local invoke <function> --event events/<binary>.json ...` in this
+process with the container runtime replaced: no Docker client is created, and the step that
+would start the container records the environment SAM computed for it instead (template,
+Globals, parameter defaults, samconfig.toml, --env-vars, credentials, region). Then checks:
 
-- with local/sam-env.json, every function reaches DynamoDB, SQS and Cost Explorer (the
-  SDK's AWS_ENDPOINT_URL_<SERVICE>, else AWS_ENDPOINT_URL) and the payment API at the ports
-  of `make local` through host.docker.internal, in us-east-1 (where moto holds the queues);
-- without it, no variable points at a local address;
+- with samconfig.toml's defaults (no flags), and with `--env-vars local/sam-env.json
+  --region us-east-1` and no samconfig.toml, every function reaches DynamoDB, SQS and Cost
+  Explorer (the SDK's AWS_ENDPOINT_URL_<SERVICE>, else AWS_ENDPOINT_URL) and the payment API
+  at the ports of `make local` through host.docker.internal, in us-east-1 (where moto holds
+  the queues);
+- with neither, no variable points at a local address;
 - deployed with the parameters' defaults, the endpoint variables are not set at all: each is
   `!If [condition, ..., !Ref AWS::NoValue]` and the condition is false.
 
@@ -24,6 +25,7 @@ import os
 import pathlib
 import re
 import sys
+import tempfile
 from unittest import mock
 
 from samcli.cli.main import cli
@@ -67,10 +69,13 @@ for name in list(os.environ):
     if name.startswith(("AWS_", "SAM_")) or name in declared_names:
         del os.environ[name]
 os.environ["SAM_CLI_TELEMETRY"] = "0"
+# A shell whose region is not make local's: only --region (or samconfig.toml) gives us-east-1.
+os.environ["AWS_DEFAULT_REGION"] = "eu-west-1"
 
 
-def container_environments(env_file):
-    """{function: the environment `sam local invoke` starts its container with}."""
+def container_environments(flags):
+    """{function: the environment `sam local invoke <function> --event ... <flags>` starts
+    its container with}."""
     seen = {}
 
     def record(_runtime, function_config, _event, *_args, **_kwargs):
@@ -80,8 +85,7 @@ def container_environments(env_file):
         LambdaRuntime, "invoke", record
     ):
         for logical_id, binary in functions.items():
-            args = ["local", "invoke", logical_id, "--event", f"events/{binary}.json", "--region", REGION]
-            args += ["--env-vars", env_file] if env_file else []
+            args = ["local", "invoke", logical_id, "--event", f"events/{binary}.json", *flags]
             # SAM's banners, kept for a failure; a text stream SAM can reconfigure to UTF-8.
             output = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
             with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output):
@@ -98,25 +102,32 @@ def endpoint(env, service):
 
 
 errors = []
+no_config = tempfile.NamedTemporaryFile("w", suffix=".toml")
+no_config.write("version = 0.1\n")
+no_config.flush()
 
-with_file = container_environments(ENV_FILE)
-for logical_id, env in sorted(with_file.items()):
-    for service, url in expected_endpoints.items():
-        if endpoint(env, service) != url:
-            hint = "" if any(n.startswith("AWS_ENDPOINT_URL") for n in env) else f" (--env-vars sets only the variables {TEMPLATE} declares)"
-            errors.append(f"--env-vars {ENV_FILE}: {logical_id} reaches {service} at {endpoint(env, service) or 'AWS'}, not {url}{hint}")
-    for name, value in expected_values.items():
-        if name in env and env[name] != value:
-            errors.append(f"--env-vars {ENV_FILE}: {logical_id} {name}={env[name]}, not {value}")
-    if env.get("AWS_REGION") != REGION:
-        errors.append(f"--env-vars {ENV_FILE}: {logical_id} AWS_REGION={env.get('AWS_REGION')}, not {REGION}")
-if not any("PAYMENT_API_URL" in env for env in with_file.values()):
-    errors.append("no function has PAYMENT_API_URL")
+for how, flags in [
+    ("samconfig.toml", []),
+    (f"--env-vars {ENV_FILE}", ["--config-file", no_config.name, "--env-vars", ENV_FILE, "--region", REGION]),
+]:
+    local_envs = container_environments(flags)
+    for logical_id, env in sorted(local_envs.items()):
+        for service, url in expected_endpoints.items():
+            if endpoint(env, service) != url:
+                hint = "" if any(n.startswith("AWS_ENDPOINT_URL") for n in env) else f" (--env-vars sets only the variables {TEMPLATE} declares)"
+                errors.append(f"{how}: {logical_id} reaches {service} at {endpoint(env, service) or 'AWS'}, not {url}{hint}")
+        for name, value in expected_values.items():
+            if name in env and env[name] != value:
+                errors.append(f"{how}: {logical_id} {name}={env[name]}, not {value}")
+        if env.get("AWS_REGION") != REGION:
+            errors.append(f"{how}: {logical_id} AWS_REGION={env.get('AWS_REGION')}, not {REGION}")
+    if not any("PAYMENT_API_URL" in env for env in local_envs.values()):
+        errors.append(f"{how}: no function has PAYMENT_API_URL")
 
-without_file = container_environments(None)
+without_file = container_environments(["--config-file", no_config.name])
 for logical_id, env in sorted(without_file.items()):
     errors += [
-        f"without --env-vars: {logical_id} {name}={value} points at a local address"
+        f"without --env-vars or samconfig.toml: {logical_id} {name}={value} points at a local address"
         for name, value in sorted(env.items())
         if any(marker in value for marker in LOCAL_MARKERS)
     ]
@@ -148,6 +159,7 @@ for logical_id in functions:
 if errors:
     sys.exit("sam local invoke environment:\n  " + "\n  ".join(errors))
 print(
-    f"sam local invoke --env-vars {ENV_FILE}: {len(with_file)} functions reach DynamoDB, SQS, Cost Explorer"
-    f" and the payment API on make local's ports; without it none does; deployed, {', '.join(sorted(declared))} unset"
+    f"sam local invoke (samconfig.toml, or --env-vars {ENV_FILE}): {len(functions)} functions reach DynamoDB, SQS,"
+    f" Cost Explorer and the payment API on make local's ports; without either none does;"
+    f" deployed, {', '.join(sorted(declared))} unset"
 )
