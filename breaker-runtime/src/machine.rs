@@ -62,9 +62,10 @@ pub(crate) enum Admission {
 /// How a call ended, as far as the circuit is concerned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// `Ok`.
+    /// `Ok` (or a response a tower classifier accepts).
     Success,
-    /// An error the classifier counts, or a panic.
+    /// An error the classifier counts (or a response it rejects, such as a 503), or a
+    /// panic.
     Failure,
     /// An error the classifier ignores: changes nothing.
     Ignored,
