@@ -35,7 +35,7 @@ pub(crate) async fn list(table: &Table, output: &Output) -> anyhow::Result<()> {
     } else if circuits.is_empty() {
         println!("no circuits in table '{}'", table.store.table_name());
     } else {
-        println!("{}", view::table(&circuits, now, &[]));
+        println!("{}", view::table(&circuits, now, None));
     }
     Ok(())
 }
@@ -141,12 +141,15 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
     };
     write(table, name, &transition).await?;
     if !output.json {
-        let next = match released.kind {
-            OverrideKind::ForcedOpen => {
+        let next = match (released.kind, released.holds_at(now)) {
+            (OverrideKind::ForcedOpen, true) => {
                 "; it is OPEN as of now, so one probe decides after the recovery timeout \
                  (breaker close closes it at once)"
             }
-            OverrideKind::Disabled => "; failures count and trip it again",
+            (OverrideKind::ForcedOpen, false) => {
+                "; it had already ended, so the circuit's state is unchanged"
+            }
+            (OverrideKind::Disabled, _) => "; failures count and trip it again",
         };
         println!(
             "{name}: released ({} by {}){next}",

@@ -28,22 +28,23 @@ pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
     }
 }
 
-/// Every circuit as a table; rows named in `marked` get a `*`.
-pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: &[String]) -> String {
+/// Every circuit as a table. With `marked` (the live view), a first column marks the rows
+/// it names with `*`.
+pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[String]>) -> String {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
-    table.set_header([
-        "", "CIRCUIT", "STATE", "SINCE", "FAILURES", "PROBE", "OVERRIDE", "TTL",
-    ]);
+    let header = [
+        "CIRCUIT", "STATE", "SINCE", "FAILURES", "PROBE", "OVERRIDE", "TTL",
+    ];
+    let mark_column = marked.map(|_| "");
+    table.set_header(mark_column.into_iter().chain(header));
     for circuit in circuits {
-        let mark = if marked.contains(&circuit.name) {
-            "*"
-        } else {
-            ""
-        };
+        let mark = marked.map(|marked| match marked.contains(&circuit.name) {
+            true => "*".to_owned(),
+            false => String::new(),
+        });
         let record = circuit.record.as_ref().ok();
-        table.add_row([
-            mark.to_owned(),
+        table.add_row(mark.into_iter().chain([
             circuit.name.clone(),
             effective(circuit, now),
             record.map_or("-".into(), |r| since(r, now)),
@@ -51,7 +52,7 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: &[String]) -> 
             record.map_or("-".into(), |r| probe(r, now)),
             record.map_or("-".into(), |r| override_summary(r, now)),
             ttl(circuit.expiration, now),
-        ]);
+        ]));
     }
     let mut text = table.to_string();
     for circuit in circuits {

@@ -126,7 +126,7 @@ fn print(
         table.store.table_name(),
         view::timestamp(now)
     ));
-    let rendered = view::table(circuits, now, marked);
+    let rendered = view::table(circuits, now, Some(marked));
     for line in rendered.lines() {
         let changed = line.starts_with("│ *") || line.starts_with("| *");
         match terminal && changed {

@@ -106,8 +106,10 @@ pub enum Transition {
         expiration: Option<u64>,
     },
     /// An operator ends the override `released`. Allowed when the record's override is that
-    /// one. A forced open leaves the circuit `OPEN` as of `now` (its recovery starts: one
-    /// probe decides, as after any opening); a disable leaves the state as it is.
+    /// one, and holds at `now` if and only if `released` does. A forced open that holds
+    /// leaves the circuit `OPEN` as of `now` (its recovery starts: one probe decides, as
+    /// after any opening); a disable, or a forced open that has already ended, leaves the
+    /// state as it is (a probe that started after the end goes on).
     Release {
         /// The override the operator read.
         released: Override,
@@ -165,7 +167,12 @@ impl Transition {
                 r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
             }),
             Self::Override { replaces, .. } => override_is(current, replaces.as_ref()),
-            Self::Release { released, .. } => override_is(current, Some(released)),
+            Self::Release { released, now, .. } => {
+                override_is(current, Some(released))
+                    && current
+                        .and_then(|r| r.operator_override.as_ref())
+                        .is_some_and(|stored| stored.holds_at(*now) == released.holds_at(*now))
+            }
             Self::Reset { now, .. } => no_live_override(current, *now),
         }
     }
@@ -211,8 +218,10 @@ impl Transition {
             Self::Release { released, now, .. } => {
                 let current = current.cloned().unwrap_or_default();
                 match released.kind {
-                    OverrideKind::ForcedOpen => CircuitRecord::open(*now, current.failure_count),
-                    OverrideKind::Disabled => CircuitRecord {
+                    OverrideKind::ForcedOpen if released.holds_at(*now) => {
+                        CircuitRecord::open(*now, current.failure_count)
+                    }
+                    _ => CircuitRecord {
                         operator_override: None,
                         ..current
                     },

@@ -1,6 +1,6 @@
 //! Each subcommand's output, exit status and the item it leaves.
 
-use breaker_runtime::store::OPENED_AT_UNTIL_RELEASED;
+use breaker_runtime::store::{OPENED_AT_UNTIL_RELEASED, StateStore as _, Transition, WriteOutcome};
 use breaker_tests::wall_clock::unix_secs;
 
 use crate::support::{Table, USER, n, s};
@@ -208,4 +208,46 @@ async fn close_resets_like_a_successful_probe_and_is_refused_under_an_override()
         Some("OPEN"),
         "a refused close changes nothing"
     );
+}
+
+#[tokio::test]
+async fn releasing_a_forced_open_that_ended_leaves_the_probe_that_followed() {
+    let table = Table::new().await;
+    table
+        .breaker(&["open", "payments", "--for", "1s", "--by", "carol"])
+        .await
+        .ok();
+    let until = n(
+        &table.raw("payments").await.expect("the item"),
+        "override_until",
+    )
+    .expect("an end");
+    while unix_secs() < until + 1 {
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    // After the end, an environment elects itself on the override's opening.
+    let now = unix_secs();
+    let elect = Transition::Elect {
+        owner: "env-7".into(),
+        expected_opened_at: Some(until),
+        now,
+        lease_expiry: now + 60,
+        expiration: now + 3_630,
+    };
+    assert_eq!(
+        table.store.apply("payments", &elect).await,
+        Ok(WriteOutcome::Won)
+    );
+
+    let released = table.breaker(&["release", "payments"]).await;
+    assert!(
+        released
+            .ok()
+            .contains("it had already ended, so the circuit's state is unchanged"),
+        "{released:?}"
+    );
+    let item = table.raw("payments").await.expect("the item");
+    assert!(!item.contains_key("override"), "{item:?}");
+    assert_eq!(s(&item, "state").as_deref(), Some("HALF_OPEN"), "{item:?}");
+    assert_eq!(s(&item, "half_open_owner").as_deref(), Some("env-7"));
 }

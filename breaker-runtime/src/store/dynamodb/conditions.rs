@@ -88,6 +88,21 @@ pub(super) const OVERRIDE_IS: &str = concat!(
     " AND #ov = :okind AND #oat = :oat AND #oby = :oby"
 );
 
+/// A release of the override it read, which holds at `:now` (as the operator saw it).
+pub(super) const RELEASE_LIVE: &str = concat!(
+    "NOT ",
+    unreadable!(),
+    " AND #ov = :okind AND #oat = :oat AND #oby = :oby \
+    AND (attribute_not_exists(#ou) OR #ou > :now)"
+);
+
+/// A release of the override it read, which has ended by `:now` (as the operator saw it).
+pub(super) const RELEASE_ENDED: &str = concat!(
+    "NOT ",
+    unreadable!(),
+    " AND #ov = :okind AND #oat = :oat AND #oby = :oby AND #ou <= :now"
+);
+
 /// Removes every override attribute.
 const REMOVE_OVERRIDE: &str = "#ov, #ou, #oby, #or, #oat";
 
@@ -119,9 +134,10 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
-/// The update that releases an override: a forced open becomes an opening as of `:now`.
-pub(super) fn release(forced_open: bool) -> String {
-    match forced_open {
+/// The update that releases an override: a forced open that holds becomes an opening as
+/// of `:now`; anything else keeps the state.
+pub(super) fn release(forced_open_holds: bool) -> String {
+    match forced_open_holds {
         true => {
             format!("SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le")
         }

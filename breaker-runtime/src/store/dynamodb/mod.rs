@@ -281,11 +281,16 @@ impl Shared {
                 now,
                 expiration,
             } => {
-                let update = conditions::release(released.kind == OverrideKind::ForcedOpen);
+                let holds = released.holds_at(*now);
+                let update =
+                    conditions::release(holds && released.kind == OverrideKind::ForcedOpen);
+                let condition = match holds {
+                    true => conditions::RELEASE_LIVE,
+                    false => conditions::RELEASE_ENDED,
+                };
                 let mut values = vec![(":now", number(*now)), (":ttl", number(*expiration))];
                 values.extend(override_values(released));
-                self.update(circuit, &update, conditions::OVERRIDE_IS, values)
-                    .await
+                self.update(circuit, &update, condition, values).await
             }
         }
     }

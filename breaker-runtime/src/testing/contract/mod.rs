@@ -104,6 +104,7 @@ fn cases() -> Vec<Case> {
         case!(release_ends_only_the_override_it_names),
         case!(breaker_writes_win_again_once_an_override_ended),
         case!(reset_closes_unless_an_override_holds),
+        case!(releasing_an_ended_forced_open_keeps_the_probe_that_followed),
         case!(race concurrent_elections_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
         case!(race close_and_takeover_race_has_exactly_one_winner),

@@ -206,3 +206,37 @@ pub(super) async fn reset_closes_unless_an_override_holds(store: &dyn StateStore
     );
     assert_eq!(read(store, circuit).await, Some(CircuitRecord::closed()));
 }
+
+pub(super) async fn releasing_an_ended_forced_open_keeps_the_probe_that_followed(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
+    let forced = an_override(OPEN, "alice", Some(T0 + 100));
+    apply(store, circuit, &override_with(&forced, None)).await;
+    let e = election("env-a", Some(T0 + 100), T0 + 130);
+    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
+    let probing = read(store, circuit).await.expect("a record");
+    // A release that believes it still holds loses: it would reopen the circuit.
+    let mut believed = forced.clone();
+    believed.until = None;
+    assert!(matches!(
+        apply(store, circuit, &release(&believed, T0 + 140)).await,
+        WriteOutcome::Lost(_)
+    ));
+    // Released after its end: only the override goes; the probe goes on and closes.
+    assert_eq!(
+        apply(store, circuit, &release(&forced, T0 + 140)).await,
+        WriteOutcome::Won
+    );
+    assert_eq!(
+        read(store, circuit).await,
+        Some(CircuitRecord {
+            operator_override: None,
+            ..probing
+        })
+    );
+    assert_eq!(
+        apply(store, circuit, &close("env-a")).await,
+        WriteOutcome::Won
+    );
+}
