@@ -114,15 +114,8 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
 async fn a_malformed_item_is_shown_and_must_be_closed_before_an_override() {
     let table = Table::new().await;
     table
-        .dynalite
-        .client()
-        .put_item()
-        .table_name(TABLE)
-        .item("id", AttributeValue::S("broken".into()))
-        .item("state", AttributeValue::S("AJAR".into()))
-        .send()
-        .await
-        .expect("PutItem");
+        .put_raw("broken", &[("state", AttributeValue::S("AJAR".into()))])
+        .await;
     let listed = table.breaker(&["list"]).await;
     let text = listed.ok();
     assert!(text.contains("MALFORMED (read as CLOSED)"), "{text}");
@@ -147,23 +140,15 @@ async fn a_malformed_override_is_read_as_none_and_a_close_or_a_trip_replaces_it(
     let now = unix_secs();
     // A hand-written override in lower case, without an end: the fleet reads the item as
     // closed with no override, so its writes must treat it so too.
-    let put = || async {
-        table
-            .dynalite
-            .client()
-            .put_item()
-            .table_name(TABLE)
-            .item("id", AttributeValue::S("hand-edited".into()))
-            .item("state", AttributeValue::S("OPEN".into()))
-            .item("opened_at", AttributeValue::N(now.to_string()))
-            .item("override", AttributeValue::S("open".into()))
-            .item("override_by", AttributeValue::S("ops".into()))
-            .item("override_at", AttributeValue::N(now.to_string()))
-            .send()
-            .await
-            .expect("PutItem");
-    };
-    put().await;
+    let now = AttributeValue::N(now.to_string());
+    let hand_edited = [
+        ("state", AttributeValue::S("OPEN".into())),
+        ("opened_at", now.clone()),
+        ("override", AttributeValue::S("open".into())),
+        ("override_by", AttributeValue::S("ops".into())),
+        ("override_at", now),
+    ];
+    table.put_raw("hand-edited", &hand_edited).await;
     let listed = table.breaker(&["list"]).await;
     assert!(
         listed.ok().contains("MALFORMED (read as CLOSED)"),
@@ -175,7 +160,7 @@ async fn a_malformed_override_is_read_as_none_and_a_close_or_a_trip_replaces_it(
     assert!(!item.contains_key("override"), "{item:?}");
 
     // A breaker environment's trip repairs it as it repairs any unreadable item.
-    put().await;
+    table.put_raw("hand-edited", &hand_edited).await;
     table.trip("hand-edited", 5).await;
     let item = table.raw("hand-edited").await.expect("the item");
     assert_eq!(s(&item, "state").as_deref(), Some("OPEN"), "{item:?}");

@@ -83,6 +83,23 @@ impl Table {
             .item
     }
 
+    /// Writes `attributes` as `circuit`'s whole item, as a hand edit would.
+    pub(crate) async fn put_raw(&self, circuit: &str, attributes: &[(&str, AttributeValue)]) {
+        let mut item: Item = attributes
+            .iter()
+            .map(|(name, value)| ((*name).to_owned(), value.clone()))
+            .collect();
+        item.insert("id".into(), AttributeValue::S(circuit.into()));
+        self.dynalite
+            .client()
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("PutItem");
+    }
+
     /// Trips `circuit` now with `failures`, as a breaker environment would.
     pub(crate) async fn trip(&self, circuit: &str, failures: u32) -> u64 {
         let now = unix_secs();

@@ -4,13 +4,13 @@
 use super::support::*;
 use crate::CircuitState;
 use crate::store::{
-    CircuitRecord, OPENED_AT_UNTIL_RELEASED, OverrideKind, StateStore, WriteOutcome,
+    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, StateStore, WriteOutcome,
 };
 
 const OPEN: OverrideKind = OverrideKind::ForcedOpen;
 const DISABLED: OverrideKind = OverrideKind::Disabled;
 
-fn with_override(record: CircuitRecord, set: &crate::store::Override) -> CircuitRecord {
+fn with_override(record: CircuitRecord, set: &Override) -> CircuitRecord {
     CircuitRecord {
         operator_override: Some(set.clone()),
         ..record
@@ -158,16 +158,24 @@ pub(super) async fn release_ends_only_the_override_it_names(store: &dyn StateSto
     assert_eq!(read(store, circuit).await, Some(CircuitRecord::closed()));
 }
 
+/// Forced open until `T0 + 100`; at `T0 + 130`, the election on the override's opening
+/// wins and keeps the ended override. Returns the override and the half-open record.
+async fn probing_after_a_forced_open_ended(
+    store: &dyn StateStore,
+    circuit: &str,
+) -> (Override, CircuitRecord) {
+    let forced = an_override(OPEN, "alice", Some(T0 + 100));
+    apply(store, circuit, &override_with(&forced, None)).await;
+    let e = election("env-a", Some(T0 + 100), T0 + 130);
+    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
+    (forced, read(store, circuit).await.expect("a record"))
+}
+
 pub(super) async fn breaker_writes_win_again_once_an_override_ended(
     store: &dyn StateStore,
     circuit: &str,
 ) {
-    let forced = an_override(OPEN, "alice", Some(T0 + 100));
-    apply(store, circuit, &override_with(&forced, None)).await;
-    // At its end the election on the override's opening wins and keeps the ended override.
-    let e = election("env-a", Some(T0 + 100), T0 + 130);
-    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
-    let probing = read(store, circuit).await.expect("a record");
+    let (forced, probing) = probing_after_a_forced_open_ended(store, circuit).await;
     assert_eq!(probing.state, CircuitState::HalfOpen);
     assert_eq!(probing.operator_override, Some(forced));
     // The owner's close replaces the item: nothing of the override is left.
@@ -211,11 +219,7 @@ pub(super) async fn releasing_an_ended_forced_open_keeps_the_probe_that_followed
     store: &dyn StateStore,
     circuit: &str,
 ) {
-    let forced = an_override(OPEN, "alice", Some(T0 + 100));
-    apply(store, circuit, &override_with(&forced, None)).await;
-    let e = election("env-a", Some(T0 + 100), T0 + 130);
-    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
-    let probing = read(store, circuit).await.expect("a record");
+    let (forced, probing) = probing_after_a_forced_open_ended(store, circuit).await;
     // A release that believes it still holds loses: it would reopen the circuit.
     let mut believed = forced.clone();
     believed.until = None;
