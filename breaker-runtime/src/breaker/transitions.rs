@@ -94,8 +94,9 @@ impl Circuit {
             let mut cache = self.lock();
             if !machine::may_trip(&cache.record, now) {
                 // Open already, or an override holds: nothing counts towards a trip (a
-                // disabled circuit must not trip the moment it is released).
-                self.failures.store(0, Ordering::Relaxed);
+                // disabled circuit must not trip the moment it is released), whichever
+                // policy counts them.
+                self.reset_closed_counts();
                 return;
             }
             let base = cache.record.clone();
