@@ -1,7 +1,8 @@
 //! Trip policies beyond consecutive failures, through `CircuitBreaker`: a failure rate over
 //! the last N calls and over the last N seconds, a slow-call rate (a slow probe reopens),
 //! the trip written to the store like any other, the same through the tower layer, and many
-//! threads failing at once committing one transition.
+//! threads failing at once committing one transition; failures under a disable not counting
+//! after its release.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier};
@@ -215,4 +216,54 @@ fn threads_failing_at_once_commit_one_transition() {
             "round {round}: one CLOSED → OPEN"
         );
     }
+}
+
+#[tokio::test]
+async fn failures_under_a_disable_leave_the_window_empty_for_the_release() {
+    use breaker_runtime::store::{Override, OverrideKind, Transition, WriteOutcome};
+    let clock = ManualClock::new();
+    let store = Arc::new(InMemoryStore::new());
+    let now_secs = || clock.unix_millis() / 1000;
+    let disable = Override::new(OverrideKind::Disabled, "ops", now_secs());
+    let set = Transition::Override {
+        set: disable.clone(),
+        replaces: None,
+        expiration: None,
+    };
+    assert!(matches!(
+        store.apply("disabled-rate", &set).await.unwrap(),
+        WriteOutcome::Won
+    ));
+    let config = CircuitBreakerConfig::builder()
+        .failure_rate(50)
+        .sliding_window(SlidingWindow::Calls(10))
+        .minimum_calls(4)
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let breaker = CircuitBreaker::new("disabled-rate", store.clone(), config);
+    // Disabled: every call runs and fails, and none trips.
+    for _ in 0..8 {
+        assert!(!is_rejection(&fail(&breaker)), "a disabled circuit runs");
+    }
+    assert_eq!(breaker.state(), CircuitState::Closed);
+
+    let release = Transition::Release {
+        released: disable,
+        now: now_secs(),
+        expiration: now_secs() + 86_400,
+    };
+    assert!(matches!(
+        store.apply("disabled-rate", &release).await.unwrap(),
+        WriteOutcome::Won
+    ));
+    clock.advance(Duration::from_secs(6)); // past the cache age: the release is seen
+    // One failure after the release is below the minimum of 4 calls: the 8 failures
+    // counted under the disable must not count.
+    assert!(!is_rejection(&fail(&breaker)));
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Closed,
+        "tripped on failures counted while disabled"
+    );
 }
