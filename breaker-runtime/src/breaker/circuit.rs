@@ -222,9 +222,10 @@ impl Circuit {
         self.info_of(&cache.record)
     }
 
+    /// What `record` reports now: the state an override makes the circuit act on.
     pub(super) fn info_of(&self, record: &crate::store::CircuitRecord) -> CircuitInfo {
         self.report(Rejected {
-            state: record.state,
+            state: record.effective_state(self.now() / 1000),
             failure_count: record.failure_count,
             opened_at: record.opened_at,
         })

@@ -120,7 +120,7 @@ impl Circuit {
     pub(super) fn publish_rejection(&self, cache: &RecordCache, now: u64) {
         let record = &cache.record;
         let rejected = Rejected {
-            state: record.state,
+            state: record.effective_state(now / 1000),
             failure_count: record.failure_count,
             opened_at: record.opened_at,
         };

@@ -216,8 +216,21 @@ async fn a_state_stored_under_a_forced_open_is_not_the_state_reported() {
         .expect("UpdateItem");
 
     let ran = AtomicU32::new(0);
-    assert!(rejected(call(&env, &ran, true).await), "still forced open");
+    let rejection = call(&env, &ran, true).await.expect_err("still forced open");
+    let open = rejection
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("a rejection");
+    assert_eq!(
+        open.circuit.state,
+        CircuitState::Open,
+        "what the rejection reports"
+    );
     assert_eq!(env.state(), CircuitState::Open, "the state it acts on");
+    assert_eq!(
+        env.info().await.state,
+        CircuitState::Open,
+        "what info reports"
+    );
     assert_eq!(ran.load(Ordering::SeqCst), 0);
 }
 
