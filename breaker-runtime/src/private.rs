@@ -17,7 +17,7 @@ pub use crate::breaker::{
     fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
 };
 pub use crate::default_store::default_store;
-pub use crate::machine::Outcome;
+pub use crate::protocol::machine::Outcome;
 use crate::store::StateStore;
 pub use crate::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitTransition};
 

@@ -76,7 +76,7 @@ use tower_layer::Layer;
 use tower_service::Service;
 
 use crate::breaker::{OwnedFuture, OwnedPermit, SlowAdmission};
-pub use crate::machine::Outcome;
+pub use crate::protocol::machine::Outcome;
 use crate::{CircuitBreaker, CircuitBreakerOpenError, CircuitInfo};
 
 /// The error of a guarded service: the inner service's error, or a

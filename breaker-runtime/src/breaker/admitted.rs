@@ -23,7 +23,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::permit::{Permit, PermitRequest, Recording, classify};
-use crate::machine::Outcome;
+use crate::protocol::machine::Outcome;
 
 /// What a panic in the caller's code carries until it is resumed.
 pub(super) type Panic = Box<dyn Any + Send>;

@@ -8,8 +8,8 @@ use std::time::Instant;
 
 use super::circuit::Circuit;
 use crate::config::millis;
-use crate::machine::{self, Admission, Local};
-use crate::store::CircuitRecord;
+use crate::protocol::CircuitRecord;
+use crate::protocol::machine::{self, Admission, Local};
 use crate::{CircuitInfo, CircuitState};
 
 /// What the slow path knows of the shared record. Guarded by `Circuit::cache`.
@@ -166,7 +166,7 @@ impl Circuit {
             &cache.record,
             &self.environment_id,
             now,
-            &self.policy,
+            &self.thresholds,
             &local,
         )
     }

@@ -14,7 +14,7 @@ use super::admitted::{
     poll_admitted, poll_recording,
 };
 use super::permit::{Permit, PermitRequest, request_permit_at};
-use crate::machine::Outcome;
+use crate::protocol::machine::Outcome;
 use crate::{CircuitBreakerOpenError, CircuitInfo};
 
 pin_project_lite::pin_project! {

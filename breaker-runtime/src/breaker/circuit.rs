@@ -9,8 +9,9 @@ use super::hooks::Hooks;
 use super::permit::{Permit, PermitKind};
 use super::rejection::{PublishedRejection, Rejected};
 use crate::config::millis;
-use crate::machine::{self, Outcome, Policy};
-use crate::policy::{Rates, Sample, Window};
+use crate::policy::{Sample, Window};
+use crate::protocol::Rates;
+use crate::protocol::machine::{self, Outcome, Thresholds};
 use crate::store::StateStore;
 use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
 
@@ -20,7 +21,7 @@ pub(super) struct Circuit {
     pub(super) environment_id: Arc<str>,
     pub(super) store: Arc<dyn StateStore>,
     pub(super) config: CircuitBreakerConfig,
-    pub(super) policy: Policy,
+    pub(super) thresholds: Thresholds,
     pub(super) disabled: bool,
     pub(super) hooks: Hooks,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
@@ -52,7 +53,7 @@ impl Circuit {
         };
         let jitter_millis =
             environment::jitter_millis(config.recovery_jitter(), &environment_id, &name);
-        let policy = Policy {
+        let thresholds = Thresholds {
             failure_threshold: config.failure_threshold,
             success_threshold: config.success_threshold,
             recovery_millis: millis(config.recovery_timeout),
@@ -81,7 +82,7 @@ impl Circuit {
             environment_id,
             store,
             config,
-            policy,
+            thresholds,
             disabled: environment::breakers_disabled(),
             hooks: Hooks::default(),
             closed_until: AtomicU64::new(0),
@@ -141,7 +142,7 @@ impl Circuit {
             }
             Outcome::Failure => {
                 let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
-                machine::trips(failures, &self.policy).then_some(failures)
+                machine::trips(failures, &self.thresholds).then_some(failures)
             }
             Outcome::Ignored => None,
         }
@@ -223,7 +224,7 @@ impl Circuit {
     }
 
     /// What `record` reports now: the state an override makes the circuit act on.
-    pub(super) fn info_of(&self, record: &crate::store::CircuitRecord) -> CircuitInfo {
+    pub(super) fn info_of(&self, record: &crate::protocol::CircuitRecord) -> CircuitInfo {
         self.report(Rejected {
             state: record.effective_state(self.now() / 1000),
             failure_count: record.failure_count,

@@ -42,7 +42,7 @@ pub use permit::{
     request_permit_blocking,
 };
 
-use crate::machine::Outcome;
+use crate::protocol::machine::Outcome;
 use crate::store::{CircuitRecord, StateStore};
 use crate::{
     CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState, CircuitTransition,

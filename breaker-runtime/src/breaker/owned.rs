@@ -14,7 +14,7 @@ use super::CircuitBreaker;
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind, PermitRequest, request_permit};
 use crate::CircuitInfo;
-use crate::machine::Outcome;
+use crate::protocol::machine::Outcome;
 
 /// A boxed future that owns what it needs.
 pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

@@ -11,7 +11,7 @@ use super::CircuitBreaker;
 use super::circuit::Circuit;
 use crate::CircuitInfo;
 use crate::blocking::block_on;
-use crate::machine::Outcome;
+use crate::protocol::machine::Outcome;
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

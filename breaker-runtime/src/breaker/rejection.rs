@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 use super::cache::RecordCache;
 use super::circuit::Circuit;
 use crate::CircuitState;
-use crate::machine::Admission;
+use crate::protocol::machine::Admission;
 
 /// What a published rejection reports besides the circuit's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

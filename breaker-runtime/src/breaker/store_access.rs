@@ -8,7 +8,8 @@ use std::sync::Arc;
 use super::circuit::Circuit;
 use crate::config::millis;
 use crate::environment;
-use crate::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::store::StoreError;
 use crate::store_runtime;
 
 /// Why a store call gave no answer.

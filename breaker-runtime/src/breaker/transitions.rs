@@ -10,8 +10,8 @@ use super::cache::RecordCache;
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind};
 use super::store_access::StoreCallError;
-use crate::machine::{self, Admission, Outcome, Settled};
-use crate::store::{CircuitRecord, Transition, WriteOutcome};
+use crate::protocol::machine::{self, Admission, Outcome, Settled};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
 use crate::{CircuitInfo, CircuitState, CircuitTransition};
 
 impl Circuit {
@@ -89,7 +89,7 @@ impl Circuit {
     /// writes; a lost write adopts the stored state, a failed one stays open locally.
     pub(super) async fn trip(&self, failures: u32) {
         let now = self.now();
-        let trip = machine::trip(failures, now, &self.policy);
+        let trip = machine::trip(failures, now, &self.thresholds);
         let base = {
             let mut cache = self.lock();
             if !machine::may_trip(&cache.record, now) {
@@ -138,7 +138,7 @@ impl Circuit {
                 cache.probe_successes,
                 &self.environment_id,
                 now,
-                &self.policy,
+                &self.thresholds,
             );
             (next, cache.record.clone())
         };
@@ -172,7 +172,7 @@ impl Circuit {
             reply.ok(),
             &self.environment_id,
             now,
-            &self.policy,
+            &self.thresholds,
         );
         self.commit_settled(cache, base, transition, settled, now)
     }

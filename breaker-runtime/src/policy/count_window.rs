@@ -7,7 +7,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use super::{Counts, Sample};
+use super::Sample;
+use crate::protocol::Counts;
 
 /// Calls per word: two bits each.
 const PER_WORD: u32 = 32;

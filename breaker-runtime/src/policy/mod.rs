@@ -5,7 +5,7 @@
 //! - [`time_window`]: the calls of the last N seconds, one bucket per second.
 //!
 //! The windows only count; whether counts trip the circuit is the state machine's
-//! decision ([`crate::machine::trips_on_rate`]).
+//! decision ([`crate::protocol::machine::trips_on_rate`]).
 //!
 //! Counting is exact for calls recorded one at a time. Calls that several threads record at
 //! the same instant may overwrite each other's slot or count (the window then holds fewer
@@ -18,6 +18,8 @@ mod time_window;
 
 pub(crate) use count_window::CountWindow;
 pub(crate) use time_window::TimeWindow;
+
+use crate::protocol::Counts;
 
 /// The calls a failure rate or a slow-call rate is computed over, per execution
 /// environment.
@@ -82,25 +84,6 @@ impl Sample {
     pub(crate) fn good(self) -> bool {
         self.0 == 0
     }
-}
-
-/// What a window holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Counts {
-    pub(crate) calls: u32,
-    pub(crate) failures: u32,
-    pub(crate) slow: u32,
-}
-
-/// The rates that trip a circuit, from a validated config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Rates {
-    /// Percent of failed calls, 1 to 100.
-    pub(crate) failure: Option<u8>,
-    /// Percent of slow calls, 1 to 100.
-    pub(crate) slow: Option<u8>,
-    /// Calls the window must hold before a rate is judged.
-    pub(crate) minimum_calls: u32,
 }
 
 /// One circuit's window, of either kind.

@@ -6,8 +6,9 @@ use std::collections::VecDeque;
 
 use proptest::prelude::*;
 
-use super::{CountWindow, Counts, Rates, Sample, TimeWindow, Window};
-use crate::machine::trips_on_rate;
+use super::{CountWindow, Sample, TimeWindow, Window};
+use crate::protocol::machine::trips_on_rate;
+use crate::protocol::{Counts, Rates};
 
 #[derive(Debug, Clone, Copy)]
 enum Step {

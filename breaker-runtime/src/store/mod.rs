@@ -16,12 +16,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 mod memory;
-mod record;
-mod transition;
 
+pub use crate::protocol::{
+    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, Transition, WriteOutcome,
+};
 pub use memory::InMemoryStore;
-pub use record::{CircuitRecord, Override, OverrideKind};
-pub use transition::{OPENED_AT_UNTIL_RELEASED, Transition};
 
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
@@ -30,15 +29,6 @@ pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, StoredCircuit};
 
 /// The future a store operation returns: boxed so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
-
-/// The result of a conditional write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum WriteOutcome {
-    /// The condition held; the record now says what the write said.
-    Won,
-    /// The condition failed; this is the record that made it fail (`None`: no record).
-    Lost(Option<CircuitRecord>),
-}
 
 /// A store that could not answer: unreachable, throttled, timed out, or broken.
 ///

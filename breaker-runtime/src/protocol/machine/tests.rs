@@ -1,15 +1,14 @@
 //! Every transition of the machine, with explicit timestamps (unix millis).
 
 use super::*;
-use crate::store::OverrideKind;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";
 /// 2023-11-14T22:13:20Z in millis; `T0 / 1000` is the stored second.
 const T0: u64 = 1_700_000_000_000;
 
-fn policy() -> Policy {
-    Policy {
+fn thresholds() -> Thresholds {
+    Thresholds {
         failure_threshold: 3,
         success_threshold: 2,
         recovery_millis: 30_000,
@@ -172,7 +171,7 @@ fn admission_table() {
     ];
     for (name, record, now, local, expected) in cases {
         assert_eq!(
-            admit(&record, ME, now, &policy(), &local),
+            admit(&record, ME, now, &thresholds(), &local),
             expected,
             "{name}"
         );
@@ -188,7 +187,7 @@ fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
         ..Local::default()
     };
     assert_eq!(
-        admit(&open_at(opened), ME, now, &policy(), &verified),
+        admit(&open_at(opened), ME, now, &thresholds(), &verified),
         Admission::Elect(election_at(now, Some(opened)))
     );
     let cut_off = Local {
@@ -196,11 +195,11 @@ fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
         ..Local::default()
     };
     assert_eq!(
-        admit(&open_at(opened), ME, now, &policy(), &cut_off),
+        admit(&open_at(opened), ME, now, &thresholds(), &cut_off),
         Admission::ElectAlone(election_at(now, Some(opened)))
     );
     assert_eq!(
-        admit(&open_at(opened), ME, now - 1, &policy(), &cut_off),
+        admit(&open_at(opened), ME, now - 1, &thresholds(), &cut_off),
         Admission::Reject,
         "alone, too, no earlier than recovery plus the fallback"
     );
@@ -222,12 +221,12 @@ fn a_re_election_of_my_own_keeps_the_probe_progress() {
 
 #[test]
 fn closed_failures_trip_at_the_threshold() {
-    assert!(!trips(1, &policy()));
-    assert!(!trips(2, &policy()));
-    assert!(trips(3, &policy()));
-    assert!(trips(7, &policy()));
+    assert!(!trips(1, &thresholds()));
+    assert!(!trips(2, &thresholds()));
+    assert!(trips(3, &thresholds()));
+    assert!(trips(7, &thresholds()));
     assert_eq!(
-        trip(3, T0 + 1_500, &policy()),
+        trip(3, T0 + 1_500, &thresholds()),
         Transition::Trip {
             failure_count: 3,
             opened_at: T0 / 1000 + 1,
@@ -235,7 +234,7 @@ fn closed_failures_trip_at_the_threshold() {
         }
     );
     assert!(matches!(
-        trip(7, T0, &policy()),
+        trip(7, T0, &thresholds()),
         Transition::Trip {
             failure_count: 7,
             ..
@@ -248,18 +247,18 @@ fn probe_outcomes() {
     let now = T0 + 31_000;
     let exp = now / 1000 + 30 + 3600;
     assert_eq!(
-        on_probe_outcome(Outcome::Success, 1, ME, now, &policy()),
+        on_probe_outcome(Outcome::Success, 1, ME, now, &thresholds()),
         None
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Success, 2, ME, now, &policy()),
+        on_probe_outcome(Outcome::Success, 2, ME, now, &thresholds()),
         Some(Transition::Close {
             owner: ME.into(),
             expiration: exp
         })
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Failure, 1, ME, now, &policy()),
+        on_probe_outcome(Outcome::Failure, 1, ME, now, &thresholds()),
         Some(Transition::Reopen {
             owner: ME.into(),
             opened_at: now / 1000,
@@ -268,14 +267,14 @@ fn probe_outcomes() {
         })
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Ignored, 1, ME, now, &policy()),
+        on_probe_outcome(Outcome::Ignored, 1, ME, now, &thresholds()),
         None
     );
 }
 
 /// `settle` on a reply, from `base`, at `T0 + 30 s`.
 fn settled(base: &CircuitRecord, transition: &Transition, reply: Option<WriteOutcome>) -> Settled {
-    settle(base, transition, reply, ME, T0 + 30_000, &policy())
+    settle(base, transition, reply, ME, T0 + 30_000, &thresholds())
 }
 
 #[test]
@@ -396,7 +395,7 @@ fn an_election_the_store_did_not_answer_is_not_won() {
 }
 
 fn overridden(record: CircuitRecord, kind: OverrideKind, until: Option<u64>) -> CircuitRecord {
-    let set = crate::store::Override::new(kind, "ops", T0 / 1000);
+    let set = crate::protocol::Override::new(kind, "ops", T0 / 1000);
     CircuitRecord {
         operator_override: Some(match until {
             Some(until) => set.until(until),
@@ -419,7 +418,13 @@ fn a_forced_open_rejects_without_electing_even_with_the_first_right() {
         let long_after_recovery = T0 + 300_000;
         let first_right = local(Some(opened), false);
         assert_eq!(
-            admit(&forced, ME, long_after_recovery, &policy(), &first_right),
+            admit(
+                &forced,
+                ME,
+                long_after_recovery,
+                &thresholds(),
+                &first_right
+            ),
             Admission::Reject,
             "{forced:?}"
         );
@@ -433,14 +438,14 @@ fn a_disable_runs_every_call_and_never_trips() {
     let opened = T0 / 1000;
     let disabled = overridden(CircuitRecord::closed(), OverrideKind::Disabled, None);
     assert_eq!(
-        admit(&disabled, ME, T0, &policy(), &Local::default()),
+        admit(&disabled, ME, T0, &thresholds(), &Local::default()),
         Admission::Run
     );
     assert!(runs_closed(&disabled, T0) && !may_trip(&disabled, T0));
     // Reopened under it by an environment that cannot honour it: still runs.
     let reopened = overridden(open_at(opened), OverrideKind::Disabled, None);
     assert_eq!(
-        admit(&reopened, ME, T0, &policy(), &Local::default()),
+        admit(&reopened, ME, T0, &thresholds(), &Local::default()),
         Admission::Run
     );
     assert!(may_trip(&CircuitRecord::closed(), T0));
@@ -453,12 +458,12 @@ fn an_override_that_ended_leaves_the_protocol_to_the_record() {
     let forced = overridden(open_at(until), OverrideKind::ForcedOpen, Some(until));
     // At its end the opening is `until`: recovery runs from there, fallback for everyone.
     assert_eq!(
-        admit(&forced, ME, ended_at, &policy(), &Local::default()),
+        admit(&forced, ME, ended_at, &thresholds(), &Local::default()),
         Admission::Reject
     );
-    let due = ended_at + policy().recovery_millis + policy().fallback_millis;
+    let due = ended_at + thresholds().recovery_millis + thresholds().fallback_millis;
     assert_eq!(
-        admit(&forced, ME, due, &policy(), &Local::default()),
+        admit(&forced, ME, due, &thresholds(), &Local::default()),
         Admission::Verify
     );
     let disabled = overridden(CircuitRecord::closed(), OverrideKind::Disabled, Some(until));

@@ -3,8 +3,17 @@
 //! every store applies them: `InMemoryStore` through [`Transition::allowed`] and
 //! [`Transition::applied_to`], `DynamoDbStore` as the same condition in DynamoDB's words.
 
-use super::{CircuitRecord, Override, OverrideKind};
-use crate::CircuitState;
+use super::record::{CircuitRecord, Override, OverrideKind};
+use crate::state::CircuitState;
+
+/// The result of a conditional write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WriteOutcome {
+    /// The condition held; the record now says what the write said.
+    Won,
+    /// The condition failed; this is the record that made it fail (`None`: no record).
+    Lost(Option<CircuitRecord>),
+}
 
 /// The `opened_at` of a circuit forced open until released: 9999-12-31T23:59:59Z, so no
 /// environment's recovery (breaker's or Powertools') elapses before the release. A forced

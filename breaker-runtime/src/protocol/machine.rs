@@ -3,16 +3,17 @@
 //! write, and after the store answered, what to believe. No clock, lock, async or SDK type
 //! in here; `breaker` combines it with the store.
 
-use crate::CircuitState;
-use crate::policy::{Counts, Rates};
-use crate::store::{CircuitRecord, OverrideKind, Transition, WriteOutcome};
+use super::rates::{Counts, Rates};
+use super::record::{CircuitRecord, OverrideKind};
+use super::transition::{Transition, WriteOutcome};
+use crate::state::CircuitState;
 
 /// Seconds added to every write's TTL beyond the recovery timeout.
 const TTL_GRACE_SECS: u64 = crate::config::TTL_GRACE.as_secs();
 
 /// The numbers the machine needs, derived once per circuit from its config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Policy {
+pub(crate) struct Thresholds {
     pub(crate) failure_threshold: u32,
     pub(crate) success_threshold: u32,
     /// Recovery timeout, in milliseconds.
@@ -87,9 +88,9 @@ fn secs(millis: u64) -> u64 {
     millis / 1000
 }
 
-fn expiration(now_millis: u64, policy: &Policy) -> u64 {
+fn expiration(now_millis: u64, thresholds: &Thresholds) -> u64 {
     secs(now_millis)
-        .saturating_add(policy.recovery_secs)
+        .saturating_add(thresholds.recovery_secs)
         .saturating_add(TTL_GRACE_SECS)
 }
 
@@ -101,13 +102,18 @@ fn lease_live(record: &CircuitRecord, now_millis: u64) -> bool {
         .is_some_and(|lease| secs(now_millis) <= lease)
 }
 
-fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) -> Transition {
+fn election(
+    record: &CircuitRecord,
+    me: &str,
+    now_millis: u64,
+    thresholds: &Thresholds,
+) -> Transition {
     Transition::Elect {
         owner: me.to_owned(),
         expected_opened_at: record.opened_at,
         now: secs(now_millis),
-        lease_expiry: secs(now_millis).saturating_add(policy.probe_lease_secs),
-        expiration: expiration(now_millis, policy),
+        lease_expiry: secs(now_millis).saturating_add(thresholds.probe_lease_secs),
+        expiration: expiration(now_millis, thresholds),
     }
 }
 
@@ -117,7 +123,7 @@ fn election(record: &CircuitRecord, me: &str, now_millis: u64, policy: &Policy) 
 /// waits the fallback longer (its cache age, a second, and its jitter), so that in a
 /// healthy fleet one environment probes and the rest learn of it from their next read
 /// instead of racing for the election.
-fn election_due(record: &CircuitRecord, me: &str, local: &Local, policy: &Policy) -> u64 {
+fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Thresholds) -> u64 {
     let since = match record.state {
         // The lease runs through its expiry second.
         CircuitState::HalfOpen => record
@@ -129,12 +135,12 @@ fn election_due(record: &CircuitRecord, me: &str, local: &Local, policy: &Policy
             .opened_at
             .unwrap_or(0)
             .saturating_mul(1000)
-            .saturating_add(policy.recovery_millis),
+            .saturating_add(thresholds.recovery_millis),
     };
     if has_first_right(record, me, local) {
         since
     } else {
-        since.saturating_add(policy.fallback_millis)
+        since.saturating_add(thresholds.fallback_millis)
     }
 }
 
@@ -153,7 +159,7 @@ pub(crate) fn admit(
     record: &CircuitRecord,
     me: &str,
     now_millis: u64,
-    policy: &Policy,
+    thresholds: &Thresholds,
     local: &Local,
 ) -> Admission {
     match record.live_override(secs(now_millis)).map(|o| o.kind) {
@@ -172,10 +178,10 @@ pub(crate) fn admit(
         }
         CircuitState::Open | CircuitState::HalfOpen => {}
     }
-    if now_millis < election_due(record, me, local, policy) {
+    if now_millis < election_due(record, me, local, thresholds) {
         return Admission::Reject;
     }
-    let election = election(record, me, now_millis, policy);
+    let election = election(record, me, now_millis, thresholds);
     if local.store_unreachable {
         Admission::ElectAlone(election)
     } else if has_first_right(record, me, local) || local.verified {
@@ -206,8 +212,8 @@ pub(crate) fn may_trip(record: &CircuitRecord, now_millis: u64) -> bool {
 
 /// Whether `consecutive_failures` counted failures while closed trip the circuit.
 #[inline]
-pub(crate) fn trips(consecutive_failures: u32, policy: &Policy) -> bool {
-    consecutive_failures >= policy.failure_threshold
+pub(crate) fn trips(consecutive_failures: u32, thresholds: &Thresholds) -> bool {
+    consecutive_failures >= thresholds.failure_threshold
 }
 
 /// Whether a sliding window's counts trip the circuit: it holds at least the minimum
@@ -226,11 +232,15 @@ pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
 }
 
 /// The trip after `consecutive_failures` failures; only once [`trips`] says so.
-pub(crate) fn trip(consecutive_failures: u32, now_millis: u64, policy: &Policy) -> Transition {
+pub(crate) fn trip(
+    consecutive_failures: u32,
+    now_millis: u64,
+    thresholds: &Thresholds,
+) -> Transition {
     Transition::Trip {
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
-        expiration: expiration(now_millis, policy),
+        expiration: expiration(now_millis, thresholds),
     }
 }
 
@@ -241,20 +251,20 @@ pub(crate) fn on_probe_outcome(
     successes: u32,
     me: &str,
     now_millis: u64,
-    policy: &Policy,
+    thresholds: &Thresholds,
 ) -> Option<Transition> {
     match outcome {
         Outcome::Ignored => None,
-        Outcome::Success if successes < policy.success_threshold => None,
+        Outcome::Success if successes < thresholds.success_threshold => None,
         Outcome::Success => Some(Transition::Close {
             owner: me.to_owned(),
-            expiration: expiration(now_millis, policy),
+            expiration: expiration(now_millis, thresholds),
         }),
         Outcome::Failure => Some(Transition::Reopen {
             owner: me.to_owned(),
             opened_at: secs(now_millis),
             failure_count: 1,
-            expiration: expiration(now_millis, policy),
+            expiration: expiration(now_millis, thresholds),
         }),
     }
 }
@@ -269,7 +279,7 @@ pub(crate) fn settle(
     reply: Option<WriteOutcome>,
     me: &str,
     now_millis: u64,
-    policy: &Policy,
+    thresholds: &Thresholds,
 ) -> Settled {
     match reply {
         Some(WriteOutcome::Won) => Settled {
@@ -282,7 +292,8 @@ pub(crate) fn settle(
             // An election lost to a record naming this environment the owner: an election of
             // ours landed earlier but its reply never came back (a cancelled call, a timeout).
             let own_landed = matches!(transition, Transition::Elect { .. })
-                && admit(&record, me, now_millis, policy, &Local::default()) == Admission::Probe;
+                && admit(&record, me, now_millis, thresholds, &Local::default())
+                    == Admission::Probe;
             Settled {
                 record,
                 committed: own_landed,

@@ -1,6 +1,6 @@
 //! `CircuitRecord`: the shared state of one circuit, as a store keeps it.
 
-use crate::CircuitState;
+use crate::state::CircuitState;
 
 /// The shared state of one circuit, as stored.
 ///
