@@ -67,7 +67,7 @@ for logical_id, (_, variables, _) in functions.items():
     errors += [f"local/sam-env.json: {logical_id}.{v} is not a string" for v, value in given.items() if not isinstance(value, str)]
 
 # The ports of `make local` (local-stack's base port: AWS endpoint +1, payment API +2).
-base = int(re.search(r"const DEFAULT_BASE_PORT: u16 = (\d+);", pathlib.Path("tests/src/bin/local-stack.rs").read_text()).group(1))
+base = int(re.search(r"const DEFAULT_BASE_PORT: u16 = (\d+);", pathlib.Path("devstack/src/bin/local-stack.rs").read_text()).group(1))
 expected = {
     "PAYMENT_API_URL": f"http://host.docker.internal:{base + 2}/charges",
     "OVERFLOW_QUEUE_URL": f"http://host.docker.internal:{base + 1}/123456789012/overflow",

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make local`: the sample functions' local stack and cargo-lambda's emulator, for
 # invocations by hand (docs/functions.md, "Invoke by hand"). Builds the functions and the
-# local-stack binary (tests/src/bin/local-stack.rs), which starts dynalite, moto (SQS, Cost
+# local-stack binary (devstack/src/bin/local-stack.rs), which starts dynalite, moto (SQS, Cost
 # Explorer) behind the fault proxy, the stub payment API and the fault control on fixed
 # loopback ports, creates the tables and queues, prints the endpoints, and runs
 # `cargo lambda watch` with every function's environment pointed at them. Ctrl-C stops

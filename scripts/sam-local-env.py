@@ -45,7 +45,7 @@ SERVICES = {"DynamoDB": "DYNAMODB", "SQS": "SQS", "Cost Explorer": "COST_EXPLORE
 LOCAL_MARKERS = ("host.docker.internal", "127.0.0.1", "localhost", "0.0.0.0")
 
 # The ports of `make local` (local-stack's base port: AWS endpoint +1, payment API +2).
-base = int(re.search(r"const DEFAULT_BASE_PORT: u16 = (\d+);", pathlib.Path("tests/src/bin/local-stack.rs").read_text()).group(1))
+base = int(re.search(r"const DEFAULT_BASE_PORT: u16 = (\d+);", pathlib.Path("devstack/src/bin/local-stack.rs").read_text()).group(1))
 local = "http://host.docker.internal"
 expected_endpoints = {"DynamoDB": f"{local}:{base}", "SQS": f"{local}:{base + 1}", "Cost Explorer": f"{local}:{base + 1}"}
 expected_values = {

@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_tests::fixtures::fault_proxy::{Fault, Service};
-use breaker_tests::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
-use breaker_tests::harness::sample_stack::SampleStack;
-use breaker_tests::wall_clock::unix_secs;
+use devstack::fixtures::fault_proxy::{Fault, Service};
+use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use devstack::harness::sample_stack::SampleStack;
+use devstack::wall_clock::unix_secs;
 use serde_json::{Value, json};
 
 /// Orders sent during the payment outage.

@@ -1,4 +1,5 @@
-//! Shared support for the workspace-level tests, in four kinds:
+//! The workspace's local test stack: what the tests (`tests/`, the CLI's), the demo and
+//! `make local` (the `local-stack` binary) start and drive, in four kinds:
 //!
 //! - [`fixtures`]: local servers a test starts and drops (dynalite, moto, the fault proxy,
 //!   the payment stub) and what they share: the supervised process, a free port, the local
@@ -14,7 +15,3 @@ pub mod doubles;
 pub mod fixtures;
 pub mod harness;
 pub mod wall_clock;
-
-// The paths `tests/tests/functions/` imports from; new code names the modules above.
-pub use fixtures::fault_proxy;
-pub use harness::{runtime_api, sample_stack};

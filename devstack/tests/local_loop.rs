@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use breaker_tests::fixtures::http1;
-use breaker_tests::fixtures::ports::free_port;
+use devstack::fixtures::http1;
+use devstack::fixtures::ports::free_port;
 use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
@@ -295,9 +295,9 @@ async fn every_event_answers_through_cargo_lambda_and_ctrl_c_leaves_no_process()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_fault_control_applies_what_it_names_and_refuses_the_rest() {
-    use breaker_tests::fixtures::fault_proxy::{Fault, Service};
-    use breaker_tests::harness::fault_control::{FaultControl, SLOW};
-    use breaker_tests::harness::sample_stack::SampleStack;
+    use devstack::fixtures::fault_proxy::{Fault, Service};
+    use devstack::harness::fault_control::{FaultControl, SLOW};
+    use devstack::harness::sample_stack::SampleStack;
     use std::sync::Arc;
 
     let stack = Arc::new(SampleStack::start().await.unwrap());

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use breaker_runtime::store::{DynamoDbStore, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
-use breaker_tests::fixtures::dynalite::Dynalite;
 use criterion::{Criterion, criterion_group, criterion_main};
+use devstack::fixtures::dynalite::Dynalite;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use breaker_tests::wall_clock::unix_secs;
+use devstack::wall_clock::unix_secs;
 
 use crate::support::{TABLE, Table, s};
 

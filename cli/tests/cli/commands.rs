@@ -1,7 +1,7 @@
 //! Each subcommand's output, exit status and the item it leaves.
 
 use breaker_runtime::store::{OPENED_AT_UNTIL_RELEASED, StateStore as _, Transition, WriteOutcome};
-use breaker_tests::wall_clock::unix_secs;
+use devstack::wall_clock::unix_secs;
 
 use crate::support::{Table, USER, n, s};
 

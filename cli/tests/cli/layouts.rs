@@ -5,7 +5,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{
     DynamoDbStore, OverrideKind, StateStore as _, Transition, WriteOutcome,
 };
-use breaker_tests::wall_clock::unix_secs;
+use devstack::wall_clock::unix_secs;
 
 use crate::support::Table;
 

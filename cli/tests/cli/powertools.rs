@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_tests::wall_clock::unix_secs;
+use devstack::wall_clock::unix_secs;
 
 use crate::support::{TABLE, Table, s};
 

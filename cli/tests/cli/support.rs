@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{DynamoDbStore, StateStore as _, Transition, WriteOutcome};
-use breaker_tests::fixtures::dynalite::Dynalite;
-use breaker_tests::wall_clock::unix_secs;
+use devstack::fixtures::dynalite::Dynalite;
+use devstack::wall_clock::unix_secs;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
 

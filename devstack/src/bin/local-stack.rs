@@ -24,8 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
-use breaker_tests::harness::fault_control::FaultControl;
-use breaker_tests::harness::sample_stack::{
+use devstack::harness::fault_control::FaultControl;
+use devstack::harness::sample_stack::{
     CIRCUIT_TABLE, LEDGER_TABLE, QueueSettings, SNAPSHOT_TABLE, SampleStack, StackPorts,
 };
 use serde_json::{Value, json};
@@ -262,7 +262,7 @@ fn cost_and_usage() -> Vec<Value> {
 fn workspace_root() -> anyhow::Result<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
-        .context("the tests package has no parent directory")?;
+        .context("the devstack package has no parent directory")?;
     Ok(root.to_path_buf())
 }
 

@@ -35,9 +35,9 @@ const USAGE: &str = "POST /cost-explorer/<fault> or /sqs/<fault> with fault = th
 /// ```no_run
 /// # async fn demo() -> anyhow::Result<()> {
 /// use std::sync::Arc;
-/// use breaker_tests::fixtures::http1;
-/// use breaker_tests::harness::fault_control::FaultControl;
-/// use breaker_tests::harness::sample_stack::SampleStack;
+/// use devstack::fixtures::http1;
+/// use devstack::harness::fault_control::FaultControl;
+/// use devstack::harness::sample_stack::SampleStack;
 ///
 /// let stack = Arc::new(SampleStack::start().await?);
 /// let control = FaultControl::start("127.0.0.1:0", Arc::clone(&stack)).await?;

@@ -4,7 +4,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
-//! use breaker_tests::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
+//! use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
 //! let function = FunctionProcess::start("charge", &[("PAYMENT_API_URL", "http://127.0.0.1:9/".into())], LogEcho::Stderr).await?;
 //! let outcome = function.invoke(serde_json::json!({"order_id": 1})).await?;
 //! assert!(matches!(outcome, Invocation::Response(_)));

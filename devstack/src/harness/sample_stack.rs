@@ -136,7 +136,7 @@ impl SampleStack {
     ///
     /// ```no_run
     /// # async fn demo() -> anyhow::Result<()> {
-    /// use breaker_tests::harness::sample_stack::{QueueSettings, SampleStack, StackPorts};
+    /// use devstack::harness::sample_stack::{QueueSettings, SampleStack, StackPorts};
     /// let ports = StackPorts { dynamodb: 4560, aws: 4561, payments: 4562, ..StackPorts::default() };
     /// let stack = SampleStack::start_on(ports, QueueSettings::default()).await?;
     /// assert_eq!(stack.payments.url(), "http://127.0.0.1:4562/charges");

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
-use breaker_tests::doubles::{Behaviour, ScriptedStore};
+use devstack::doubles::{Behaviour, ScriptedStore};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -1,4 +1,4 @@
-//! One execution environment of a test fleet (see `breaker_tests::harness::fleet`): calls a
+//! One execution environment of a test fleet (see `devstack::harness::fleet`): calls a
 //! loopback downstream through a `CircuitBreaker` on the default store
 //! (`CIRCUIT_BREAKER_TABLE`: a `DynamoDbStore` from the standard AWS environment), in a loop,
 //! and reports on stdout. Commands on stdin: `stats`, `reset`. Exits when stdin closes.
@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
-use breaker_tests::circuits::{BoxError as Error, is_rejection};
-use breaker_tests::doubles::{Behaviour, ScriptedStore};
-use breaker_tests::wall_clock::unix_millis;
+use devstack::circuits::{BoxError as Error, is_rejection};
+use devstack::doubles::{Behaviour, ScriptedStore};
+use devstack::wall_clock::unix_millis;
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
 use tokio::net::TcpStream;
 

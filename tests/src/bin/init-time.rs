@@ -18,9 +18,9 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
-use breaker_tests::fault_proxy::{Fault, FaultProxy, Service};
-use breaker_tests::harness::runtime_api::{FunctionProcess, Invocation, LogEcho, function_binary};
-use breaker_tests::sample_stack::SampleStack;
+use devstack::fixtures::fault_proxy::{Fault, FaultProxy, Service};
+use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho, function_binary};
+use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
 const COLD_STARTS: usize = 7;

@@ -18,7 +18,7 @@ use aws_sdk_dynamodb::types::error::{
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use breaker_tests::fixtures::sdk::local_sdk_config;
+use devstack::fixtures::sdk::local_sdk_config;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -10,11 +10,11 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use breaker_tests::fixtures::dynalite::Dynalite;
-use breaker_tests::harness::fleet::{
+use devstack::fixtures::dynalite::Dynalite;
+use devstack::harness::fleet::{
     Downstream, Event, Mode, Report, Stats, Worker, WorkerConfig, wait_for,
 };
-use breaker_tests::wall_clock::unix_millis;
+use devstack::wall_clock::unix_millis;
 
 const FLEET: usize = 16;
 const CACHE_MS: u64 = 250;

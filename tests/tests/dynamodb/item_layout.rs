@@ -11,8 +11,8 @@ use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transitio
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
-use breaker_tests::fixtures::dynalite::Dynalite;
-use breaker_tests::wall_clock::unix_secs;
+use devstack::fixtures::dynalite::Dynalite;
+use devstack::wall_clock::unix_secs;
 
 type Item = HashMap<String, AttributeValue>;
 type Error = Box<dyn std::error::Error + Send + Sync>;

@@ -4,7 +4,7 @@
 //! take far less disk. nextest still runs each test in its own process.
 
 use breaker_runtime::store::DynamoDbStore;
-use breaker_tests::fixtures::dynalite::Dynalite;
+use devstack::fixtures::dynalite::Dynalite;
 
 mod error_paths;
 mod fleet;

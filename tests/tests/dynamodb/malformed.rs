@@ -11,7 +11,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{CircuitRecord, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use breaker_tests::fixtures::dynalite::Dynalite;
+use devstack::fixtures::dynalite::Dynalite;
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata, Subscriber, span};
 

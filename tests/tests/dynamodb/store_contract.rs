@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use breaker_runtime::store::DynamoDbStore;
 use breaker_runtime::testing::contract::run_contract;
-use breaker_tests::fixtures::dynalite::Dynalite;
+use devstack::fixtures::dynalite::Dynalite;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn simple_key_meets_the_contract() {

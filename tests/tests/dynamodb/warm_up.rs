@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, WarmUp};
-use breaker_tests::fault_proxy::{FaultProxy, Service};
-use breaker_tests::fixtures::dynalite::Dynalite;
-use breaker_tests::fixtures::sdk::local_sdk_config;
-use breaker_tests::wall_clock::unix_secs;
+use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::fault_proxy::{FaultProxy, Service};
+use devstack::fixtures::sdk::local_sdk_config;
+use devstack::wall_clock::unix_secs;
 
 use super::simple_table;
 

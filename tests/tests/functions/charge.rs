@@ -5,9 +5,9 @@ use std::collections::BTreeSet;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
-use breaker_tests::fault_proxy::{Fault, Service};
-use breaker_tests::runtime_api::{FunctionProcess, Invocation, LogEcho};
-use breaker_tests::sample_stack::SampleStack;
+use devstack::fixtures::fault_proxy::{Fault, Service};
+use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
 use crate::support::{dead_letters, drain, in_overflow, overflow_depth};

@@ -3,9 +3,9 @@
 
 use std::time::Duration;
 
-use breaker_tests::fault_proxy::{Fault, Service};
-use breaker_tests::runtime_api::LogEcho;
-use breaker_tests::sample_stack::SampleStack;
+use devstack::fixtures::fault_proxy::{Fault, Service};
+use devstack::harness::runtime_api::LogEcho;
+use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
 const CIRCUIT: &str = "cost-explorer";

@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use breaker_tests::runtime_api::{EXIT_ERROR, FunctionProcess, LogEcho};
-use breaker_tests::sample_stack::{QueueSettings, ReplayPass, SampleStack};
+use devstack::harness::runtime_api::{EXIT_ERROR, FunctionProcess, LogEcho};
+use devstack::harness::sample_stack::{QueueSettings, ReplayPass, SampleStack};
 use serde_json::{Value, json};
 
 use crate::support::{dead_letters, drain, overflow_depth};

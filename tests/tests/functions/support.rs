@@ -3,8 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use breaker_tests::runtime_api::FunctionProcess;
-use breaker_tests::sample_stack::SampleStack;
+use devstack::harness::runtime_api::FunctionProcess;
+use devstack::harness::sample_stack::SampleStack;
 
 /// Messages in the overflow queue, visible or in flight (delayed ones not counted).
 pub async fn in_overflow(stack: &SampleStack) -> usize {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitInfo, CircuitState, CircuitTransition, circuit_breaker};
-use breaker_tests::circuits::manual_config;
+use devstack::circuits::manual_config;
 
 /// The recovery timeout of every circuit here.
 const RECOVERY: Duration = Duration::from_secs(10);

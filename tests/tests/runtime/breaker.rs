@@ -7,7 +7,7 @@ use std::time::Duration;
 use breaker_runtime::store::{InMemoryStore, StateStore, Transition};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState, CircuitTransition};
-use breaker_tests::circuits::{BoxError as Error, fail, is_rejection, manual_config};
+use devstack::circuits::{BoxError as Error, fail, is_rejection, manual_config};
 
 const RECOVERY: Duration = Duration::from_secs(30);
 
@@ -250,8 +250,8 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
 #[tokio::test]
 async fn healthy_calls_read_the_store_once_per_cache_age_and_never_write() {
     let clock = ManualClock::new();
-    let store = Arc::new(breaker_tests::doubles::ScriptedStore::new(
-        breaker_tests::doubles::Behaviour::Healthy,
+    let store = Arc::new(devstack::doubles::ScriptedStore::new(
+        devstack::doubles::Behaviour::Healthy,
     ));
     let breaker = CircuitBreaker::new("svc", store.clone(), manual_config(&clock, 5, 1, RECOVERY));
     let entered = AtomicUsize::new(0);

@@ -11,7 +11,7 @@ use std::time::Duration;
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use breaker_tests::circuits::{BoxError as Error, fail, is_rejection, manual_config};
+use devstack::circuits::{BoxError as Error, fail, is_rejection, manual_config};
 
 fn breaker(clock: &ManualClock, failures: u32) -> CircuitBreaker {
     let config = manual_config(clock, failures, 1, Duration::from_secs(30));
@@ -144,7 +144,7 @@ async fn a_cancelled_closed_call_counts_as_nothing() {
 
 #[tokio::test]
 async fn a_call_cancelled_while_its_election_is_written_leaves_the_probe_to_the_next_call() {
-    use breaker_tests::doubles::{Behaviour, ScriptedStore};
+    use devstack::doubles::{Behaviour, ScriptedStore};
     let clock = ManualClock::new();
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
     let config = CircuitBreakerConfig::builder()

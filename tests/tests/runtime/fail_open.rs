@@ -9,7 +9,7 @@ use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
-use breaker_tests::doubles::{Behaviour, ScriptedStore};
+use devstack::doubles::{Behaviour, ScriptedStore};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 

@@ -12,8 +12,8 @@ use std::time::Duration;
 use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use breaker_tests::circuits::{BoxError, fail, is_rejection};
-use breaker_tests::doubles::{Behaviour, ScriptedStore};
+use devstack::circuits::{BoxError, fail, is_rejection};
+use devstack::doubles::{Behaviour, ScriptedStore};
 
 const RECOVERY: Duration = Duration::from_secs(30);
 const LEASE: Duration = Duration::from_secs(30);

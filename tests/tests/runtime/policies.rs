@@ -12,7 +12,7 @@ use breaker_runtime::store::{InMemoryStore, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, SlidingWindow};
-use breaker_tests::circuits::is_rejection;
+use devstack::circuits::is_rejection;
 use tower::{Layer, ServiceExt, service_fn};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;

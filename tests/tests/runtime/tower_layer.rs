@@ -15,7 +15,7 @@ use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, Outcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState};
-use breaker_tests::circuits::manual_config;
+use devstack::circuits::manual_config;
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 const RECOVERY: Duration = Duration::from_secs(30);

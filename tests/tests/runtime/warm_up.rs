@@ -10,7 +10,7 @@ use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, WarmUp,
     circuit_breaker,
 };
-use breaker_tests::doubles::{Behaviour, ScriptedStore};
+use devstack::doubles::{Behaviour, ScriptedStore};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
