@@ -17,9 +17,10 @@
 //! - [`env_store`]: one environment's `StateStore` over the shared model;
 //! - [`traffic`]: Poisson arrivals, one invocation per environment at a time;
 //! - [`downstream`]: the protected service's latency and health schedule;
-//! - [`scenario`]: the situations of issue 10;
+//! - [`scenario`]: the situations the fleet is measured in;
 //! - [`fleet`]: the discrete-event loop that drives the breakers;
-//! - [`metrics`]: the measurements and their definitions;
+//! - [`metrics`]: the measurements and their definitions, collected from a run;
+//! - [`summary`]: the figures of a run: per second, per window, the summary;
 //! - [`report`]: the table, the JSON line and the markdown table;
 //! - [`chart`]: the SVG chart of a run.
 #![forbid(unsafe_code)]
@@ -34,4 +35,5 @@ pub mod model;
 pub mod report;
 pub mod rng;
 pub mod scenario;
+pub mod summary;
 pub mod traffic;

@@ -1,4 +1,4 @@
-//! The scenarios of issue 10: a fleet, its traffic, the downstream's health and the
+//! The scenarios: a fleet, its traffic, the downstream's health and the
 //! store's faults over virtual time, and the breaker's tunables. Each is a value, so a test
 //! can shrink the fleet (and the item's limits with it) and keep everything else.
 

@@ -1,0 +1,154 @@
+//! The figures of a run as the report shows them: per second, per recovery window, per call,
+//! and the summary of the whole run. [`crate::metrics`] collects them.
+
+use serde::Serialize;
+
+/// One virtual second of a run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Second {
+    /// Environments whose breaker believed CLOSED at the second's start.
+    pub closed: u32,
+    /// … OPEN.
+    pub open: u32,
+    /// … HALF_OPEN.
+    pub half_open: u32,
+    /// Calls started.
+    pub calls: u32,
+    /// Calls that reached the downstream (probes included).
+    pub downstream_calls: u32,
+    /// Downstream calls made as probes.
+    pub probes: u32,
+    /// DynamoDB requests (attempts that reached the store).
+    pub store_requests: u32,
+    /// Read units consumed, in halves.
+    pub read_half_units: u32,
+    /// Write units consumed.
+    pub write_units: u32,
+    /// Throttled attempts.
+    pub throttled: u32,
+}
+
+/// A recovery window and the elections made in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct Window {
+    /// When the opening landed, virtual ms.
+    pub start_ms: u64,
+    /// When the next opening or the close landed; `None`: still open at the end.
+    pub end_ms: Option<u64>,
+    /// Election attempts that won.
+    pub elections_won: u32,
+    /// Election attempts that lost.
+    pub elections_lost: u32,
+    /// Election attempts throttled.
+    pub elections_throttled: u32,
+    /// Election requests the store did not answer (unreachable): not DynamoDB requests.
+    pub elections_unanswered: u32,
+}
+
+impl Window {
+    /// Won + lost + throttled election writes.
+    pub fn election_writes(&self) -> u32 {
+        self.elections_won + self.elections_lost + self.elections_throttled
+    }
+}
+
+/// One call, as the simulator saw it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The environment.
+    pub env: u32,
+    /// Virtual ms the call started.
+    pub start_ms: u64,
+    /// The downstream ran (closed admission or probe).
+    pub admitted: bool,
+    /// The downstream ran as a probe, from this virtual ms to that one.
+    pub probe: Option<(u64, u64)>,
+    /// The downstream failed the call.
+    pub failed: bool,
+}
+
+/// The figures of a run: one JSON object per scenario.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// The scenario's name.
+    pub scenario: String,
+    /// Environments.
+    pub envs: u32,
+    /// The seed.
+    pub seed: u64,
+    /// Virtual seconds simulated.
+    pub duration_s: u64,
+    /// Calls started (invocations of the protected function).
+    pub calls: u64,
+    /// Calls rejected by the breaker.
+    pub rejected: u64,
+    /// Calls that reached the downstream, probes included.
+    pub downstream_calls: u64,
+    /// Downstream calls that failed.
+    pub downstream_failures: u64,
+    /// Downstream calls made as probes.
+    pub probes: u64,
+    /// Most probes in flight at once, fleet-wide.
+    pub max_probes_in_flight: u32,
+    /// Trips that landed.
+    pub trips_won: u64,
+    /// Closes that landed.
+    pub closes_won: u64,
+    /// Recovery windows (openings that landed).
+    pub windows: usize,
+    /// Most election writes that won in one window.
+    pub max_elections_won_per_window: u32,
+    /// Most election writes (won + lost + throttled) in one window.
+    pub max_election_writes_per_window: u32,
+    /// Election writes made while no window ran (the item was closed or never opened).
+    pub election_writes_outside_windows: u64,
+    /// DynamoDB requests: every attempt that reached the store, throttled ones included.
+    pub store_requests: u64,
+    /// GetItem attempts.
+    pub read_requests: u64,
+    /// PutItem/UpdateItem attempts.
+    pub write_requests: u64,
+    /// Write attempts carrying a trip.
+    pub trip_writes: u64,
+    /// Write attempts carrying an election.
+    pub election_writes: u64,
+    /// Write attempts carrying a close or a reopen.
+    pub close_and_reopen_writes: u64,
+    /// Throttled attempts.
+    pub throttled_requests: u64,
+    /// Throttled attempts inside a trip burst.
+    pub throttled_in_trip_burst: u64,
+    /// Throttled attempts outside every trip burst.
+    pub throttled_outside_trip_burst: u64,
+    /// Requests to an unreachable store (not DynamoDB requests: none reached it).
+    pub unreachable_requests: u64,
+    /// Most read units consumed in one virtual second.
+    pub max_rcu_per_s: f64,
+    /// Most write units consumed in one virtual second.
+    pub max_wcu_per_s: u32,
+    /// Read units consumed in all.
+    pub rcu_total: f64,
+    /// Write units consumed in all.
+    pub wcu_total: u64,
+    /// The longest an environment kept calling the downstream after a trip landed, s.
+    pub max_open_propagation_s: Option<f64>,
+    /// The longest an environment took to admit a call after a close landed, s.
+    pub max_close_propagation_s: Option<f64>,
+    /// The longest an environment kept rejecting calls after a close landed, s.
+    pub max_rejecting_after_close_s: Option<f64>,
+    /// Non-probe downstream calls made while the item was OPEN or HALF_OPEN.
+    pub downstream_calls_while_open: u64,
+    /// From the downstream's recovery to the close that followed, s; `None`: no recovery
+    /// in the scenario, or no close after it.
+    pub time_to_close_s: Option<f64>,
+    /// DynamoDB requests per million calls.
+    pub store_requests_per_million_calls: f64,
+    /// DynamoDB on-demand cost per million calls, USD (us-east-1: $0.125 per million read
+    /// request units, $0.625 per million write request units).
+    pub store_cost_per_million_calls_usd: f64,
+}
+
+/// USD per read request unit, on demand, us-east-1.
+pub const USD_PER_RRU: f64 = 0.125e-6;
+/// USD per write request unit, on demand, us-east-1.
+pub const USD_PER_WRU: f64 = 0.625e-6;
