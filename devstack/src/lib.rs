@@ -14,4 +14,5 @@ pub mod circuits;
 pub mod doubles;
 pub mod fixtures;
 pub mod harness;
+mod sync;
 pub mod wall_clock;

@@ -1,9 +1,12 @@
 //! What drives the code under test: a function binary run the way Lambda runs it
-//! ([`runtime_api`]), the sample functions' whole local stack ([`sample_stack`]), a fleet of
-//! worker processes sharing one circuit ([`fleet`]), and the HTTP endpoint that breaks
-//! and heals the stack's downstreams by hand ([`fault_control`]).
+//! ([`function_process`], against a loopback [`runtime_api`]), the sample functions' whole
+//! local stack ([`sample_stack`]) and the SQS event source of one of them
+//! ([`event_source`]), a fleet of worker processes sharing one circuit ([`fleet`]), and the
+//! HTTP endpoint that breaks and heals the stack's downstreams by hand ([`fault_control`]).
 
+pub mod event_source;
 pub mod fault_control;
 pub mod fleet;
+pub mod function_process;
 pub mod runtime_api;
 pub mod sample_stack;

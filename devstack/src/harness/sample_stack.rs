@@ -2,27 +2,19 @@
 //! tables), moto (overflow queue + DLQ, Cost Explorer) behind the fault proxy, and the
 //! stub payment API. Shared by the end-to-end tests and the demo.
 //!
-//! The functions run as real binaries ([`FunctionProcess`]). [`SampleStack::poll`] plays
-//! the SQS event source mapping for `overflow-replay` as Lambda does: receive up to 10
-//! messages, invoke with them, delete what the function did not report as failed; a failed
-//! record (or the whole batch, when the invocation fails or times out) is left alone and
-//! comes back after the queue's visibility timeout, and the function's own changes
-//! (deferrals, visibility) are honoured. [`SampleStack::replay_once`] is one such poll.
+//! The functions run as real binaries ([`FunctionProcess`]); [`SampleStack::poll`] and
+//! [`SampleStack::replay_once`] play the SQS event source mapping for `overflow-replay`
+//! ([`event_source`](super::event_source)).
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use anyhow::Context as _;
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_sqs::types::{
-    DeleteMessageBatchRequestEntry, MessageSystemAttributeName, QueueAttributeName,
-};
-use serde_json::{Value, json};
-use tokio::task::JoinHandle;
+use aws_sdk_sqs::types::QueueAttributeName;
 
-use super::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use super::event_source::{self, EventSource, ReplayPass};
+use super::function_process::{FunctionProcess, LogEcho};
 use crate::fixtures::dynalite::Dynalite;
 use crate::fixtures::fault_proxy::FaultProxy;
 use crate::fixtures::moto::{Moto, QueuePair};
@@ -97,28 +89,6 @@ pub struct SampleStack {
     pub payments: PaymentStub,
     /// The overflow queue and its DLQ.
     pub queues: QueuePair,
-}
-
-/// What passes of the event source mapping did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ReplayPass {
-    /// Records handed to the function.
-    pub received: usize,
-    /// Records left in the queue: reported as failed, or of a failed invocation.
-    pub failed: usize,
-    /// Invocations.
-    pub invocations: usize,
-    /// Invocations that failed or timed out (their whole batch came back).
-    pub invocation_errors: usize,
-}
-
-impl std::ops::AddAssign for ReplayPass {
-    fn add_assign(&mut self, pass: Self) {
-        self.received += pass.received;
-        self.failed += pass.failed;
-        self.invocations += pass.invocations;
-        self.invocation_errors += pass.invocation_errors;
-    }
 }
 
 impl SampleStack {
@@ -303,148 +273,14 @@ impl SampleStack {
         })
     }
 
-    /// One poll of the event source mapping (see the module docs); waits up to a second
-    /// for messages.
+    /// One poll of the event source mapping; waits up to a second for messages.
     pub async fn replay_once(&self, replay: &FunctionProcess) -> anyhow::Result<ReplayPass> {
-        poll_once(&self.moto.sqs(), &self.queues.queue_url, replay).await
+        event_source::poll_once(&self.moto.sqs(), &self.queues.queue_url, replay).await
     }
 
     /// The event source mapping, polling in the background for `replay` until
     /// [`EventSource::stop`]. Start several for a `MaximumConcurrency` above one.
     pub fn poll(&self, replay: Arc<FunctionProcess>) -> EventSource {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sqs = self.moto.sqs();
-        let queue_url = self.queues.queue_url.clone();
-        let stopped = Arc::clone(&stop);
-        let task = tokio::spawn(async move {
-            let mut total = ReplayPass::default();
-            while !stopped.load(Ordering::SeqCst) {
-                total += poll_once(&sqs, &queue_url, &replay).await?;
-            }
-            Ok(total)
-        });
-        EventSource { stop, task }
+        EventSource::start(self.moto.sqs(), self.queues.queue_url.clone(), replay)
     }
-}
-
-/// A running event source mapping ([`SampleStack::poll`]).
-#[derive(Debug)]
-pub struct EventSource {
-    stop: Arc<AtomicBool>,
-    task: JoinHandle<anyhow::Result<ReplayPass>>,
-}
-
-impl EventSource {
-    /// Stops polling after the current pass; returns what all passes did.
-    pub async fn stop(self) -> anyhow::Result<ReplayPass> {
-        self.stop.store(true, Ordering::SeqCst);
-        self.task.await?
-    }
-}
-
-/// Receive, invoke, delete what succeeded; leave the rest to the visibility timeout.
-async fn poll_once(
-    sqs: &aws_sdk_sqs::Client,
-    queue_url: &str,
-    replay: &FunctionProcess,
-) -> anyhow::Result<ReplayPass> {
-    let received = sqs
-        .receive_message()
-        .queue_url(queue_url)
-        .max_number_of_messages(10)
-        .wait_time_seconds(1)
-        .message_system_attribute_names(MessageSystemAttributeName::All)
-        .message_attribute_names("All")
-        .send()
-        .await?;
-    let messages = received.messages.unwrap_or_default();
-    if messages.is_empty() {
-        return Ok(ReplayPass::default());
-    }
-    let records: Vec<Value> = messages.iter().map(lambda_record).collect();
-    let failed: Vec<String> = match replay.invoke(json!({ "Records": records })).await? {
-        Invocation::Response(response) => response["batchItemFailures"]
-            .as_array()
-            .context("no batchItemFailures in the replay response")?
-            .iter()
-            .filter_map(|f| f["itemIdentifier"].as_str().map(str::to_owned))
-            .collect(),
-        // A failed or timed-out invocation: the whole batch comes back.
-        Invocation::Error { .. } => {
-            return Ok(ReplayPass {
-                received: messages.len(),
-                failed: messages.len(),
-                invocations: 1,
-                invocation_errors: 1,
-            });
-        }
-    };
-    let mut deletes = Vec::new();
-    for message in &messages {
-        let (Some(id), Some(handle)) = (message.message_id(), message.receipt_handle()) else {
-            continue;
-        };
-        if !failed.iter().any(|f| f == id) {
-            deletes.push(
-                DeleteMessageBatchRequestEntry::builder()
-                    .id(id)
-                    .receipt_handle(handle)
-                    .build()?,
-            );
-        }
-    }
-    if !deletes.is_empty() {
-        sqs.delete_message_batch()
-            .queue_url(queue_url)
-            .set_entries(Some(deletes))
-            .send()
-            .await?;
-    }
-    Ok(ReplayPass {
-        received: messages.len(),
-        failed: failed.len(),
-        invocations: 1,
-        invocation_errors: 0,
-    })
-}
-
-/// An SQS message in the shape Lambda's event source mapping delivers it.
-fn lambda_record(message: &aws_sdk_sqs::types::Message) -> Value {
-    let attributes: serde_json::Map<String, Value> = message
-        .attributes()
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| (k.as_str().to_owned(), Value::String(v.clone())))
-                .collect()
-        })
-        .unwrap_or_default();
-    let message_attributes: serde_json::Map<String, Value> = message
-        .message_attributes()
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| {
-                    (
-                        k.clone(),
-                        json!({
-                            "stringValue": v.string_value(),
-                            "stringListValues": [],
-                            "binaryListValues": [],
-                            "dataType": v.data_type(),
-                        }),
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    json!({
-        "messageId": message.message_id(),
-        "receiptHandle": message.receipt_handle(),
-        "body": message.body(),
-        "attributes": attributes,
-        "messageAttributes": message_attributes,
-        "md5OfBody": message.md5_of_body(),
-        "eventSource": "aws:sqs",
-        "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:overflow",
-        "awsRegion": "us-east-1",
-    })
 }

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use devstack::fixtures::fault_proxy::{Fault, FaultProxy, Service};
-use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho, function_binary};
+use devstack::harness::function_process::{FunctionProcess, LogEcho, function_binary};
+use devstack::harness::runtime_api::Invocation;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 

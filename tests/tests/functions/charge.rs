@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use devstack::fixtures::fault_proxy::{Fault, Service};
-use devstack::harness::runtime_api::{FunctionProcess, Invocation, LogEcho};
+use devstack::harness::function_process::{FunctionProcess, LogEcho};
+use devstack::harness::runtime_api::Invocation;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use devstack::fixtures::fault_proxy::{Fault, Service};
-use devstack::harness::runtime_api::LogEcho;
+use devstack::harness::function_process::LogEcho;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 

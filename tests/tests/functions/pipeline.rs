@@ -7,8 +7,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use devstack::harness::runtime_api::{EXIT_ERROR, FunctionProcess, LogEcho};
-use devstack::harness::sample_stack::{QueueSettings, ReplayPass, SampleStack};
+use devstack::harness::event_source::ReplayPass;
+use devstack::harness::function_process::{FunctionProcess, LogEcho};
+use devstack::harness::runtime_api::EXIT_ERROR;
+use devstack::harness::sample_stack::{QueueSettings, SampleStack};
 use serde_json::{Value, json};
 
 use crate::support::{dead_letters, drain, overflow_depth};

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use devstack::harness::runtime_api::FunctionProcess;
+use devstack::harness::function_process::FunctionProcess;
 use devstack::harness::sample_stack::SampleStack;
 
 /// Messages in the overflow queue, visible or in flight (delayed ones not counted).
