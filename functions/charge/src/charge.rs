@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use lambda_runtime::Diagnostic;
-use payment_client::{BufferError, BufferReason, Charged, Order, PaymentError, Pipeline};
+use payment_pipeline::{BufferError, BufferReason, Charged, Order, PaymentError, Pipeline};
 use serde_json::{Value, json};
 
 /// The order could be neither charged nor buffered: the invocation fails, so Lambda
@@ -71,7 +71,7 @@ fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
             json!({"statusCode": 409, "order_id": id, "declined": true, "duplicate": true, "error": "the order was declined before"}),
         ),
         Charged::InFlight { lease_until } => {
-            let wait = lease_until.saturating_sub(payment_client::ledger::unix_now());
+            let wait = lease_until.saturating_sub(payment_pipeline::ledger::unix_now());
             Err(Buffering {
                 delay: Duration::from_secs(wait),
                 ..Buffering::now(BufferReason::InFlight)
@@ -115,7 +115,7 @@ async fn buffer(app: &Pipeline, order: &Order, how: Buffering) -> Result<Value, 
         "message_id": message_id,
     });
     if reason == BufferReason::CircuitOpen {
-        response["circuit"] = json!(payment_client::CIRCUIT);
+        response["circuit"] = json!(payment_pipeline::CIRCUIT);
     }
     Ok(response)
 }

@@ -14,14 +14,14 @@
 mod charge;
 
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
-use payment_client::{Order, Pipeline};
+use payment_pipeline::{Order, Pipeline};
 use serde_json::{Value, json};
 
 use crate::charge::charge;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let app = circuit_env::start([payment_client::CIRCUIT], Pipeline::from_env).await?;
+    let app = circuit_env::start([payment_pipeline::CIRCUIT], Pipeline::from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<Value>| {
         handle(app, event.payload)

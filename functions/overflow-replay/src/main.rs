@@ -20,13 +20,13 @@ mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
-use payment_client::Pipeline;
+use payment_pipeline::Pipeline;
 
 use crate::replay::App;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    let app = circuit_env::start([payment_client::CIRCUIT], app_from_env).await?;
+    let app = circuit_env::start([payment_pipeline::CIRCUIT], app_from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let deadline = event.context.deadline();

@@ -9,9 +9,9 @@
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::SqsMessage;
-use payment_client::ledger::unix_now;
-use payment_client::overflow::MAX_DELAY;
-use payment_client::{Charged, Deferral, FailureCount, Order, Pipeline};
+use payment_pipeline::ledger::unix_now;
+use payment_pipeline::overflow::MAX_DELAY;
+use payment_pipeline::{Charged, Deferral, FailureCount, Order, Pipeline};
 
 /// What every invocation shares: built once in `main`.
 #[derive(Debug)]

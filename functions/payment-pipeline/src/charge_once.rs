@@ -38,8 +38,8 @@ impl PaymentClient {
     /// Charges `order` at most once across every copy of it, through the ledger.
     ///
     /// ```no_run
-    /// # async fn demo(payments: payment_client::PaymentClient, ledger: payment_client::Ledger) {
-    /// use payment_client::{Charged, Order};
+    /// # async fn demo(payments: payment_pipeline::PaymentClient, ledger: payment_pipeline::Ledger) {
+    /// use payment_pipeline::{Charged, Order};
     /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"})).unwrap();
     /// match payments.charge_once(&ledger, &order).await {
     ///     Charged::Now(receipt) => println!("charged: {}", receipt.body),

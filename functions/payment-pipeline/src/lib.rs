@@ -1,25 +1,26 @@
-//! What the `charge` and `overflow-replay` sample functions share: the order they carry,
-//! its validation, the client of the payment API, the one guarded call both of them make
-//! through the `payment-backend` circuit, the ledger that charges each order once, and the
-//! overflow queue.
+//! The payment pipeline the `charge` and `overflow-replay` sample functions share, one
+//! module per job: the order they carry and its validation ([`order`]), the payment API
+//! client and the one guarded call both make through the `payment-backend` circuit
+//! ([`payments`]), the ledger that charges each order once ([`ledger`]), and the overflow
+//! queue where orders wait while they cannot be charged ([`overflow`]).
+//! [`PaymentClient::charge_once`] ties the first three together; [`Pipeline`] builds all
+//! of them from the environment.
 #![forbid(unsafe_code)]
 
-mod client;
-mod guarded;
+mod charge_once;
 pub mod ledger;
-pub mod metrics;
-mod once;
-mod order;
+pub mod order;
 pub mod overflow;
+pub mod payments;
 mod pipeline;
 mod sdk;
 
-pub use client::{
-    MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError, PaymentError, Receipt,
-};
-pub use guarded::{CIRCUIT, GuardedPaymentError};
+pub use charge_once::Charged;
 pub use ledger::{Attempt, Claim, Ledger, LedgerError, Outcome};
-pub use once::Charged;
 pub use order::{InvalidOrder, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
+pub use payments::{
+    CIRCUIT, GuardedPaymentError, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient,
+    PaymentConfigError, PaymentError, Receipt,
+};
 pub use pipeline::Pipeline;

@@ -35,7 +35,7 @@ impl Order {
     /// `customer`; other fields are ignored) of at most [`MAX_EVENT_BYTES`].
     ///
     /// ```
-    /// use payment_client::Order;
+    /// use payment_pipeline::Order;
     /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR", "debug": true})).unwrap();
     /// assert_eq!(order.to_json(), serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}));
     /// let error = Order::from_payload(serde_json::json!({"order_id": "o-\u{FFFE}", "amount": 5, "currency": "EUR"})).unwrap_err();

@@ -7,7 +7,7 @@ use crate::{Ledger, OverflowQueue, PaymentClient};
 ///
 /// ```no_run
 /// # async fn demo(aws: aws_config::SdkConfig) -> Result<(), String> {
-/// let pipeline = payment_client::Pipeline::from_env(&aws)?;
+/// let pipeline = payment_pipeline::Pipeline::from_env(&aws)?;
 /// println!("each payment call bounded by {:?}", pipeline.payments.timeout());
 /// # Ok(()) }
 /// ```

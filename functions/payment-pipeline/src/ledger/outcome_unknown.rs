@@ -30,7 +30,7 @@ pub fn log_outcome_unknown(order_id: &str, detail: &str) {
 /// The EMF document: pure, for tests.
 ///
 /// ```
-/// let line = payment_client::metrics::outcome_unknown_record("o-1", "timed out", "Shop", 0);
+/// let line = payment_pipeline::ledger::outcome_unknown::outcome_unknown_record("o-1", "timed out", "Shop", 0);
 /// assert!(line.contains(r#""PaymentOutcomeUnknown":1"#), "{line}");
 /// assert!(line.contains(r#""level":"ERROR""#), "{line}");
 /// ```
@@ -53,7 +53,7 @@ pub fn outcome_unknown_record(
         },
         "circuit": crate::CIRCUIT,
         "order_id": order_id,
-        "detail": crate::ledger::truncate(detail, 512),
+        "detail": super::table::truncate(detail, 512),
         PAYMENT_OUTCOME_UNKNOWN: 1,
     });
     record.to_string()

@@ -24,7 +24,7 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use crate::metrics::log_outcome_unknown;
+use super::outcome_unknown::log_outcome_unknown;
 
 /// Default `LEDGER_LEASE_SECS`: longer than a function's timeout, so an attempt still
 /// running is never taken for a dead one.
@@ -39,7 +39,7 @@ const DEFAULT_TTL_DAYS: u64 = 60;
 /// ```no_run
 /// # async fn demo(sdk: aws_config::SdkConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use payment_client::{Claim, Ledger, Outcome};
+/// use payment_pipeline::{Claim, Ledger, Outcome};
 ///
 /// let ledger = Ledger::new(&sdk, "orders-ledger".into(), Duration::from_secs(60),
 ///     Duration::from_secs(60 * 86_400), Duration::from_secs(3));

@@ -28,7 +28,7 @@ const DEFAULT_SQS_TIMEOUT_MS: u64 = 3000;
 /// ```no_run
 /// # async fn demo(sdk: aws_config::SdkConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use payment_client::{BufferReason, Order, OverflowQueue};
+/// use payment_pipeline::{BufferReason, Order, OverflowQueue};
 ///
 /// let queue = OverflowQueue::new(&sdk, "https://sqs.eu-west-1.amazonaws.com/1/overflow".into(),
 ///     Duration::from_secs(3));

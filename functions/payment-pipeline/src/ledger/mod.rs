@@ -1,0 +1,4 @@
+pub mod outcome_unknown;
+mod table;
+
+pub use table::*;

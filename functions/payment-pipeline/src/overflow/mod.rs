@@ -1,0 +1,3 @@
+mod queue;
+
+pub use queue::*;
