@@ -1,10 +1,22 @@
 //! Validation: turns the parsed `key = value` pairs into [`Options`], checking every rule of
 //! breaker-runtime's `attribute_docs.md` ("Compile-time checks"), each error at the user's token.
 
-use syn::spanned::Spanned;
-use syn::{Expr, ExprLit, ExprPath, Ident, Lit, LitInt, LitStr, Path, UnOp};
+use breaker_rules::{
+    MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_COUNT, MIN_LOCAL_CACHE_MAX_AGE_SECS,
+    MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS, minimum_fits_window,
+    one_trip_policy, window_has_rate,
+};
+use syn::{Expr, ExprPath, Ident, LitStr, Path};
 
 use crate::parse::{AttributeArgs, KeyValue, attribute_span};
+
+mod literals;
+mod signature;
+
+use literals::{
+    at_least_one, bounded, circuit_name, crate_path, fn_path, percentage, whole_seconds,
+};
+pub(crate) use signature::guardable;
 
 /// Every key the attribute accepts, in the order the docs list them.
 const KEYS: &[&str] = &[
@@ -28,32 +40,12 @@ const KEYS: &[&str] = &[
     "crate",
 ];
 
-const INLINE_TUNABLES: &[&str] = &[
-    "failure_threshold",
-    "failure_rate",
-    "slow_call_duration_ms",
-    "slow_call_rate",
-    "window_calls",
-    "window_secs",
-    "minimum_calls",
-    "success_threshold",
-    "recovery_timeout",
-    "local_cache_max_age",
-];
+/// The inline tunables: the keys of `KEYS` from `failure_threshold` to `local_cache_max_age`.
+const INLINE_TUNABLES: &[&str] = KEYS.split_at(3).1.split_at(10).0;
 
 /// The keys of a rate policy: a circuit trips on one of them or on `failure_threshold`.
-const RATE_KEYS: &[&str] = &[
-    "failure_rate",
-    "slow_call_duration_ms",
-    "slow_call_rate",
-    "window_calls",
-    "window_secs",
-    "minimum_calls",
-];
-
-/// The runtime's limits of a sliding window (`SlidingWindow`).
-const MAX_WINDOW_CALLS: u64 = 10_000;
-const MAX_WINDOW_SECS: u64 = 3600;
+/// The inline tunables from `failure_rate` to `minimum_calls`.
+const RATE_KEYS: &[&str] = INLINE_TUNABLES.split_at(1).1.split_at(6).0;
 
 /// What the attribute asked for, validated.
 pub(crate) struct Options {
@@ -162,7 +154,9 @@ impl Options {
                 first_tunable.get_or_insert_with(|| key.clone());
             }
             if RATE_KEYS.contains(&text.as_str()) {
-                if let Some(threshold) = &threshold_key {
+                if !one_trip_policy(threshold_key.is_some(), true)
+                    && let Some(threshold) = &threshold_key
+                {
                     return Err(rate_with_threshold(&key, threshold));
                 }
                 rate_keys.push(key.clone());
@@ -184,7 +178,9 @@ impl Options {
                     config_expr = Some((key, value));
                 }
                 "failure_threshold" => {
-                    if let Some(rate) = rate_keys.first() {
+                    if !one_trip_policy(true, !rate_keys.is_empty())
+                        && let Some(rate) = rate_keys.first()
+                    {
                         return Err(rate_with_threshold(&key, rate));
                     }
                     tunables.failure_threshold = Some(at_least_one(&key, &value)?);
@@ -196,8 +192,8 @@ impl Options {
                     tunables.rate.slow_call_duration_ms = Some(bounded(
                         &key,
                         &value,
-                        1,
-                        MAX_SECONDS * 1000,
+                        MIN_SLOW_CALL_MILLIS,
+                        MAX_DURATION_SECS * 1000,
                         "milliseconds",
                     )?);
                 }
@@ -217,10 +213,12 @@ impl Options {
                         ));
                     }
                     if text == "window_calls" {
-                        let calls = bounded(&key, &value, 1, MAX_WINDOW_CALLS, "calls")?;
+                        let most = u64::from(MAX_WINDOW_CALLS);
+                        let calls = bounded(&key, &value, u64::from(MIN_COUNT), most, "calls")?;
                         tunables.rate.window_calls = Some(calls as u32);
                     } else {
-                        let secs = bounded(&key, &value, 1, MAX_WINDOW_SECS, "seconds")?;
+                        let secs =
+                            bounded(&key, &value, MIN_WINDOW_SECS, MAX_WINDOW_SECS, "seconds")?;
                         tunables.rate.window_secs = Some(secs);
                     }
                 }
@@ -232,10 +230,12 @@ impl Options {
                     tunables.success_threshold = Some(at_least_one(&key, &value)?);
                 }
                 "recovery_timeout" => {
-                    tunables.recovery_timeout_secs = Some(whole_seconds(&key, &value, 1)?);
+                    tunables.recovery_timeout_secs =
+                        Some(whole_seconds(&key, &value, MIN_RECOVERY_TIMEOUT_SECS)?);
                 }
                 "local_cache_max_age" => {
-                    tunables.local_cache_max_age_secs = Some(whole_seconds(&key, &value, 0)?);
+                    tunables.local_cache_max_age_secs =
+                        Some(whole_seconds(&key, &value, MIN_LOCAL_CACHE_MAX_AGE_SECS)?);
                 }
                 "on_circuit_open" => on_circuit_open = Some(fn_path(&key, value)?),
                 "on_transition" => on_transition = Some(fn_path(&key, value)?),
@@ -326,8 +326,8 @@ fn check_rate_policy(
              that opens the circuit",
         ));
     }
-    if rate.failure_rate.is_none()
-        && rate.slow_call_rate.is_none()
+    let rate_given = rate.failure_rate.is_some() || rate.slow_call_rate.is_some();
+    if !window_has_rate(!keys.is_empty(), rate_given)
         && let Some(k) = keys.first()
     {
         return Err(syn::Error::new_spanned(
@@ -337,7 +337,7 @@ fn check_rate_policy(
     }
     if let (Some(minimum), Some(calls), Some(value)) =
         (rate.minimum_calls, rate.window_calls, minimum_value)
-        && minimum > calls
+        && !minimum_fits_window(minimum, calls)
     {
         return Err(syn::Error::new_spanned(
             value,
@@ -358,161 +358,4 @@ fn handled_with_ignored(second: &Ident, first: &Ident) -> syn::Error {
              `handled` (errors that count) or `ignored` (errors that don't)"
         ),
     )
-}
-
-fn circuit_name(value: Expr) -> syn::Result<LitStr> {
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Str(name),
-            ..
-        }) => {
-            if name.value().trim().is_empty() {
-                Err(syn::Error::new_spanned(
-                    name,
-                    "expected a non-empty circuit name, e.g. `name = \"payment-backend\"`",
-                ))
-            } else {
-                Ok(name)
-            }
-        }
-        other => Err(syn::Error::new_spanned(
-            other,
-            "expected a string literal, e.g. `name = \"payment-backend\"`",
-        )),
-    }
-}
-
-fn crate_path(value: Expr) -> syn::Result<Path> {
-    match value {
-        Expr::Path(ExprPath {
-            path, qself: None, ..
-        }) if path.segments.iter().all(|s| s.arguments.is_none()) => Ok(path),
-        other => Err(syn::Error::new_spanned(
-            other,
-            "expected the path of the renamed breaker-runtime crate, e.g. `crate = ::my_breaker`",
-        )),
-    }
-}
-
-fn fn_path(key: &Ident, value: Expr) -> syn::Result<ExprPath> {
-    match value {
-        Expr::Path(path) => Ok(path),
-        other => Err(syn::Error::new_spanned(
-            other,
-            format!(
-                "expected the path of a function for `{key}`, e.g. `{key} = {}`",
-                example_fn(key)
-            ),
-        )),
-    }
-}
-
-fn example_fn(key: &Ident) -> &'static str {
-    match key.to_string().as_str() {
-        "on_circuit_open" => "serve_cached",
-        "on_transition" => "log_transition",
-        "handled" => "is_server_error",
-        _ => "is_client_error",
-    }
-}
-
-/// An unsuffixed integer literal, or the error for what was written instead.
-fn integer<'a>(key: &Ident, value: &'a Expr, expected: &str) -> syn::Result<&'a LitInt> {
-    let wrong = |token: &dyn quote::ToTokens| {
-        Err(syn::Error::new_spanned(
-            token,
-            format!("expected {expected} for `{key}`"),
-        ))
-    };
-    match value {
-        Expr::Lit(ExprLit {
-            lit: Lit::Int(int), ..
-        }) if int.suffix().is_empty() => Ok(int),
-        Expr::Unary(unary) if matches!(unary.op, UnOp::Neg(_)) => wrong(unary),
-        other => wrong(other),
-    }
-}
-
-fn at_least_one(key: &Ident, value: &Expr) -> syn::Result<u32> {
-    let expected = "an integer literal of at least 1";
-    let int = integer(key, value, expected)?;
-    match int.base10_parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        Ok(_) => Err(syn::Error::new_spanned(
-            int,
-            format!("expected {expected} for `{key}`, got 0"),
-        )),
-        Err(_) => Err(syn::Error::new(
-            int.span(),
-            format!("expected {expected} for `{key}` that fits in a u32"),
-        )),
-    }
-}
-
-/// A percentage from 1 to 100.
-fn percentage(key: &Ident, value: &Expr) -> syn::Result<u8> {
-    Ok(bounded(key, value, 1, 100, "percent")? as u8)
-}
-
-/// An integer literal from `minimum` to `maximum`, in `unit`.
-fn bounded(key: &Ident, value: &Expr, minimum: u64, maximum: u64, unit: &str) -> syn::Result<u64> {
-    let expected = format!("an integer from {minimum} to {maximum} ({unit})");
-    let int = integer(key, value, &expected)?;
-    match int.base10_parse::<u64>() {
-        Ok(n) if (minimum..=maximum).contains(&n) => Ok(n),
-        Ok(n) => Err(syn::Error::new_spanned(
-            int,
-            format!("expected {expected} for `{key}`, got {n}"),
-        )),
-        Err(_) => Err(syn::Error::new(
-            int.span(),
-            format!("expected {expected} for `{key}`"),
-        )),
-    }
-}
-
-/// The longest duration the runtime's config accepts: 365 days, in seconds.
-const MAX_SECONDS: u64 = 365 * 24 * 3600;
-
-fn whole_seconds(key: &Ident, value: &Expr, minimum: u64) -> syn::Result<u64> {
-    let expected = format!("a whole number of seconds of at least {minimum}");
-    let int = integer(key, value, &expected)?;
-    match int.base10_parse::<u64>() {
-        Ok(n) if n > MAX_SECONDS => Err(syn::Error::new_spanned(
-            int,
-            format!("expected at most {MAX_SECONDS} seconds (365 days) for `{key}`, got {n}"),
-        )),
-        Ok(n) if n >= minimum => Ok(n),
-        Ok(n) => Err(syn::Error::new_spanned(
-            int,
-            format!("expected {expected} for `{key}`, got {n}"),
-        )),
-        Err(_) => Err(syn::Error::new(
-            int.span(),
-            format!("expected {expected} for `{key}` that fits in a u64"),
-        )),
-    }
-}
-
-/// Checks the item is a function the attribute can guard.
-pub(crate) fn guardable(sig: &syn::Signature) -> syn::Result<()> {
-    if let Some(constness) = &sig.constness {
-        return Err(syn::Error::new_spanned(
-            constness,
-            "expected a non-`const` fn: `#[circuit_breaker]` guards calls at run time",
-        ));
-    }
-    if let Some(abi) = &sig.abi {
-        return Err(syn::Error::new_spanned(
-            abi,
-            "expected a Rust fn: `#[circuit_breaker]` cannot guard an `extern` fn",
-        ));
-    }
-    if let Some(variadic) = &sig.variadic {
-        return Err(syn::Error::new(
-            variadic.span(),
-            "expected a fn without variadic arguments",
-        ));
-    }
-    Ok(())
 }

@@ -1,7 +1,9 @@
-//! Where the breaker reads the time: the system clock, or a manual one in tests.
+//! Where the breaker reads the time: the system clock, or a [`ManualClock`] in tests
+//! (public as `testing::ManualClock`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 /// The time source of a circuit. An enum, not a trait object, so the hot path pays one
 /// branch instead of a virtual call.
@@ -20,6 +22,74 @@ impl Clock {
             Self::System => system_millis(),
             Self::Manual(millis) => millis.load(Ordering::Acquire),
         }
+    }
+}
+
+/// A clock that moves only when told to. Clones share one time.
+#[derive(Debug, Clone)]
+pub struct ManualClock {
+    millis: Arc<AtomicU64>,
+}
+
+impl ManualClock {
+    /// A clock at a fixed, realistic instant (2023-11-14T22:13:20Z).
+    pub fn new() -> Self {
+        Self::at_unix_millis(1_700_000_000_000)
+    }
+
+    /// A clock at the given unix time in milliseconds.
+    ///
+    /// ```
+    /// let clock = breaker_runtime::testing::ManualClock::at_unix_millis(5_000);
+    /// assert_eq!(clock.unix_millis(), 5_000);
+    /// ```
+    pub fn at_unix_millis(millis: u64) -> Self {
+        Self {
+            millis: Arc::new(AtomicU64::new(millis)),
+        }
+    }
+
+    /// Moves the clock forward.
+    ///
+    /// ```
+    /// # use std::time::Duration;
+    /// let clock = breaker_runtime::testing::ManualClock::at_unix_millis(0);
+    /// clock.advance(Duration::from_millis(1500));
+    /// assert_eq!(clock.unix_millis(), 1500);
+    /// ```
+    pub fn advance(&self, by: Duration) {
+        self.millis
+            .fetch_add(by.as_millis() as u64, Ordering::AcqRel);
+    }
+
+    /// Sets the clock to the given unix time in milliseconds (it may go backwards).
+    ///
+    /// ```
+    /// let clock = breaker_runtime::testing::ManualClock::new();
+    /// clock.set_unix_millis(42);
+    /// assert_eq!(clock.unix_millis(), 42);
+    /// ```
+    pub fn set_unix_millis(&self, millis: u64) {
+        self.millis.store(millis, Ordering::Release);
+    }
+
+    /// The current time in unix milliseconds.
+    ///
+    /// ```
+    /// assert_eq!(breaker_runtime::testing::ManualClock::new().unix_millis(), 1_700_000_000_000);
+    /// ```
+    pub fn unix_millis(&self) -> u64 {
+        self.millis.load(Ordering::Acquire)
+    }
+
+    pub(crate) fn as_clock(&self) -> Clock {
+        Clock::Manual(Arc::clone(&self.millis))
+    }
+}
+
+impl Default for ManualClock {
+    fn default() -> Self {
+        Self::new()
     }
 }
 

@@ -16,10 +16,14 @@ pub use crate::breaker::{
     CircuitBreaker, GuardedCall, Permit, PermitRequest, Recording, RunAdmitted, classify,
     fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
 };
+pub use crate::config::CircuitBreakerConfig;
+use crate::config::CircuitBreakerConfigBuilder;
 pub use crate::default_store::default_store;
+pub use crate::error::CircuitBreakerOpenError;
+use crate::policy::SlidingWindow;
 pub use crate::protocol::machine::Outcome;
+pub use crate::state::{CircuitInfo, CircuitTransition};
 use crate::store::StateStore;
-pub use crate::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitTransition};
 
 // ---------------------------------------------------------------------------------------
 // One circuit per (name, store), shared by every call site that names it.
@@ -157,33 +161,35 @@ pub fn config(config: impl IntoConfig) -> CircuitBreakerConfig {
     config.into_config()
 }
 
-/// The defaults with the inline tunables applied. The macro checked the values at compile
-/// time (thresholds ≥ 1, recovery ≥ 1 s), so no validation can fail here.
+/// The defaults with the inline tunables applied, through the validated builder. The macro
+/// checked the values at compile time against the same rules (thresholds ≥ 1, recovery
+/// ≥ 1 s), so the build cannot fail here.
 pub fn inline_config(
     failure_threshold: Option<u32>,
     success_threshold: Option<u32>,
     recovery_timeout_secs: Option<u64>,
     local_cache_max_age_secs: Option<u64>,
 ) -> CircuitBreakerConfig {
-    let mut config = CircuitBreakerConfig::default();
+    let mut builder = CircuitBreakerConfig::builder();
     if let Some(failures) = failure_threshold {
-        config.failure_threshold = failures;
+        builder = builder.failure_threshold(failures);
     }
     if let Some(successes) = success_threshold {
-        config.success_threshold = successes;
+        builder = builder.success_threshold(successes);
     }
     if let Some(secs) = recovery_timeout_secs {
-        config.recovery_timeout = Duration::from_secs(secs);
+        builder = builder.recovery_timeout(Duration::from_secs(secs));
     }
     if let Some(secs) = local_cache_max_age_secs {
-        config.local_cache_max_age = Duration::from_secs(secs);
+        builder = builder.local_cache_max_age(Duration::from_secs(secs));
     }
-    config
+    checked(builder)
 }
 
-/// `config` with the inline keys of a rate policy applied. The macro checked them at
+/// `config` (the attribute's inline config, without `failure_threshold`) with the inline
+/// keys of a rate policy applied, through the validated builder. The macro checked them at
 /// compile time (rates 1 to 100, windows within the limits, both halves of the slow-call
-/// rate, a reachable minimum, no `failure_threshold`), so the builder cannot fail here.
+/// rate, a reachable minimum, no `failure_threshold`), so the build cannot fail here.
 pub fn rate_policy(
     config: CircuitBreakerConfig,
     failure_rate: Option<u8>,
@@ -192,19 +198,31 @@ pub fn rate_policy(
     window_secs: Option<u64>,
     minimum_calls: Option<u32>,
 ) -> CircuitBreakerConfig {
-    let mut config = config;
-    config.failure_rate = failure_rate;
-    config.slow_calls = slow_calls.map(|(millis, rate)| crate::config::SlowCalls {
-        duration: Duration::from_millis(millis),
-        rate,
-    });
-    config.sliding_window = match (window_calls, window_secs) {
-        (Some(calls), _) => Some(crate::SlidingWindow::Calls(calls)),
-        (None, Some(secs)) => Some(crate::SlidingWindow::Time(Duration::from_secs(secs))),
-        (None, None) => None,
-    };
-    config.minimum_calls = minimum_calls;
-    config
+    let mut builder = config.into_builder();
+    if let Some(rate) = failure_rate {
+        builder = builder.failure_rate(rate);
+    }
+    if let Some((millis, rate)) = slow_calls {
+        builder = builder.slow_calls(Duration::from_millis(millis), rate);
+    }
+    match (window_calls, window_secs) {
+        (Some(calls), _) => builder = builder.sliding_window(SlidingWindow::Calls(calls)),
+        (None, Some(secs)) => {
+            builder = builder.sliding_window(SlidingWindow::Time(Duration::from_secs(secs)));
+        }
+        (None, None) => {}
+    }
+    if let Some(calls) = minimum_calls {
+        builder = builder.minimum_calls(calls);
+    }
+    checked(builder)
+}
+
+/// The built config; an error here is a value the attribute should have refused.
+fn checked(builder: CircuitBreakerConfigBuilder) -> CircuitBreakerConfig {
+    builder.build().unwrap_or_else(|error| {
+        panic!("#[circuit_breaker] let through a value its compile-time check refuses: {error}")
+    })
 }
 
 // ---------------------------------------------------------------------------------------

@@ -43,11 +43,6 @@ pub enum SlidingWindow {
     Time(Duration),
 }
 
-/// The most calls a count-based window holds.
-pub(crate) const MAX_WINDOW_CALLS: u32 = 10_000;
-/// The longest time-based window, in seconds.
-pub(crate) const MAX_WINDOW_SECS: u64 = 3600;
-
 /// How one finished call counts in a window: bit flags.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Sample(u8);

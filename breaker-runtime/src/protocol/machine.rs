@@ -3,13 +3,12 @@
 //! write, and after the store answered, what to believe. No clock, lock, async or SDK type
 //! in here; `breaker` combines it with the store.
 
+use breaker_rules::TTL_GRACE_SECS;
+
 use super::rates::{Counts, Rates};
 use super::record::{CircuitRecord, OverrideKind};
 use super::transition::{Transition, WriteOutcome};
 use crate::state::CircuitState;
-
-/// Seconds added to every write's TTL beyond the recovery timeout.
-const TTL_GRACE_SECS: u64 = crate::config::TTL_GRACE.as_secs();
 
 /// The numbers the machine needs, derived once per circuit from its config.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,91 @@
+//! The limits of a circuit breaker's config, in one place: `breaker-runtime`'s config
+//! builder checks them at run time and the `#[circuit_breaker]` attribute at compile time.
+//! Each side words its own errors (a field and a `Duration` for the builder, a key and a
+//! literal for the attribute); the numbers and the cross-field rules are these.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+use std::time::Duration;
+
+/// The least value of a count: the thresholds, a window's length, the minimum calls.
+pub const MIN_COUNT: u32 = 1;
+
+/// The least percentage a rate may be.
+pub const MIN_PERCENT: u8 = 1;
+/// The greatest percentage a rate may be.
+pub const MAX_PERCENT: u8 = 100;
+
+/// The most calls a count-based sliding window holds.
+pub const MAX_WINDOW_CALLS: u32 = 10_000;
+/// The shortest time-based sliding window, in seconds.
+pub const MIN_WINDOW_SECS: u64 = 1;
+/// The longest time-based sliding window, in seconds.
+pub const MAX_WINDOW_SECS: u64 = 3600;
+
+/// The longest duration any setting takes, in seconds (365 days): far beyond any sensible
+/// value, and small enough that sums of settings in milliseconds cannot overflow.
+pub const MAX_DURATION_SECS: u64 = 365 * 24 * 3600;
+/// [`MAX_DURATION_SECS`] as a duration.
+pub const MAX_DURATION: Duration = Duration::from_secs(MAX_DURATION_SECS);
+
+/// The shortest recovery timeout, in seconds.
+pub const MIN_RECOVERY_TIMEOUT_SECS: u64 = 1;
+/// The shortest cache age, in seconds: zero reads the store before every call.
+pub const MIN_LOCAL_CACHE_MAX_AGE_SECS: u64 = 0;
+/// The shortest duration from which a call is slow, in milliseconds.
+pub const MIN_SLOW_CALL_MILLIS: u64 = 1;
+/// The shortest store timeout, in milliseconds.
+pub const MIN_STORE_TIMEOUT_MILLIS: u64 = 1;
+/// The shortest probe lease, in seconds.
+pub const MIN_PROBE_LEASE_SECS: u64 = 1;
+
+/// How long a record outlives its recovery timeout before DynamoDB's TTL may delete it, in
+/// seconds. Every write sets its TTL to now + recovery timeout + this grace, and an
+/// election is such a write, so the probe lease may be at most this long.
+pub const TTL_GRACE_SECS: u64 = 3600;
+/// [`TTL_GRACE_SECS`] as a duration: the longest probe lease.
+pub const TTL_GRACE: Duration = Duration::from_secs(TTL_GRACE_SECS);
+
+/// Whether a count is at least [`MIN_COUNT`].
+pub const fn count_ok(count: u64) -> bool {
+    count >= MIN_COUNT as u64
+}
+
+/// Whether a rate is a percentage from [`MIN_PERCENT`] to [`MAX_PERCENT`].
+pub const fn percent_ok(percent: u64) -> bool {
+    percent >= MIN_PERCENT as u64 && percent <= MAX_PERCENT as u64
+}
+
+/// The rule of a rate policy's window and minimum: a count window can reach the minimum
+/// number of calls only if it is at least that long.
+pub const fn minimum_fits_window(minimum_calls: u32, window_calls: u32) -> bool {
+    minimum_calls <= window_calls
+}
+
+/// The rule of a trip policy: a circuit trips on consecutive failures or on a rate, so a
+/// failure threshold given with a rate is a conflict.
+pub const fn one_trip_policy(threshold_given: bool, rate_given: bool) -> bool {
+    !(threshold_given && rate_given)
+}
+
+/// The rule of a sliding window and a minimum number of calls: they belong to a rate
+/// policy, so without a rate neither may be given.
+pub const fn window_has_rate(window_or_minimum_given: bool, rate_given: bool) -> bool {
+    !window_or_minimum_given || rate_given
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rules_hold_at_their_bounds() {
+        assert!(!count_ok(0) && count_ok(1));
+        assert!(!percent_ok(0) && percent_ok(1) && percent_ok(100) && !percent_ok(101));
+        assert!(minimum_fits_window(5, 5) && !minimum_fits_window(6, 5));
+        assert!(one_trip_policy(true, false) && !one_trip_policy(true, true));
+        assert!(window_has_rate(false, false) && !window_has_rate(true, false));
+        assert_eq!(MAX_DURATION, Duration::from_secs(31_536_000));
+    }
+}

@@ -1,0 +1,294 @@
+//! [`CircuitBreakerConfigBuilder`]: every setting, and the checks of [`build`](CircuitBreakerConfigBuilder::build).
+
+use std::time::Duration;
+
+use breaker_rules::{
+    MAX_DURATION, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_PROBE_LEASE_SECS,
+    MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_STORE_TIMEOUT_MILLIS, MIN_WINDOW_SECS,
+    TTL_GRACE, minimum_fits_window, one_trip_policy, window_has_rate,
+};
+
+use super::limits::{at_least, at_least_one, at_most, percent};
+use super::{CircuitBreakerConfig, DEFAULT_WINDOW, SlowCalls};
+use crate::clock::ManualClock;
+use crate::error::CircuitBreakerConfigError;
+use crate::policy::SlidingWindow;
+
+/// Builds a validated [`CircuitBreakerConfig`]; see [`CircuitBreakerConfig::builder`].
+#[derive(Debug, Clone)]
+#[must_use]
+pub struct CircuitBreakerConfigBuilder {
+    config: CircuitBreakerConfig,
+    /// `failure_threshold` was given: a rate may not be.
+    threshold_set: bool,
+}
+
+impl CircuitBreakerConfigBuilder {
+    pub(super) fn starting_from(config: CircuitBreakerConfig) -> Self {
+        Self {
+            config,
+            threshold_set: false,
+        }
+    }
+
+    /// Consecutive counted failures that open the circuit (≥ 1; default 5). Not with a
+    /// rate: a circuit trips on one policy.
+    pub fn failure_threshold(mut self, failures: u32) -> Self {
+        self.config.failure_threshold = failures;
+        self.threshold_set = true;
+        self
+    }
+
+    /// Trips on a failure rate instead of consecutive failures: when at least `percent`
+    /// (1 to 100) of the calls in this environment's [sliding window](Self::sliding_window)
+    /// failed, once it holds the [minimum number of calls](Self::minimum_calls). Judged
+    /// when a call fails, so a success never trips the circuit.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitBreakerConfig, SlidingWindow};
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .failure_rate(50)
+    ///     .sliding_window(SlidingWindow::Calls(20))
+    ///     .minimum_calls(10)
+    ///     .build()?;
+    /// assert!(config.trips_on_rate());
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn failure_rate(mut self, percent: u8) -> Self {
+        self.config.failure_rate = Some(percent);
+        self
+    }
+
+    /// Trips on slow calls: a call that takes at least `duration` (success or failure) is
+    /// slow, and when at least `percent` (1 to 100) of the calls in the window were slow
+    /// the circuit opens. A slow probe counts as a failed one. Durations are measured on
+    /// the circuit's clock, to its resolution (a few milliseconds).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .slow_calls(Duration::from_millis(800), 60)
+    ///     .build()?;
+    /// assert_eq!(config.slow_call_rate(), Some(60));
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn slow_calls(mut self, duration: Duration, percent: u8) -> Self {
+        self.config.slow_calls = Some(SlowCalls {
+            duration,
+            rate: percent,
+        });
+        self
+    }
+
+    /// The calls a rate is computed over, per environment (default: the last 100 calls).
+    /// Only with a rate.
+    pub fn sliding_window(mut self, window: SlidingWindow) -> Self {
+        self.config.sliding_window = Some(window);
+        self
+    }
+
+    /// Calls the window must hold before a rate is judged (≥ 1, at most a count window's
+    /// length; default 10, or the window's length if shorter). Only with a rate.
+    pub fn minimum_calls(mut self, calls: u32) -> Self {
+        self.config.minimum_calls = Some(calls);
+        self
+    }
+
+    /// Consecutive probe successes that close the circuit (≥ 1; default 3).
+    pub fn success_threshold(mut self, successes: u32) -> Self {
+        self.config.success_threshold = successes;
+        self
+    }
+
+    /// How long the circuit stays open before a probe (≥ 1 s; default 30 s).
+    pub fn recovery_timeout(mut self, timeout: Duration) -> Self {
+        self.config.recovery_timeout = timeout;
+        self
+    }
+
+    /// How long a copy of the shared state is trusted (≥ 0; default 5 s). Zero reads the
+    /// store before every call. Longer ages mean fewer reads but a slower fleet: an
+    /// environment may keep calling a downstream up to this long after another one opened
+    /// the circuit. An age above the recovery timeout is allowed; it trades reaction time
+    /// for store traffic.
+    pub fn local_cache_max_age(mut self, max_age: Duration) -> Self {
+        self.config.local_cache_max_age = max_age;
+        self
+    }
+
+    /// Spreads the fallback probes of a fleet (default: 4 × the recovery timeout).
+    ///
+    /// The environment that opened the circuit has the first right to probe, at the
+    /// recovery timeout; every other environment waits its cache age and a second longer
+    /// plus a delay in `[0, jitter]` fixed per environment, and reads the record strongly
+    /// consistently before it writes an election. In a healthy fleet they learn of the
+    /// first probe from their next read and never write; when the first environment is gone
+    /// (or the store cannot be reached and each environment probes on its own) the jitter
+    /// spreads their probes so that the item's write limit and the downstream are not hit
+    /// at once. A small fleet may set it low: it only delays the others' probe when the
+    /// environment that opened the circuit has no traffic.
+    pub fn recovery_jitter(mut self, jitter: Duration) -> Self {
+        self.config.recovery_jitter = Some(jitter);
+        self
+    }
+
+    /// Longest time one store call may take (> 0; default 1 s). Past it the call fails open.
+    pub fn store_timeout(mut self, timeout: Duration) -> Self {
+        self.config.store_timeout = timeout;
+        self
+    }
+
+    /// How long to leave the store alone after a store error (≥ 0; default 5 s). After
+    /// throttling, between half and one and a half times this (from the environment's id),
+    /// so a fleet throttled at once does not come back at once.
+    pub fn store_error_backoff(mut self, backoff: Duration) -> Self {
+        self.config.store_error_backoff = backoff;
+        self
+    }
+
+    /// How long the probe owner holds the probe before another environment may take it
+    /// over (≥ 1 s; default 30 s). Make it longer than your slowest protected call.
+    pub fn probe_lease(mut self, lease: Duration) -> Self {
+        self.config.probe_lease = lease;
+        self
+    }
+
+    /// The id this circuit's environment writes as probe owner, instead of the process's
+    /// (a random uuid). For simulations that run many execution environments in one
+    /// process; a Lambda function leaves it unset. It also seeds the recovery jitter.
+    ///
+    /// ```
+    /// let config = breaker_runtime::CircuitBreakerConfig::builder()
+    ///     .environment_id("sim-env-42")
+    ///     .build()
+    ///     .unwrap();
+    /// # drop(config);
+    /// ```
+    pub fn environment_id(mut self, id: impl Into<String>) -> Self {
+        self.config.environment_id = Some(id.into().into());
+        self
+    }
+
+    /// Replaces the system clock, for deterministic tests.
+    pub fn clock(mut self, clock: ManualClock) -> Self {
+        self.config.clock = clock.as_clock();
+        self
+    }
+
+    /// Checks every value and returns the config, or an error naming the first bad field.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let err = CircuitBreakerConfig::builder()
+    ///     .recovery_timeout(Duration::from_millis(200))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert_eq!(err.to_string(), "recovery_timeout must be at least 1s, got 200ms");
+    /// ```
+    pub fn build(self) -> Result<CircuitBreakerConfig, CircuitBreakerConfigError> {
+        let c = &self.config;
+        at_least_one("failure_threshold", c.failure_threshold)?;
+        self.check_rate_policy()?;
+        at_least_one("success_threshold", c.success_threshold)?;
+        at_least(
+            "recovery_timeout",
+            c.recovery_timeout,
+            Duration::from_secs(MIN_RECOVERY_TIMEOUT_SECS),
+        )?;
+        at_least(
+            "store_timeout",
+            c.store_timeout,
+            Duration::from_millis(MIN_STORE_TIMEOUT_MILLIS),
+        )?;
+        at_least(
+            "probe_lease",
+            c.probe_lease,
+            Duration::from_secs(MIN_PROBE_LEASE_SECS),
+        )?;
+        for (field, value) in [
+            ("recovery_timeout", c.recovery_timeout),
+            ("local_cache_max_age", c.local_cache_max_age),
+            ("recovery_jitter", c.recovery_jitter()),
+            ("store_timeout", c.store_timeout),
+            ("store_error_backoff", c.store_error_backoff),
+        ] {
+            at_most(field, value, MAX_DURATION)?;
+        }
+        // The lease must not outlive the record (see `TTL_GRACE`).
+        at_most("probe_lease", c.probe_lease, TTL_GRACE)?;
+        Ok(self.config)
+    }
+}
+
+impl CircuitBreakerConfigBuilder {
+    /// A rate policy is whole (a rate, a window in range, a reachable minimum) and alone
+    /// (no `failure_threshold`).
+    fn check_rate_policy(&self) -> Result<(), CircuitBreakerConfigError> {
+        let c = &self.config;
+        if !c.trips_on_rate() {
+            let window_or_minimum = c.sliding_window.is_some() || c.minimum_calls.is_some();
+            return match window_has_rate(window_or_minimum, false) {
+                true => Ok(()),
+                false => Err(CircuitBreakerConfigError::Conflict(
+                    "sliding_window and minimum_calls need failure_rate or slow_calls".into(),
+                )),
+            };
+        }
+        if !one_trip_policy(self.threshold_set, true) {
+            return Err(CircuitBreakerConfigError::Conflict(
+                "failure_threshold cannot be combined with failure_rate or slow_calls: a \
+                 circuit trips on consecutive failures or on a rate"
+                    .into(),
+            ));
+        }
+        if let Some(rate) = c.failure_rate {
+            percent("failure_rate", rate)?;
+        }
+        if let Some(slow) = c.slow_calls {
+            percent("slow_call_rate", slow.rate)?;
+            at_least(
+                "slow_call_duration",
+                slow.duration,
+                Duration::from_millis(MIN_SLOW_CALL_MILLIS),
+            )?;
+            at_most("slow_call_duration", slow.duration, MAX_DURATION)?;
+        }
+        let window = c.sliding_window.unwrap_or(DEFAULT_WINDOW);
+        match window {
+            SlidingWindow::Calls(calls) => {
+                at_least_one("sliding_window", calls)?;
+                if calls > MAX_WINDOW_CALLS {
+                    return Err(CircuitBreakerConfigError::TooLarge {
+                        field: "sliding_window",
+                        maximum: format!("{MAX_WINDOW_CALLS} calls"),
+                        value: format!("{calls} calls"),
+                    });
+                }
+            }
+            SlidingWindow::Time(span) => {
+                at_least("sliding_window", span, Duration::from_secs(MIN_WINDOW_SECS))?;
+                at_most("sliding_window", span, Duration::from_secs(MAX_WINDOW_SECS))?;
+                if span.subsec_nanos() != 0 {
+                    return Err(CircuitBreakerConfigError::Conflict(format!(
+                        "sliding_window must be whole seconds, got {span:?}"
+                    )));
+                }
+            }
+        }
+        if let Some(minimum) = c.minimum_calls {
+            at_least_one("minimum_calls", minimum)?;
+            if let SlidingWindow::Calls(calls) = window
+                && !minimum_fits_window(minimum, calls)
+            {
+                return Err(CircuitBreakerConfigError::TooLarge {
+                    field: "minimum_calls",
+                    maximum: format!("{calls} (the window's length)"),
+                    value: minimum.to_string(),
+                });
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,201 @@
+//! `CircuitBreakerConfig`: thresholds, timeouts and what they default to. The builder
+//! ([`builder`]) validates them; [`limits`] words a broken limit as an error.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::clock::Clock;
+use crate::policy::SlidingWindow;
+
+mod builder;
+mod limits;
+
+pub use builder::CircuitBreakerConfigBuilder;
+
+/// How a circuit trips, recovers and talks to its store.
+///
+/// `Default` gives the Powertools defaults: 5 consecutive failures to open, 30 s before a
+/// probe, 3 probe successes to close, the shared state re-read at most every 5 s.
+///
+/// Instead of consecutive failures, a circuit may trip on a rate over a sliding window of
+/// this environment's calls: a failure rate ([`failure_rate`](CircuitBreakerConfigBuilder::failure_rate)),
+/// a slow-call rate ([`slow_calls`](CircuitBreakerConfigBuilder::slow_calls)), or both.
+///
+/// ```
+/// use std::time::Duration;
+/// use breaker_runtime::CircuitBreakerConfig;
+///
+/// let config = CircuitBreakerConfig::builder()
+///     .failure_threshold(3)
+///     .recovery_timeout(Duration::from_secs(60))
+///     .success_threshold(2)
+///     .local_cache_max_age(Duration::from_secs(2))
+///     .build()?;
+/// assert_eq!(config.failure_threshold(), 3);
+/// assert_eq!(CircuitBreakerConfig::default().recovery_timeout(), Duration::from_secs(30));
+/// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CircuitBreakerConfig {
+    pub(crate) failure_threshold: u32,
+    /// Percent of failed calls in the window that trips; `None`: not a rate policy.
+    pub(crate) failure_rate: Option<u8>,
+    pub(crate) slow_calls: Option<SlowCalls>,
+    /// `None`: [`DEFAULT_WINDOW`] when a rate is set.
+    pub(crate) sliding_window: Option<SlidingWindow>,
+    /// `None`: [`DEFAULT_MINIMUM_CALLS`], at most the window's length.
+    pub(crate) minimum_calls: Option<u32>,
+    pub(crate) success_threshold: u32,
+    pub(crate) recovery_timeout: Duration,
+    pub(crate) local_cache_max_age: Duration,
+    /// `None`: [`DEFAULT_JITTER_FACTOR`] times the recovery timeout.
+    pub(crate) recovery_jitter: Option<Duration>,
+    pub(crate) store_timeout: Duration,
+    pub(crate) store_error_backoff: Duration,
+    pub(crate) probe_lease: Duration,
+    pub(crate) clock: Clock,
+    /// `None`: the process's environment id.
+    pub(crate) environment_id: Option<Arc<str>>,
+}
+
+impl Default for CircuitBreakerConfig {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 5,
+            failure_rate: None,
+            slow_calls: None,
+            sliding_window: None,
+            minimum_calls: None,
+            success_threshold: 3,
+            recovery_timeout: Duration::from_secs(30),
+            local_cache_max_age: Duration::from_secs(5),
+            recovery_jitter: None,
+            store_timeout: Duration::from_millis(1000),
+            store_error_backoff: Duration::from_secs(5),
+            probe_lease: Duration::from_secs(30),
+            clock: Clock::System,
+            environment_id: None,
+        }
+    }
+}
+
+impl CircuitBreakerConfig {
+    /// A builder starting from the defaults.
+    pub fn builder() -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfigBuilder::starting_from(Self::default())
+    }
+
+    /// A builder starting from this config, as if none of its values had been set.
+    pub(crate) fn into_builder(self) -> CircuitBreakerConfigBuilder {
+        CircuitBreakerConfigBuilder::starting_from(self)
+    }
+
+    /// Consecutive counted failures that open the circuit (when no rate is set).
+    pub fn failure_threshold(&self) -> u32 {
+        self.failure_threshold
+    }
+
+    /// Whether the circuit trips on a rate over a sliding window rather than on
+    /// consecutive failures.
+    pub fn trips_on_rate(&self) -> bool {
+        self.failure_rate.is_some() || self.slow_calls.is_some()
+    }
+
+    /// Percent of failed calls in the sliding window that opens the circuit, if set.
+    pub fn failure_rate(&self) -> Option<u8> {
+        self.failure_rate
+    }
+
+    /// The duration from which a call counts as slow, if a slow-call rate is set.
+    pub fn slow_call_duration(&self) -> Option<Duration> {
+        self.slow_calls.map(|slow| slow.duration)
+    }
+
+    /// Percent of slow calls in the sliding window that opens the circuit, if set.
+    pub fn slow_call_rate(&self) -> Option<u8> {
+        self.slow_calls.map(|slow| slow.rate)
+    }
+
+    /// The window the rates are computed over; `None` when the circuit trips on
+    /// consecutive failures.
+    pub fn sliding_window(&self) -> Option<SlidingWindow> {
+        self.trips_on_rate()
+            .then(|| self.sliding_window.unwrap_or(DEFAULT_WINDOW))
+    }
+
+    /// Calls the window must hold before a rate is judged; `None` when the circuit trips on
+    /// consecutive failures.
+    pub fn minimum_calls(&self) -> Option<u32> {
+        let window = self.sliding_window()?;
+        Some(self.minimum_calls.unwrap_or(match window {
+            SlidingWindow::Calls(calls) => calls.min(DEFAULT_MINIMUM_CALLS),
+            SlidingWindow::Time(_) => DEFAULT_MINIMUM_CALLS,
+        }))
+    }
+
+    /// Consecutive probe successes that close the circuit.
+    pub fn success_threshold(&self) -> u32 {
+        self.success_threshold
+    }
+
+    /// How long the circuit stays open before one environment probes.
+    pub fn recovery_timeout(&self) -> Duration {
+        self.recovery_timeout
+    }
+
+    /// How long this environment trusts its copy of the shared state.
+    pub fn local_cache_max_age(&self) -> Duration {
+        self.local_cache_max_age
+    }
+
+    /// Upper bound of the delay, fixed per environment, that spreads the environments
+    /// without the first right to probe (see the builder's
+    /// [`recovery_jitter`](CircuitBreakerConfigBuilder::recovery_jitter)).
+    pub fn recovery_jitter(&self) -> Duration {
+        self.recovery_jitter
+            .unwrap_or_else(|| self.recovery_timeout.saturating_mul(DEFAULT_JITTER_FACTOR))
+    }
+
+    /// Longest time one store call may take before the breaker fails open.
+    pub fn store_timeout(&self) -> Duration {
+        self.store_timeout
+    }
+
+    /// How long the environment leaves the store alone after a store error.
+    pub fn store_error_backoff(&self) -> Duration {
+        self.store_error_backoff
+    }
+
+    /// How long a probe owner keeps the probe before another environment may take it over.
+    pub fn probe_lease(&self) -> Duration {
+        self.probe_lease
+    }
+}
+
+/// A slow-call rate policy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlowCalls {
+    /// From this duration on, a call is slow.
+    pub(crate) duration: Duration,
+    /// Percent of slow calls in the window that trips.
+    pub(crate) rate: u8,
+}
+
+/// The window of a rate policy that names none.
+pub(crate) const DEFAULT_WINDOW: SlidingWindow = SlidingWindow::Calls(100);
+
+/// The minimum number of calls of a rate policy that names none.
+pub(crate) const DEFAULT_MINIMUM_CALLS: u32 = 10;
+
+/// The default recovery jitter, as a multiple of the recovery timeout: wide enough that a
+/// fleet probing on its own (the store unreachable) has under 1 % of its environments
+/// start a probe in any one second.
+pub(crate) const DEFAULT_JITTER_FACTOR: u32 = 4;
+
+/// A duration in milliseconds, saturating (the builder keeps durations far below that).
+pub(crate) fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests;
