@@ -120,7 +120,7 @@ impl Expansion<'_> {
             static __BREAKER_CIRCUIT: ::std::sync::OnceLock<#private::CircuitBreaker> =
                 ::std::sync::OnceLock::new();
             let __breaker_circuit = __BREAKER_CIRCUIT
-                .get_or_init(|| #private::circuit(#name, #store, #config, #hook));
+                .get_or_init(|| #private::shared_breaker(#name, #store, #config, #hook));
         }
     }
 

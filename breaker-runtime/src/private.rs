@@ -6,10 +6,9 @@
 //! else the autoref fallback, and the tag it returns does the work.
 
 use std::any::Any;
-use std::collections::HashMap;
 use std::future::{Future, IntoFuture, Ready};
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::breaker::{
@@ -28,42 +27,20 @@ use crate::store::StateStore;
 // ---------------------------------------------------------------------------------------
 // One circuit per (name, store), shared by every call site that names it.
 
-/// Keyed by name and the store's address: the entry keeps the store alive, so an address
-/// is never reused while its key exists.
-static REGISTRY: LazyLock<Mutex<HashMap<(&'static str, usize), CircuitBreaker>>> =
-    LazyLock::new(Mutex::default);
-
 /// The circuit of a call site, created by the first call site that names it with this
 /// store. Later call sites share it (their `config` is not used) and add their hook to the
 /// circuit's list.
-pub fn circuit(
+pub fn shared_breaker(
     name: &'static str,
     store: Arc<dyn StateStore>,
     config: CircuitBreakerConfig,
     on_transition: Option<fn(CircuitTransition)>,
 ) -> CircuitBreaker {
-    let key = (name, Arc::as_ptr(&store).cast::<()>().addr());
-    let breaker = REGISTRY
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .entry(key)
-        .or_insert_with(|| CircuitBreaker::new(name, store, config))
-        .clone();
+    let breaker = CircuitBreaker::shared(name, store, config);
     match on_transition {
         Some(hook) => breaker.with_on_transition(hook),
         None => breaker,
     }
-}
-
-/// The circuit the call sites naming `name` with `store` share, if one was created.
-pub(crate) fn registered(name: &str, store: &Arc<dyn StateStore>) -> Option<CircuitBreaker> {
-    let address = Arc::as_ptr(store).cast::<()>().addr();
-    REGISTRY
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .iter()
-        .find(|((n, a), _)| *n == name && *a == address)
-        .map(|(_, breaker)| breaker.clone())
 }
 
 /// `on_transition = path`: a `fn(CircuitTransition)`.

@@ -6,11 +6,14 @@
 //! attribute's circuit is created by its first call) finds it here when it is created, and
 //! trusts it for its `local_cache_max_age` from the read, as if it had read it itself.
 
-use std::sync::{Arc, LazyLock, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::store::{CircuitRecord, StateStore, StoreError};
-use crate::{CircuitBreaker, CircuitBreakerConfig, default_store, environment, store_runtime};
+use crate::breaker::CircuitBreaker;
+use crate::config::CircuitBreakerConfig;
+use crate::default_store::default_store;
+use crate::store::{StateStore, StoreError, same_store};
+use crate::{environment, store_runtime};
 
 /// Reads the shared records of the circuits named `circuits` on the
 /// [default store](crate::default_store) in one batched request, before the first
@@ -155,16 +158,9 @@ impl WarmUp {
             read += records.len();
             for (name, record) in group.names.iter().zip(records) {
                 // Kept first: a circuit created from now on finds it, one created before
-                // is among those below.
-                keep(Warmed {
-                    store: Arc::clone(&group.store),
-                    name: Arc::clone(name),
-                    record: record.clone(),
-                    read_started: started,
-                });
-                let registered = crate::__private::registered(name, &group.store);
-                let named = group.breakers.iter().filter(|b| b.name() == &**name);
-                for breaker in named.chain(registered.as_ref()) {
+                // is the shared one or among those below.
+                CircuitBreaker::warmed(name, &group.store, record.clone(), started);
+                for breaker in group.breakers.iter().filter(|b| b.name() == &**name) {
                     breaker.adopt_warmed(record.clone(), started);
                 }
             }
@@ -186,38 +182,4 @@ impl WarmUp {
         };
         &mut self.groups[index]
     }
-}
-
-/// A record read by a warm-up, for a circuit created after it.
-#[derive(Debug)]
-struct Warmed {
-    /// Kept alive, so that its address is not reused while it identifies the store.
-    store: Arc<dyn StateStore>,
-    name: Arc<str>,
-    record: Option<CircuitRecord>,
-    read_started: Instant,
-}
-
-static WARMED: LazyLock<Mutex<Vec<Warmed>>> = LazyLock::new(Mutex::default);
-
-fn keep(warmed: Warmed) {
-    let mut all = WARMED.lock().unwrap_or_else(PoisonError::into_inner);
-    all.retain(|w| !(w.name == warmed.name && same_store(&w.store, &warmed.store)));
-    all.push(warmed);
-}
-
-/// What the last warm-up read of `name` on `store`, and when the read started.
-pub(crate) fn warmed(
-    store: &Arc<dyn StateStore>,
-    name: &str,
-) -> Option<(Option<CircuitRecord>, Instant)> {
-    let all = WARMED.lock().unwrap_or_else(PoisonError::into_inner);
-    all.iter()
-        .find(|w| &*w.name == name && same_store(&w.store, store))
-        .map(|w| (w.record.clone(), w.read_started))
-}
-
-/// The same store object: the same allocation, whatever the vtable.
-pub(crate) fn same_store(a: &Arc<dyn StateStore>, b: &Arc<dyn StateStore>) -> bool {
-    Arc::as_ptr(a).cast::<()>() == Arc::as_ptr(b).cast::<()>()
 }

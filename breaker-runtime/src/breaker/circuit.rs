@@ -94,6 +94,14 @@ impl Circuit {
         }
     }
 
+    pub(super) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    pub(super) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
     pub(super) fn now(&self) -> u64 {
         self.config.clock.now_millis()
     }

@@ -29,6 +29,7 @@ mod hooks;
 #[cfg(feature = "tower")]
 mod owned;
 mod permit;
+mod registry;
 mod rejection;
 mod store_access;
 mod transitions;
@@ -100,16 +101,32 @@ impl CircuitBreaker {
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
-        let breaker = Self {
-            circuit: Arc::new(Circuit::new(name.into().into(), store, config)),
-        };
-        // Created after a warm-up read its record: a cache hit from the first call.
-        if let Some((record, read_started)) =
-            crate::warm_up::warmed(&breaker.circuit.store, &breaker.circuit.name)
-        {
-            breaker.adopt_warmed(record, read_started);
+        Self {
+            circuit: registry::own_circuit(name.into().into(), store, config),
         }
-        breaker
+    }
+
+    /// The circuit every call site naming `name` with `store` shares, created by the first
+    /// with its `config`.
+    pub(crate) fn shared(
+        name: &str,
+        store: Arc<dyn StateStore>,
+        config: CircuitBreakerConfig,
+    ) -> Self {
+        Self {
+            circuit: registry::shared_circuit(name, store, config),
+        }
+    }
+
+    /// Hands what a warm-up read of `name` on `store` (from `read_started` on) to the
+    /// circuit the call sites share, and keeps it for circuits created later.
+    pub(crate) fn warmed(
+        name: &str,
+        store: &Arc<dyn StateStore>,
+        record: Option<CircuitRecord>,
+        read_started: Instant,
+    ) {
+        registry::warmed(name, store, record, read_started);
     }
 
     /// The store the circuit's shared state lives in.

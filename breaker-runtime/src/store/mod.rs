@@ -27,6 +27,11 @@ mod dynamodb;
 #[cfg(feature = "dynamodb")]
 pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, StoredCircuit};
 
+/// The same store object: the same allocation, whatever the vtable.
+pub(crate) fn same_store(a: &Arc<dyn StateStore>, b: &Arc<dyn StateStore>) -> bool {
+    Arc::as_ptr(a).cast::<()>() == Arc::as_ptr(b).cast::<()>()
+}
+
 /// The future a store operation returns: boxed so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
