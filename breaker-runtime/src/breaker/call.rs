@@ -9,13 +9,15 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use super::CircuitBreaker;
+use super::admission::{fast_admission, request_permit_at};
 use super::admitted::{
     CatchUnwind, Classify, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
     poll_admitted, poll_recording,
 };
-use super::permit::{Permit, PermitRequest, request_permit_at};
+use super::permit::{Permit, PermitRequest};
+use crate::error::CircuitBreakerOpenError;
 use crate::protocol::machine::Outcome;
-use crate::{CircuitBreakerOpenError, CircuitInfo};
+use crate::state::CircuitInfo;
 
 pin_project_lite::pin_project! {
     /// The future of [`guarded_call`].
@@ -89,7 +91,7 @@ where
             let fast = if admitting {
                 Err(None)
             } else {
-                this.breaker.circuit.fast_admission().map_err(Some)
+                fast_admission(&this.breaker.circuit).map_err(Some)
             };
             let permit = match fast {
                 Ok(permit) => permit,

@@ -1,44 +1,42 @@
-//! `Circuit`: the state one circuit shares between its clones, call sites and tasks, and
-//! the lock-free part of it that the closed path reads and writes.
+//! `Circuit`: the state one circuit shares between its clones, call sites and tasks. It
+//! composes the parts that own that state (the closed state's counts, the cached record,
+//! the published rejection, the store access, the hooks) and keeps them consistent: a new
+//! record is adopted into the cache, then published to the closed and open paths.
 
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Instant;
 
 use super::cache::RecordCache;
+use super::closed_counts::ClosedCounts;
 use super::hooks::Hooks;
-use super::permit::{Permit, PermitKind};
-use super::rejection::{PublishedRejection, Rejected};
-use crate::config::millis;
-use crate::policy::{Sample, Window};
-use crate::protocol::Rates;
-use crate::protocol::machine::{self, Outcome, Thresholds};
+use super::rejection::{self, PublishedRejection, Rejected};
+use super::store_access::{StoreAccess, StoreCallError};
+use crate::config::{CircuitBreakerConfig, millis};
+use crate::environment;
+use crate::protocol::machine::{self, Admission, Thresholds};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::state::{CircuitInfo, CircuitState};
 use crate::store::StateStore;
-use crate::{CircuitBreakerConfig, CircuitInfo, CircuitState, environment};
 
 pub(super) struct Circuit {
-    pub(super) name: Arc<str>,
     /// Written as probe owner: the process's id unless the config names one.
-    pub(super) environment_id: Arc<str>,
-    pub(super) store: Arc<dyn StateStore>,
-    pub(super) config: CircuitBreakerConfig,
-    pub(super) thresholds: Thresholds,
-    pub(super) disabled: bool,
-    pub(super) hooks: Hooks,
+    environment_id: Arc<str>,
+    config: CircuitBreakerConfig,
+    thresholds: Thresholds,
+    disabled: bool,
+    hooks: Hooks,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
-    pub(super) closed_until: AtomicU64,
+    closed_until: AtomicU64,
     /// The open path's test: until when the cached record rejects, and what it reports.
-    pub(super) rejection: PublishedRejection,
-    /// Consecutive counted failures while closed; [`WINDOWED`] under a rate policy.
-    pub(super) failures: AtomicU32,
-    /// A rate policy's window of recent calls, and its rates; `None`: consecutive failures.
-    pub(super) window: Option<(Window, Rates)>,
-    /// From this many milliseconds on a call is slow (a slow-call rate is set).
-    pub(super) slow_call_millis: Option<u64>,
+    rejection: PublishedRejection,
+    counts: ClosedCounts,
     /// A probe of this circuit is running in this process.
-    pub(super) probe_in_flight: AtomicBool,
+    probe_in_flight: AtomicBool,
     /// A task of this process is reading the store; others use the cached record.
-    pub(super) refreshing: AtomicBool,
-    pub(super) cache: Mutex<RecordCache>,
+    refreshing: AtomicBool,
+    access: StoreAccess,
+    cache: Mutex<RecordCache>,
 }
 
 impl Circuit {
@@ -65,191 +63,276 @@ impl Circuit {
             probe_lease_secs: config.probe_lease.as_secs().max(1),
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
         };
-        let window = config.sliding_window().map(|window| {
-            let rates = Rates {
-                failure: config.failure_rate(),
-                slow: config.slow_call_rate(),
-                minimum_calls: config.minimum_calls().unwrap_or(1),
-            };
-            (Window::new(window), rates)
-        });
-        let slow_call_millis = config.slow_call_duration().map(millis);
-        let failures = AtomicU32::new(closed_counts_start(window.is_some()));
         Self {
-            window,
-            slow_call_millis,
-            name,
+            counts: ClosedCounts::new(&config),
+            access: StoreAccess::new(store, name, &config),
+            cache: Mutex::new(RecordCache::new(millis(config.local_cache_max_age))),
             environment_id,
-            store,
-            config,
             thresholds,
+            config,
             disabled: environment::breakers_disabled(),
             hooks: Hooks::default(),
             closed_until: AtomicU64::new(0),
             rejection: PublishedRejection::default(),
-            failures,
             probe_in_flight: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
-            cache: Mutex::new(RecordCache::default()),
         }
     }
 
     pub(super) fn name(&self) -> &Arc<str> {
-        &self.name
+        self.access.name()
     }
 
     pub(super) fn store(&self) -> &Arc<dyn StateStore> {
-        &self.store
+        self.access.store()
     }
 
+    pub(super) fn config(&self) -> &CircuitBreakerConfig {
+        &self.config
+    }
+
+    pub(super) fn environment_id(&self) -> &str {
+        &self.environment_id
+    }
+
+    pub(super) fn thresholds(&self) -> &Thresholds {
+        &self.thresholds
+    }
+
+    pub(super) fn hooks(&self) -> &Hooks {
+        &self.hooks
+    }
+
+    /// Every circuit is bypassed (`CIRCUIT_BREAKER_DISABLED`).
+    #[inline]
+    pub(super) fn disabled(&self) -> bool {
+        self.disabled
+    }
+
+    /// Until when (unix millis) the circuit is known closed and fresh; 0: it is not.
+    #[inline]
+    pub(super) fn closed_until(&self) -> u64 {
+        self.closed_until.load(Ordering::Acquire)
+    }
+
+    /// The closed state's counts.
+    #[inline]
+    pub(super) fn counts(&self) -> &ClosedCounts {
+        &self.counts
+    }
+
+    #[inline]
     pub(super) fn now(&self) -> u64 {
         self.config.clock.now_millis()
     }
 
-    /// The closed path's admission: a permit when the circuit is bypassed, or known closed
-    /// and fresh; `None` sends the call to the slow path.
-    #[inline]
-    pub(super) fn fast_permit(&self) -> Option<Permit<'_>> {
-        self.fast_admission().ok()
+    pub(super) fn lock(&self) -> MutexGuard<'_, RecordCache> {
+        self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// [`fast_permit`](Self::fast_permit), or the time it read (unix millis), so that the
-    /// open path that follows does not read the clock again.
-    #[inline]
-    pub(super) fn fast_admission(&self) -> Result<Permit<'_>, u64> {
-        if self.disabled {
-            return Ok(Permit::new(self, PermitKind::Bypass));
+    /// Makes `record` the believed state and republishes it.
+    pub(super) fn adopt(&self, cache: &mut RecordCache, record: CircuitRecord) {
+        if cache.adopt(record) {
+            self.counts.reset();
         }
-        let closed_until = self.closed_until.load(Ordering::Acquire);
+        self.publish(cache);
+    }
+
+    /// Tells the hot path until when the circuit is known closed (0: it is not), and the
+    /// open path until when the cached record rejects (asked of the machine itself, so
+    /// whatever it decides from the record is what the open path does). A probe in flight
+    /// in this process is left out: it only adds rejections, which the locked path makes.
+    pub(super) fn publish(&self, cache: &RecordCache) {
         let now = self.now();
-        match now < closed_until {
-            true => Ok(Permit::new_at(self, PermitKind::Closed, now)),
-            false => Err(now),
-        }
-    }
-
-    /// Counts a closed call's outcome without locking; `started`: when it was admitted
-    /// (unix millis, read only when the policy needs it). Returns the failure count when
-    /// the machine says it trips the circuit.
-    #[inline]
-    pub(super) fn count_closed(&self, outcome: Outcome, started: u64) -> Option<u32> {
-        if let Some((window, rates)) = &self.window {
-            let (slow, at) = self.timed(started);
-            let sample = match outcome {
-                Outcome::Success => Sample::new(false, slow),
-                Outcome::Failure => Sample::new(true, slow),
-                Outcome::Ignored => return None,
-            };
-            let counts = window.record(sample, at)?;
-            return machine::trips_on_rate(counts, rates).then_some(counts.failures);
-        }
-        match outcome {
-            Outcome::Success => {
-                self.note_closed_success(started);
-                None
-            }
-            Outcome::Failure => {
-                let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
-                machine::trips(failures, &self.thresholds).then_some(failures)
-            }
-            Outcome::Ignored => None,
-        }
-    }
-
-    /// A closed call succeeded: the consecutive failures start again, or the window counts
-    /// a good call. False when the call was slow: [`count_closed`](Self::count_closed)
-    /// must count it, out of line (it may trip the circuit).
-    #[inline]
-    pub(super) fn note_closed_success(&self, started: u64) -> bool {
-        // One load decides: a healthy circuit under the default policy reads 0 and never
-        // writes the shared cache line; a rate policy's circuit holds WINDOWED.
-        if self.failures.load(Ordering::Relaxed) != 0 {
-            return self.note_success_after_failures(started);
-        }
-        true
-    }
-
-    /// [`note_closed_success`](Self::note_closed_success) after failures, or under a rate
-    /// policy. Out of line: inlined, the window's bookkeeping added about 25 instructions
-    /// to every call of the default policy, which never needs it.
-    #[inline(never)]
-    fn note_success_after_failures(&self, started: u64) -> bool {
-        let Some((window, _)) = &self.window else {
-            self.failures.store(0, Ordering::Relaxed);
-            return true;
+        let closed_until = match machine::runs_closed(cache.record(), now) {
+            true => cache.trusted_until(),
+            false => 0,
         };
-        let (slow, at) = self.timed(started);
-        if slow {
-            return false;
-        }
-        window.record(Sample::new(false, false), at);
-        true
+        self.closed_until.store(closed_until, Ordering::Release);
+        let now = self.now();
+        let rejects = |at: u64| self.admission(cache, at, true, false) == Admission::Reject;
+        let until = rejection::rejects_until(now, cache.trusted_until(), rejects);
+        self.rejection
+            .publish(until, Rejected::of(cache.record(), now));
     }
 
-    /// Whether a call admitted at `started` and ending now was slow, and the time it
-    /// counts at in a window: its end when slow calls are timed, else its admission.
-    #[inline]
-    fn timed(&self, started: u64) -> (bool, u64) {
-        match self.slow_call_millis {
-            Some(slow) => {
-                let now = self.now();
-                (now.saturating_sub(started) >= slow, now)
+    /// Takes a record a warm-up read (from `read_started` on) as if this circuit had read
+    /// it then: trusted for `local_cache_max_age` from the read. Only a circuit that has
+    /// neither read nor written anything yet takes it; what it knows is newer.
+    pub(super) fn adopt_warmed(&self, record: Option<CircuitRecord>, read_started: Instant) {
+        let Some(left) = self
+            .config
+            .local_cache_max_age
+            .checked_sub(read_started.elapsed())
+        else {
+            return;
+        };
+        let mut cache = self.lock();
+        if !cache.untouched() {
+            return;
+        }
+        cache.trust_until(self.now().saturating_add(millis(left)));
+        self.adopt(&mut cache, record.unwrap_or_default());
+    }
+
+    /// Re-reads the shared record when the cache is stale. Only one task per circuit reads;
+    /// the others go on with the cached record.
+    pub(super) async fn refresh_if_stale(&self, now: u64) {
+        if now < self.lock().trusted_until() {
+            return;
+        }
+        if self.refreshing.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let _reading = ClearOnDrop(&self.refreshing);
+        // Whether it answered shows in the cache: a failed read leaves it as it was.
+        self.read_and_adopt(now, false).await;
+    }
+
+    /// Reads the shared record and adopts it, unless a local transition happened meanwhile.
+    /// A read that fails changes nothing this environment knows: a circuit known to be
+    /// closed stays closed (fail open), one known to be open stays open until its recovery.
+    /// Returns whether the store answered.
+    pub(super) async fn read_and_adopt(&self, now: u64, consistent: bool) -> bool {
+        let version = self.lock().version();
+        let read = self.read_store(consistent).await;
+        let mut cache = self.lock();
+        match read {
+            Ok(record) => {
+                cache.read_answered(now);
+                if cache.version() == version {
+                    self.adopt(&mut cache, record.unwrap_or_default());
+                } else {
+                    self.publish(&cache);
+                }
+                true
             }
-            None => (false, started),
+            Err(error) => {
+                if error.unreachable() {
+                    cache.read_unreachable();
+                    // Who may elect itself, and when, can change with it.
+                    self.publish(&cache);
+                }
+                false
+            }
         }
     }
 
-    /// Whether a permit must carry its admission time: a slow-call rate times calls, a
-    /// time-based window places them.
-    #[inline]
-    pub(super) fn times_calls(&self) -> bool {
-        matches!(self.window, Some((Window::Time(_), _))) || self.slow_call_millis.is_some()
+    /// Reads the shared record, strongly consistently if `consistent`.
+    async fn read_store(&self, consistent: bool) -> Result<Option<CircuitRecord>, StoreCallError> {
+        self.unless_backing_off(self.access.read(consistent)).await
     }
 
-    /// How a probe that ended with `outcome` counts: a slow probe fails.
-    pub(super) fn probe_outcome(&self, outcome: Outcome, started: u64) -> Outcome {
-        match outcome {
-            Outcome::Success if self.timed(started).0 => Outcome::Failure,
-            outcome => outcome,
+    /// Writes `transition` to the shared record.
+    pub(super) async fn write_store(
+        &self,
+        transition: Transition,
+    ) -> Result<WriteOutcome, StoreCallError> {
+        self.unless_backing_off(self.access.write(transition)).await
+    }
+
+    /// Runs `operation` unless the store is backing off after an error; an error starts
+    /// the back-off. `operation` does nothing until awaited, so a skipped one costs nothing.
+    async fn unless_backing_off<T>(
+        &self,
+        operation: impl Future<Output = Result<T, crate::store::StoreError>>,
+    ) -> Result<T, StoreCallError> {
+        if self.lock().backing_off(self.now()) {
+            return Err(StoreCallError::BackingOff);
+        }
+        let reply = operation.await;
+        if let Err(error) = &reply {
+            let mut cache = self.lock();
+            let retry_at = self
+                .access
+                .back_off(error, self.now(), &self.environment_id);
+            cache.back_off_until(retry_at);
+            self.publish(&cache);
+        }
+        reply.map_err(StoreCallError::Failed)
+    }
+
+    /// What the state machine says of a call at `now`, given the cached record. `with_slot`:
+    /// the caller holds this process's probe slot, so no other probe runs here; `verified`:
+    /// the cached record was just read strongly consistently.
+    pub(super) fn admission(
+        &self,
+        cache: &RecordCache,
+        now: u64,
+        with_slot: bool,
+        verified: bool,
+    ) -> Admission {
+        let probe_in_flight = !with_slot && self.probe_in_flight.load(Ordering::Acquire);
+        let local = cache.local(probe_in_flight, verified);
+        machine::admit(
+            cache.record(),
+            &self.environment_id,
+            now,
+            &self.thresholds,
+            &local,
+        )
+    }
+
+    /// The open path without a future or a store call, at `now`: when the cached record
+    /// needs no refresh and says reject, the slow path would decide the same. The
+    /// published rejection decides without the lock; the record itself when there is none
+    /// (or it was being republished).
+    #[inline(never)]
+    pub(super) fn reject_from_cache(&self, now: u64) -> Option<CircuitInfo> {
+        if self.disabled {
+            return None;
+        }
+        match self.rejection.at(now) {
+            Some(rejected) => Some(self.report(rejected)),
+            None => self.reject_from_record(now),
         }
     }
 
-    /// The closed state's counts start again (the circuit changed state).
-    pub(super) fn reset_closed_counts(&self) {
-        self.failures.store(
-            closed_counts_start(self.window.is_some()),
-            Ordering::Relaxed,
-        );
-        if let Some((window, _)) = &self.window {
-            window.reset();
+    /// [`reject_from_cache`](Self::reject_from_cache) under the lock, from the record.
+    #[cold]
+    #[inline(never)]
+    fn reject_from_record(&self, now: u64) -> Option<CircuitInfo> {
+        let cache = self.lock();
+        if now >= cache.trusted_until() {
+            return None;
         }
+        match self.admission(&cache, now, false, false) {
+            Admission::Reject => Some(self.info_of(cache.record())),
+            _ => None,
+        }
+    }
+
+    /// Claims this process's one probe slot; false if another call holds it.
+    pub(super) fn claim_probe(&self) -> bool {
+        self.probe_in_flight
+            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+    }
+
+    pub(super) fn release_probe(&self) {
+        self.probe_in_flight.store(false, Ordering::Release);
     }
 
     /// What a rejection (or [`CircuitBreaker::info`](super::CircuitBreaker::info)) reports.
     pub(super) fn info(&self) -> CircuitInfo {
         let cache = self.lock();
-        self.info_of(&cache.record)
+        self.info_of(cache.record())
     }
 
     /// What `record` reports now: the state an override makes the circuit act on.
-    pub(super) fn info_of(&self, record: &crate::protocol::CircuitRecord) -> CircuitInfo {
-        self.report(Rejected {
-            state: record.effective_state(self.now() / 1000),
-            failure_count: record.failure_count,
-            opened_at: record.opened_at,
-        })
+    pub(super) fn info_of(&self, record: &CircuitRecord) -> CircuitInfo {
+        self.report(Rejected::of(record, self.now()))
     }
 
     /// What a rejection reports: no allocation (the name is shared).
     #[inline]
-    pub(super) fn report(&self, rejected: Rejected) -> CircuitInfo {
-        let failure_count = match (rejected.state, &self.window) {
-            (CircuitState::Closed, None) => self.failures.load(Ordering::Relaxed),
-            (CircuitState::Closed, Some((window, _))) => window.counts(self.now()).failures,
+    fn report(&self, rejected: Rejected) -> CircuitInfo {
+        let failure_count = match rejected.state {
+            CircuitState::Closed => self.counts.failures(),
             _ => rejected.failure_count,
         };
         CircuitInfo {
-            name: Arc::clone(&self.name),
+            name: Arc::clone(self.name()),
             state: rejected.state,
             failure_count,
             opened_at: rejected.opened_at,
@@ -257,14 +340,11 @@ impl Circuit {
     }
 }
 
-/// What [`Circuit::failures`] holds under a rate policy, which counts in its window
-/// instead: never 0, so the closed path's one load sends every success to the window.
-const WINDOWED: u32 = u32::MAX;
+/// Clears a flag when dropped, so a cancelled reader does not block refreshes forever.
+struct ClearOnDrop<'a>(&'a AtomicBool);
 
-/// [`Circuit::failures`] when the closed state's counts start.
-fn closed_counts_start(windowed: bool) -> u32 {
-    match windowed {
-        true => WINDOWED,
-        false => 0,
+impl Drop for ClearOnDrop<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
     }
 }

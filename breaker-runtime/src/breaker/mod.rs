@@ -1,11 +1,15 @@
 //! `CircuitBreaker`: the public face of one circuit. The jobs behind it each have a module:
 //!
-//! - [`circuit`]: the shared state of one circuit and its lock-free hot path;
-//! - [`permit`]: admission of one call and the report of how it ended;
-//! - [`cache`]: this environment's copy of the shared record, and its refresh;
+//! - [`circuit`]: the state one circuit shares, composed of the parts below, kept consistent;
+//! - [`closed_counts`]: what a closed circuit counts towards a trip, lock-free;
+//! - [`cache`]: this environment's copy of the shared record and what it knows besides;
 //! - [`rejection`]: the cached rejection, published for the open path to read lock-free;
-//! - [`store_access`]: store calls with the back-off after an error;
-//! - [`transitions`]: trip, probe election, probe outcome, each committed then announced;
+//! - [`store_access`]: the circuit's store calls and the back-off after an error;
+//! - [`admission`]: admission of one call: the closed path, a cached rejection, the slow path;
+//! - [`permit`]: an admitted call and the report of how it ended;
+//! - [`probe_slot`]: this process's one probe of a circuit;
+//! - [`transitions`]: trip and probe outcome, each committed then announced;
+//! - [`registry`]: the circuits per name and store, and what a warm-up read for them;
 //! - [`hooks`]: the `on_transition` hooks;
 //! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
 //! - `owned` (feature `tower`): a permit for futures that own their breaker.
@@ -21,33 +25,35 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod admission;
 mod admitted;
 mod cache;
 mod call;
 mod circuit;
+mod closed_counts;
 mod hooks;
 #[cfg(feature = "tower")]
 mod owned;
 mod permit;
+mod probe_slot;
 mod registry;
 mod rejection;
 mod store_access;
 mod transitions;
 
+pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, guarded_call};
 #[cfg(feature = "tower")]
 pub(crate) use owned::{OwnedFuture, OwnedPermit, SlowAdmission};
-pub use permit::{
-    Permit, PermitRequest, Recording, classify, fast_permit, request_permit,
-    request_permit_blocking,
-};
+pub use permit::{Permit, PermitRequest, Recording, classify};
 
+use crate::config::CircuitBreakerConfig;
+use crate::error::CircuitBreakerOpenError;
+use crate::protocol::CircuitRecord;
 use crate::protocol::machine::Outcome;
-use crate::store::{CircuitRecord, StateStore};
-use crate::{
-    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState, CircuitTransition,
-};
+use crate::state::{CircuitInfo, CircuitState, CircuitTransition};
+use crate::store::StateStore;
 use circuit::Circuit;
 
 /// A circuit breaker without the attribute: for tower layers, queue consumers and any code
@@ -77,10 +83,10 @@ pub struct CircuitBreaker {
 impl fmt::Debug for CircuitBreaker {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("CircuitBreaker")
-            .field("name", &self.circuit.name)
+            .field("name", self.circuit.name())
             .field("state", &self.state())
-            .field("config", &self.circuit.config)
-            .field("store", &self.circuit.store)
+            .field("config", self.circuit.config())
+            .field("store", self.circuit.store())
             .finish()
     }
 }
@@ -131,7 +137,7 @@ impl CircuitBreaker {
 
     /// The store the circuit's shared state lives in.
     pub(crate) fn store(&self) -> &Arc<dyn StateStore> {
-        &self.circuit.store
+        self.circuit.store()
     }
 
     /// Takes a record a warm-up read (the read started at `read_started`) as the circuit's
@@ -158,18 +164,18 @@ impl CircuitBreaker {
         self,
         hook: impl Fn(CircuitTransition) + Send + Sync + 'static,
     ) -> Self {
-        self.circuit.hooks.push(Arc::new(hook));
+        self.circuit.hooks().push(Arc::new(hook));
         self
     }
 
     /// The circuit's name.
     pub fn name(&self) -> &str {
-        &self.circuit.name
+        self.circuit.name()
     }
 
     /// The circuit's config.
     pub fn config(&self) -> &CircuitBreakerConfig {
-        &self.circuit.config
+        self.circuit.config()
     }
 
     /// Runs `f` unless the circuit is open; every `Err` counts as a failure. A rejected call
@@ -286,7 +292,7 @@ impl CircuitBreaker {
     /// `Closed`), whatever state a Powertools environment stored under it.
     pub fn state(&self) -> CircuitState {
         let now = self.circuit.now() / 1000;
-        self.circuit.lock().record.effective_state(now)
+        self.circuit.lock().record().effective_state(now)
     }
 
     /// The current state, re-read from the store if the cache is stale; runs nothing.

@@ -11,10 +11,12 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::CircuitBreaker;
+use super::admission::{fast_admission, permit_slow, request_permit};
 use super::circuit::Circuit;
-use super::permit::{Permit, PermitKind, PermitRequest, request_permit};
-use crate::CircuitInfo;
+use super::permit::{PermitKind, PermitRequest};
+use super::transitions::{end_probe, trip};
 use crate::protocol::machine::Outcome;
+use crate::state::CircuitInfo;
 
 /// A boxed future that owns what it needs.
 pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -31,7 +33,7 @@ pub(crate) struct OwnedPermit<B: Borrow<CircuitBreaker>> {
 impl<B: Borrow<CircuitBreaker>> fmt::Debug for OwnedPermit<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OwnedPermit")
-            .field("circuit", &self.circuit().name)
+            .field("circuit", self.circuit().name())
             .field("kind", &self.kind)
             .finish()
     }
@@ -56,7 +58,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
     where
         B: Clone,
     {
-        let (kind, started) = breaker.borrow().circuit.fast_permit()?.detach();
+        let (kind, started) = fast_admission(&breaker.borrow().circuit).ok()?.detach();
         Some(Self {
             breaker: breaker.clone(),
             kind,
@@ -77,7 +79,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
             return SlowAdmission::Rejected(info);
         }
         SlowAdmission::Pending(Box::pin(async move {
-            let (kind, started) = breaker.borrow().circuit.permit_slow().await?.detach();
+            let (kind, started) = permit_slow(&breaker.borrow().circuit).await?.detach();
             Ok(Self {
                 breaker,
                 kind,
@@ -95,7 +97,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
     {
         if self.kind == PermitKind::Closed
             && outcome == Outcome::Success
-            && self.circuit().note_closed_success(self.started)
+            && self.circuit().counts().note_success(self.started)
         {
             self.kind = PermitKind::Spent;
             return None;
@@ -112,8 +114,14 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
         match self.kind {
             PermitKind::Closed => {
                 self.kind = PermitKind::Spent;
-                let failures = self.circuit().count_closed(outcome, self.started)?;
-                Some(Box::pin(async move { self.circuit().trip(failures).await }))
+                let circuit = self.circuit();
+                let failures =
+                    circuit
+                        .counts()
+                        .count(outcome, self.started, circuit.thresholds())?;
+                Some(Box::pin(
+                    async move { trip(self.circuit(), failures).await },
+                ))
             }
             // The permit travels into the future and keeps the slot until `end_probe`
             // takes it over, in the same poll: a future dropped unpolled frees it.
@@ -121,8 +129,9 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
                 let mut permit = self;
                 let kind = std::mem::replace(&mut permit.kind, PermitKind::Spent);
                 debug_assert_eq!(kind, PermitKind::Probe);
-                let outcome = permit.circuit().probe_outcome(outcome, permit.started);
-                permit.circuit().end_probe(outcome).await
+                let circuit = permit.circuit();
+                let outcome = circuit.counts().probe_outcome(outcome, permit.started);
+                end_probe(circuit, outcome).await
             })),
             PermitKind::Bypass | PermitKind::Spent => None,
         }
@@ -132,8 +141,8 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
 impl<B: Borrow<CircuitBreaker>> Drop for OwnedPermit<B> {
     fn drop(&mut self) {
         if self.kind == PermitKind::Probe {
-            // Rebuilt and dropped unrecorded: the borrowed permit frees the slot.
-            drop(Permit::new(self.circuit(), PermitKind::Probe));
+            // Dropped unrecorded: free the slot, as the borrowed permit does.
+            self.circuit().release_probe();
         }
     }
 }

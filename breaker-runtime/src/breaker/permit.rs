@@ -1,17 +1,16 @@
-//! Admission of one call ([`Permit`]) and the report of how it ended
-//! ([`Permit::record`]). The closed path decides both inline; everything else (a rejection
-//! from the cache, a refresh, an election, a trip, a probe outcome) is out of line.
+//! `Permit`: one admitted call, and the report of how it ended ([`Permit::record`]). The
+//! closed path records inline; a trip or a probe's outcome is a boxed future.
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use super::CircuitBreaker;
 use super::circuit::Circuit;
-use crate::CircuitInfo;
+use super::transitions::{end_probe, trip};
 use crate::blocking::block_on;
 use crate::protocol::machine::Outcome;
+use crate::state::CircuitInfo;
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +40,7 @@ pub struct Permit<'a> {
 impl fmt::Debug for Permit<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit")
-            .field("circuit", &self.circuit.name)
+            .field("circuit", self.circuit.name())
             .field("kind", &self.kind)
             .finish()
     }
@@ -51,7 +50,7 @@ impl<'a> Permit<'a> {
     /// A permit admitted now; reads the clock only if the policy times calls.
     #[inline]
     pub(super) fn new(circuit: &'a Circuit, kind: PermitKind) -> Self {
-        let started = match circuit.times_calls() {
+        let started = match circuit.counts().times_calls() {
             true => circuit.now(),
             false => 0,
         };
@@ -114,7 +113,7 @@ impl<'a> Permit<'a> {
     fn record_inline(&mut self, outcome: Outcome) -> bool {
         let inline = self.kind == PermitKind::Closed
             && outcome == Outcome::Success
-            && self.circuit.note_closed_success(self.started);
+            && self.circuit.counts().note_success(self.started);
         if inline {
             self.kind = PermitKind::Spent;
         }
@@ -127,13 +126,18 @@ impl<'a> Permit<'a> {
         let circuit = self.circuit;
         // Spent from here on: the transition's future takes over the probe slot.
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => match circuit.count_closed(outcome, self.started) {
-                Some(failures) => Recording::Writing(Box::pin(circuit.trip(failures))),
-                None => Recording::Done,
-            },
+            PermitKind::Closed => {
+                match circuit
+                    .counts()
+                    .count(outcome, self.started, circuit.thresholds())
+                {
+                    Some(failures) => Recording::Writing(Box::pin(trip(circuit, failures))),
+                    None => Recording::Done,
+                }
+            }
             PermitKind::Probe => {
-                let outcome = circuit.probe_outcome(outcome, self.started);
-                Recording::Writing(Box::pin(circuit.end_probe(outcome)))
+                let outcome = circuit.counts().probe_outcome(outcome, self.started);
+                Recording::Writing(Box::pin(end_probe(circuit, outcome)))
             }
             PermitKind::Bypass | PermitKind::Spent => Recording::Done,
         }
@@ -146,56 +150,6 @@ impl Drop for Permit<'_> {
             // Cancelled mid-probe: free the slot so the next call can probe.
             self.circuit.release_probe();
         }
-    }
-}
-
-/// The closed path's admission, decided inline; `None` means [`request_permit`] must
-/// decide (open, half-open, stale cache).
-#[doc(hidden)]
-#[inline]
-pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
-    breaker.circuit.fast_permit()
-}
-
-/// Asks to run one call once [`fast_permit`] said no. `Err` carries what a rejection
-/// reports. A rejection from the cached record is ready at once; only the slow path is a
-/// (boxed) future. (Called first, it still decides right, by the slow path.)
-#[doc(hidden)]
-pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
-    request_permit_at(breaker, None)
-}
-
-/// [`request_permit`] with the time the closed path read (`None`: read it here).
-#[inline]
-pub(super) fn request_permit_at(breaker: &CircuitBreaker, now: Option<u64>) -> PermitRequest<'_> {
-    let circuit = &*breaker.circuit;
-    let now = now.unwrap_or_else(|| circuit.now());
-    match circuit.reject_from_cache(now) {
-        Some(info) => PermitRequest::Rejected(Some(info)),
-        None => PermitRequest::Pending(Box::pin(circuit.permit_slow())),
-    }
-}
-
-/// The blocking admission: [`fast_permit`], else [`request_permit`] driven to its end.
-#[doc(hidden)]
-#[inline]
-pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, CircuitInfo> {
-    let circuit = &*breaker.circuit;
-    match circuit.fast_admission() {
-        Ok(permit) => Ok(permit),
-        Err(now) => admit_blocking(circuit, now),
-    }
-}
-
-/// The blocking admission after the closed path said no at `now`: a rejection from the
-/// cache, else the slow path driven to its end. Out of line, so that the closed path's
-/// caller stays as small as it was.
-#[cold]
-#[inline(never)]
-fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<'_>, CircuitInfo> {
-    match circuit.reject_from_cache(now) {
-        Some(info) => Err(info),
-        None => block_on(circuit.permit_slow()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The cached rejection, published for the open path to read without the circuit's lock.
 //!
 //! The slow path works out, whenever it changes what the cache knows, until when the state
-//! machine rejects every call on the cached record ([`Circuit::rejects_until`]) and publishes
+//! machine rejects every call on the cached record ([`rejects_until`]) and publishes
 //! that instant with what a rejection reports. A rejection then costs a clock read and a few
 //! atomic loads. The words are written under the circuit's mutex (one writer at a time)
 //! and read as a sequence lock: a reader that overlaps a write sees the sequence change and
@@ -9,10 +9,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
-use super::cache::RecordCache;
-use super::circuit::Circuit;
-use crate::CircuitState;
-use crate::protocol::machine::Admission;
+use crate::protocol::CircuitRecord;
+use crate::state::CircuitState;
 
 /// What a published rejection reports besides the circuit's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,6 +18,18 @@ pub(super) struct Rejected {
     pub(super) state: CircuitState,
     pub(super) failure_count: u32,
     pub(super) opened_at: Option<u64>,
+}
+
+impl Rejected {
+    /// What `record` reports at `now` (unix millis): the state an override makes the
+    /// circuit act on.
+    pub(super) fn of(record: &CircuitRecord, now: u64) -> Self {
+        Self {
+            state: record.effective_state(now / 1000),
+            failure_count: record.failure_count,
+            opened_at: record.opened_at,
+        }
+    }
 }
 
 /// The published rejection of one circuit. `until` is 0 when the cache rejects nothing.
@@ -89,44 +99,26 @@ fn decode(report: u64, opened_at: u64) -> Rejected {
     }
 }
 
-impl Circuit {
-    /// Until when (unix millis) the state machine rejects every call on the cached record,
-    /// from `now` on; 0 if it does not reject at `now`. Bounded by the cache's trust.
-    ///
-    /// Asked of the machine itself ([`Circuit::admission`]), so whatever it decides from the
-    /// record is what the open path does. On one record a rejection only ends (at the
-    /// recovery timeout, a lease's end, or when this environment's election is due), so the
-    /// end is found by bisection. A probe in flight in this process is left out: it only adds
-    /// rejections, which the locked path still makes.
-    pub(super) fn rejects_until(&self, cache: &RecordCache, now: u64) -> u64 {
-        let rejects = |at: u64| self.admission(cache, at, true, false) == Admission::Reject;
-        let trusted_until = cache.trusted_until();
-        if now >= trusted_until || !rejects(now) {
-            return 0;
-        }
-        // Invariant: `rejects(low)`; every instant from `high` on is past the answer.
-        let (mut low, mut high) = (now, trusted_until);
-        while high - low > 1 {
-            let middle = low + (high - low) / 2;
-            match rejects(middle) {
-                true => low = middle,
-                false => high = middle,
-            }
-        }
-        high
+/// Until when (unix millis) every call is rejected, from `now` on, given `rejects` (does
+/// the state machine reject a call at this instant?); 0 if it does not reject at `now`.
+/// Bounded by `trusted_until`, the end of the cache's trust.
+///
+/// On one record a rejection only ends (at the recovery timeout, a lease's end, or when
+/// this environment's election is due), so the end is found by bisection.
+pub(super) fn rejects_until(now: u64, trusted_until: u64, rejects: impl Fn(u64) -> bool) -> u64 {
+    if now >= trusted_until || !rejects(now) {
+        return 0;
     }
-
-    /// Republishes the rejection of the cached record (under the circuit's mutex).
-    pub(super) fn publish_rejection(&self, cache: &RecordCache, now: u64) {
-        let record = &cache.record;
-        let rejected = Rejected {
-            state: record.effective_state(now / 1000),
-            failure_count: record.failure_count,
-            opened_at: record.opened_at,
-        };
-        self.rejection
-            .publish(self.rejects_until(cache, now), rejected);
+    // Invariant: `rejects(low)`; every instant from `high` on is past the answer.
+    let (mut low, mut high) = (now, trusted_until);
+    while high - low > 1 {
+        let middle = low + (high - low) / 2;
+        match rejects(middle) {
+            true => low = middle,
+            false => high = middle,
+        }
     }
+    high
 }
 
 #[cfg(test)]

@@ -1,15 +1,15 @@
-//! Store calls of one circuit: on the store runtime, with the store timeout, and left
-//! alone for about `store_error_backoff` after an error (spread per environment) so a
-//! broken or throttled store is not hit by every call, nor by a whole fleet at once.
+//! `StoreAccess`: the store calls of one circuit, on the store runtime and with the store
+//! timeout, and the back-off after an error: about `store_error_backoff` (spread per
+//! environment after throttling) so a broken or throttled store is not hit by every call,
+//! nor by a whole fleet at once.
 
 use std::future::Future;
 use std::sync::Arc;
 
-use super::circuit::Circuit;
-use crate::config::millis;
+use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
 use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
-use crate::store::StoreError;
+use crate::store::{StateStore, StoreError};
 use crate::store_runtime;
 
 /// Why a store call gave no answer.
@@ -29,62 +29,75 @@ impl StoreCallError {
     }
 }
 
-impl Circuit {
-    /// Reads the shared record, strongly consistently if `consistent`.
-    pub(super) async fn read_store(
+/// The store of one circuit, and how it is called.
+pub(super) struct StoreAccess {
+    store: Arc<dyn StateStore>,
+    name: Arc<str>,
+    timeout: std::time::Duration,
+    backoff_millis: u64,
+}
+
+impl StoreAccess {
+    pub(super) fn new(
+        store: Arc<dyn StateStore>,
+        name: Arc<str>,
+        config: &CircuitBreakerConfig,
+    ) -> Self {
+        Self {
+            store,
+            name,
+            timeout: config.store_timeout,
+            backoff_millis: millis(config.store_error_backoff),
+        }
+    }
+
+    pub(super) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
+    pub(super) fn name(&self) -> &Arc<str> {
+        &self.name
+    }
+
+    /// Reads the shared record, strongly consistently if `consistent`. Does nothing until
+    /// awaited, so a call skipped while backing off costs nothing.
+    pub(super) fn read(
         &self,
         consistent: bool,
-    ) -> Result<Option<CircuitRecord>, StoreCallError> {
-        let read = store_runtime::read(
+    ) -> impl Future<Output = Result<Option<CircuitRecord>, StoreError>> + use<> {
+        store_runtime::read(
             Arc::clone(&self.store),
             Arc::clone(&self.name),
             consistent,
-            self.config.store_timeout,
-        );
-        self.unless_backing_off(read).await
+            self.timeout,
+        )
     }
 
-    /// Writes `transition` to the shared record.
-    pub(super) async fn write_store(
+    /// Writes `transition` to the shared record (lazily, like [`read`](Self::read)).
+    pub(super) fn write(
         &self,
         transition: Transition,
-    ) -> Result<WriteOutcome, StoreCallError> {
-        let write = store_runtime::apply(
+    ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + use<> {
+        store_runtime::apply(
             Arc::clone(&self.store),
             Arc::clone(&self.name),
             transition,
-            self.config.store_timeout,
-        );
-        self.unless_backing_off(write).await
+            self.timeout,
+        )
     }
 
-    /// Runs `operation` unless the store is backing off after an error; an error starts
-    /// the back-off. `operation` does nothing until awaited, so a skipped one costs nothing.
-    async fn unless_backing_off<T>(
-        &self,
-        operation: impl Future<Output = Result<T, StoreError>>,
-    ) -> Result<T, StoreCallError> {
-        if self.now() < self.lock().store_retry_at {
-            return Err(StoreCallError::BackingOff);
+    /// Logs `error` and returns until when (unix millis) the store is left alone after it,
+    /// from `now` on; `environment_id` spreads a fleet's return after throttling.
+    pub(super) fn back_off(&self, error: &StoreError, now: u64, environment_id: &str) -> u64 {
+        tracing::warn!(circuit = %self.name, %error, "circuit breaker store failed; failing open");
+        let backoff = self.backoff_millis;
+        if error.is_throttled() {
+            // Spread over [backoff / 2, backoff * 3 / 2): a fleet throttled by one
+            // burst must not come back in one burst.
+            let spread = environment::spread(backoff, environment_id, now);
+            now.saturating_add(backoff / 2).saturating_add(spread)
+        } else {
+            now.saturating_add(backoff)
         }
-        let reply = operation.await;
-        if let Err(error) = &reply {
-            tracing::warn!(circuit = %self.name, %error, "circuit breaker store failed; failing open");
-            let mut cache = self.lock();
-            let now = self.now();
-            let backoff = millis(self.config.store_error_backoff);
-            let retry_at = if error.is_throttled() {
-                // Spread over [backoff / 2, backoff * 3 / 2): a fleet throttled by one
-                // burst must not come back in one burst.
-                let spread = environment::spread(backoff, &self.environment_id, now);
-                now.saturating_add(backoff / 2).saturating_add(spread)
-            } else {
-                now.saturating_add(backoff)
-            };
-            cache.store_retry_at = retry_at;
-            cache.fresh_until = cache.fresh_until.max(retry_at);
-            self.publish(&cache);
-        }
-        reply.map_err(StoreCallError::Failed)
     }
 }
