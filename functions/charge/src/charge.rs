@@ -71,7 +71,7 @@ fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
             json!({"statusCode": 409, "order_id": id, "declined": true, "duplicate": true, "error": "the order was declined before"}),
         ),
         Charged::InFlight { lease_until } => {
-            let wait = lease_until.saturating_sub(payment_pipeline::ledger::unix_now());
+            let wait = lease_until.saturating_sub(payment_pipeline::clock::unix_now());
             Err(Buffering {
                 delay: Duration::from_secs(wait),
                 ..Buffering::now(BufferReason::InFlight)

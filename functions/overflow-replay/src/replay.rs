@@ -9,7 +9,7 @@
 use std::time::{Duration, SystemTime};
 
 use aws_lambda_events::event::sqs::SqsMessage;
-use payment_pipeline::ledger::unix_now;
+use payment_pipeline::clock::unix_now;
 use payment_pipeline::overflow::MAX_DELAY;
 use payment_pipeline::{Charged, Deferral, FailureCount, Order, Pipeline};
 

@@ -4,8 +4,9 @@
 
 use breaker_runtime::CircuitBreakerOpenError;
 
-use crate::ledger::{Claim, Ledger, LedgerError, Outcome};
-use crate::{GuardedPaymentError, Order, PaymentClient, PaymentError, Receipt};
+use crate::ledger::{Claim, Ledger, LedgerError, Settlement};
+use crate::order::Order;
+use crate::payments::{GuardedPaymentError, PaymentClient, PaymentError, Receipt};
 
 /// How a charge through the ledger ended.
 #[derive(Debug)]
@@ -59,28 +60,28 @@ impl PaymentClient {
         };
         let (outcome, detail, charged) = match self.charge_guarded(order).await {
             Ok(receipt) => (
-                Outcome::Charged,
+                Settlement::Charged,
                 receipt.body.to_string(),
                 Charged::Now(receipt),
             ),
             Err(GuardedPaymentError::CircuitOpen(open)) => (
-                Outcome::NotCharged,
+                Settlement::NotCharged,
                 String::new(),
                 Charged::CircuitOpen(open),
             ),
             Err(GuardedPaymentError::Payment(error @ PaymentError::Refused { .. })) => (
-                Outcome::Declined,
+                Settlement::Declined,
                 error.to_string(),
                 Charged::Declined(error),
             ),
             Err(GuardedPaymentError::Payment(error)) if error.outcome_known() => (
-                Outcome::NotCharged,
+                Settlement::NotCharged,
                 error.to_string(),
                 Charged::Failed(error),
             ),
             Err(GuardedPaymentError::Payment(error)) => {
                 tracing::error!(order_id = %order.order_id, %error, "charge outcome unknown: parked in the ledger");
-                (Outcome::Unknown, error.to_string(), Charged::Unknown)
+                (Settlement::Unknown, error.to_string(), Charged::Unknown)
             }
         };
         if let Err(error) = ledger.settle(&attempt, outcome, &detail).await {

@@ -8,15 +8,17 @@
 #![forbid(unsafe_code)]
 
 mod charge_once;
+pub mod clock;
 pub mod ledger;
 pub mod order;
 pub mod overflow;
 pub mod payments;
 mod pipeline;
 mod sdk;
+mod text;
 
 pub use charge_once::Charged;
-pub use ledger::{Attempt, Claim, Ledger, LedgerError, Outcome};
+pub use ledger::{Attempt, Claim, Ledger, LedgerError, Settlement};
 pub use order::{InvalidOrder, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
 pub use payments::{

@@ -1,7 +1,9 @@
 //! What `charge` and `overflow-replay` both build once at start: the payment client, the
 //! ledger and the overflow queue, each from its settings.
 
-use crate::{Ledger, OverflowQueue, PaymentClient};
+use crate::ledger::Ledger;
+use crate::overflow::OverflowQueue;
+use crate::payments::PaymentClient;
 
 /// The three parts of the pipeline, shared by every invocation.
 ///

@@ -1,4 +1,29 @@
+//! Exactly-once charging on our side: one item per order id in a small DynamoDB table,
+//! written with a condition before the payment call and after it, the way the Powertools
+//! idempotency utility guards a handler. SQS delivers at least once, the SDK retries
+//! SendMessage, Lambda retries invocations: every copy of an order meets the same item, and
+//! only the copy that created it calls the payment API.
+//!
+//! | `status` | meaning | another copy of the order |
+//! |---|---|---|
+//! | `in_progress` | an attempt holds it until `lease_until` | waits (deferred) |
+//! | `charged` | the payment API answered 2xx | is dropped: already charged |
+//! | `declined` | the payment API refused it (4xx other than 429) | is dropped: final |
+//! | `unknown` | an attempt's outcome is unknown (timeout, connection lost after sending, an attempt whose lease ran out) | is dropped: a human reconciles it; `PaymentOutcomeUnknown` alarms |
+//!
+//! An attempt that failed with a known outcome (5xx, 429, connection refused) deletes its
+//! item, so a later copy may charge. Items expire (`expiration`, TTL) after
+//! `LEDGER_TTL_DAYS`, longer than an order can live in the queues.
+//!
+//! [`Ledger`] makes the writes; [`Claim`] is what it answers before a charge, [`Attempt`]
+//! and [`Settlement`] what it records after one.
+
+mod attempt;
+mod claim;
+mod item;
 pub mod outcome_unknown;
 mod table;
 
-pub use table::*;
+pub use attempt::{Attempt, Settlement};
+pub use claim::Claim;
+pub use table::{Ledger, LedgerError};

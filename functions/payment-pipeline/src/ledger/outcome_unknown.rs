@@ -4,9 +4,13 @@
 //! on it: such an order needs a human to ask the payment provider.
 
 use std::io::Write as _;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::json;
+
+use super::item::MAX_DETAIL_BYTES;
+use crate::clock::unix_millis;
+use crate::payments::CIRCUIT;
+use crate::text::truncate;
 
 /// The metric counted per order parked as `unknown`.
 pub const PAYMENT_OUTCOME_UNKNOWN: &str = "PaymentOutcomeUnknown";
@@ -17,10 +21,7 @@ pub fn log_outcome_unknown(order_id: &str, detail: &str) {
         .ok()
         .filter(|ns| !ns.trim().is_empty())
         .unwrap_or_else(|| breaker_runtime::emf::DEFAULT_NAMESPACE.to_owned());
-    let millis = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    let line = outcome_unknown_record(order_id, detail, &namespace, millis);
+    let line = outcome_unknown_record(order_id, detail, &namespace, unix_millis());
     let mut stdout = std::io::stdout().lock();
     let _ = stdout
         .write_all(format!("{line}\n").as_bytes())
@@ -51,9 +52,9 @@ pub fn outcome_unknown_record(
                 "Metrics": [{"Name": PAYMENT_OUTCOME_UNKNOWN, "Unit": "Count"}],
             }],
         },
-        "circuit": crate::CIRCUIT,
+        "circuit": CIRCUIT,
         "order_id": order_id,
-        "detail": super::table::truncate(detail, 512),
+        "detail": truncate(detail, MAX_DETAIL_BYTES),
         PAYMENT_OUTCOME_UNKNOWN: 1,
     });
     record.to_string()

@@ -1,22 +1,7 @@
-//! Exactly-once charging on our side: one item per order id in a small DynamoDB table,
-//! written with a condition before the payment call and after it, the way the Powertools
-//! idempotency utility guards a handler. SQS delivers at least once, the SDK retries
-//! SendMessage, Lambda retries invocations: every copy of an order meets the same item, and
-//! only the copy that created it calls the payment API.
-//!
-//! | `status` | meaning | another copy of the order |
-//! |---|---|---|
-//! | `in_progress` | an attempt holds it until `lease_until` | waits (deferred) |
-//! | `charged` | the payment API answered 2xx | is dropped: already charged |
-//! | `declined` | the payment API refused it (4xx other than 429) | is dropped: final |
-//! | `unknown` | an attempt's outcome is unknown (timeout, connection lost after sending, an attempt whose lease ran out) | is dropped: a human reconciles it; `PaymentOutcomeUnknown` alarms |
-//!
-//! An attempt that failed with a known outcome (5xx, 429, connection refused) deletes its
-//! item, so a later copy may charge. Items expire (`expiration`, TTL) after
-//! `LEDGER_TTL_DAYS`, longer than an order can live in the queues.
+//! The ledger table: the conditional writes that claim an order and settle its attempt.
 
 use std::collections::HashMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{DisplayErrorContext, SdkError};
@@ -24,7 +9,13 @@ use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use super::attempt::{Attempt, Settlement};
+use super::claim::{Claim, Found, found};
+use super::item::{MAX_DETAIL_BYTES, n, s};
 use super::outcome_unknown::log_outcome_unknown;
+use crate::clock::unix_now;
+use crate::sdk::operation_timeouts;
+use crate::text::truncate;
 
 /// Default `LEDGER_LEASE_SECS`: longer than a function's timeout, so an attempt still
 /// running is never taken for a dead one.
@@ -39,13 +30,13 @@ const DEFAULT_TTL_DAYS: u64 = 60;
 /// ```no_run
 /// # async fn demo(sdk: aws_config::SdkConfig) -> Result<(), Box<dyn std::error::Error>> {
 /// use std::time::Duration;
-/// use payment_pipeline::{Claim, Ledger, Outcome};
+/// use payment_pipeline::{Claim, Ledger, Settlement};
 ///
 /// let ledger = Ledger::new(&sdk, "orders-ledger".into(), Duration::from_secs(60),
 ///     Duration::from_secs(60 * 86_400), Duration::from_secs(3));
 /// if let Claim::Claimed(attempt) = ledger.claim("o-1").await? {
 ///     // ... charge the order, then:
-///     ledger.settle(&attempt, Outcome::Charged, "ch_1").await?;
+///     ledger.settle(&attempt, Settlement::Charged, "ch_1").await?;
 /// }
 /// # Ok(()) }
 /// ```
@@ -56,46 +47,6 @@ pub struct Ledger {
     lease: Duration,
     ttl: Duration,
     timeout: Duration,
-}
-
-/// What the ledger says about an order before it is charged.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
-    /// This attempt holds the order: charge it, then [`Ledger::settle`].
-    Claimed(Attempt),
-    /// Already charged: do not charge again.
-    Charged,
-    /// Already refused by the payment API: final.
-    Declined,
-    /// Another attempt holds it until this Unix second.
-    InFlight {
-        /// When its lease runs out.
-        lease_until: u64,
-    },
-    /// An attempt's outcome is unknown: parked for reconciliation, never charged blindly.
-    Unknown,
-}
-
-/// One attempt at charging an order: what the conditional writes after the call check.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Attempt {
-    /// The order.
-    pub order_id: String,
-    /// This attempt's id.
-    pub attempt_id: String,
-}
-
-/// How an attempt ended, as recorded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// The payment API charged the order.
-    Charged,
-    /// The payment API refused it: final.
-    Declined,
-    /// Not charged, and known not to be: the item is deleted so a later copy may charge.
-    NotCharged,
-    /// Maybe charged: parked as `unknown`, with an alarm.
-    Unknown,
 }
 
 /// DynamoDB failed: nothing may be charged without the ledger.
@@ -117,7 +68,7 @@ impl Ledger {
         timeout: Duration,
     ) -> Self {
         let config = aws_sdk_dynamodb::config::Builder::from(sdk)
-            .timeout_config(crate::sdk::operation_timeouts(timeout))
+            .timeout_config(operation_timeouts(timeout))
             .build();
         Self::on_client(Client::from_conf(config), table, lease, ttl, timeout)
     }
@@ -202,7 +153,7 @@ impl Ledger {
                     // The put may have been written though no answer says so (its last try
                     // timed out, a 500 after the write): release it, or every copy of the
                     // order would wait out the lease and then park it as unknown, unsent.
-                    if let Err(release) = self.settle(&attempt, Outcome::NotCharged, "").await {
+                    if let Err(release) = self.settle(&attempt, Settlement::NotCharged, "").await {
                         tracing::warn!(%order_id, error = %release, "could not release a claim whose put failed");
                     }
                     return Err(error);
@@ -216,7 +167,7 @@ impl Ledger {
                 Found::Expired(stale) => {
                     // Its attempt died mid-call (killed, timed out): the charge may have
                     // gone through. Park it; never charge it again blindly.
-                    self.settle(&stale, Outcome::Unknown, "its attempt's lease ran out")
+                    self.settle(&stale, Settlement::Unknown, "its attempt's lease ran out")
                         .await?;
                     return Ok(Claim::Unknown);
                 }
@@ -232,15 +183,15 @@ impl Ledger {
     pub async fn settle(
         &self,
         attempt: &Attempt,
-        outcome: Outcome,
+        settlement: Settlement,
         detail: &str,
     ) -> Result<(), LedgerError> {
         let condition = "attempt_id = :attempt AND #status = :in_progress";
-        let status = match outcome {
-            Outcome::Charged => "charged",
-            Outcome::Declined => "declined",
-            Outcome::Unknown => "unknown",
-            Outcome::NotCharged => {
+        let status = match settlement {
+            Settlement::Charged => "charged",
+            Settlement::Declined => "declined",
+            Settlement::Unknown => "unknown",
+            Settlement::NotCharged => {
                 let deleted = self
                     .dynamodb
                     .delete_item()
@@ -272,7 +223,7 @@ impl Ledger {
             .condition_expression(condition)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":status", s(status))
-            .expression_attribute_values(":detail", s(&truncate(detail, 512)))
+            .expression_attribute_values(":detail", s(&truncate(detail, MAX_DETAIL_BYTES)))
             .expression_attribute_values(":now", n(unix_now()))
             .expression_attribute_values(":attempt", s(&attempt.attempt_id))
             .expression_attribute_values(":in_progress", s("in_progress"))
@@ -280,7 +231,7 @@ impl Ledger {
             .await;
         match updated {
             Ok(_) => {
-                if outcome == Outcome::Unknown {
+                if settlement == Settlement::Unknown {
                     log_outcome_unknown(&attempt.order_id, detail);
                 }
                 Ok(())
@@ -324,81 +275,6 @@ impl Ledger {
     }
 }
 
-/// What the item a claim ran into means.
-#[derive(Debug, PartialEq, Eq)]
-enum Found {
-    /// The claim's answer.
-    Answer(Claim),
-    /// Another attempt's claim whose lease ran out: to be parked as unknown.
-    Expired(Attempt),
-}
-
-/// Reads the item a conditional put of `attempt` (made at `now`) ran into.
-fn found(item: &HashMap<String, AttributeValue>, attempt: &Attempt, now: u64) -> Found {
-    match text(item, "status") {
-        "charged" => Found::Answer(Claim::Charged),
-        "declined" => Found::Answer(Claim::Declined),
-        // Our own put: the SDK retried it after a lost answer (an attempt timeout, a 500
-        // after the write). It holds the order; nothing was sent yet.
-        "in_progress" if text(item, "attempt_id") == attempt.attempt_id => {
-            Found::Answer(Claim::Claimed(attempt.clone()))
-        }
-        "in_progress" => {
-            let lease_until = number(item, "lease_until");
-            if lease_until > now {
-                Found::Answer(Claim::InFlight { lease_until })
-            } else {
-                Found::Expired(Attempt {
-                    order_id: attempt.order_id.clone(),
-                    attempt_id: text(item, "attempt_id").to_owned(),
-                })
-            }
-        }
-        _ => Found::Answer(Claim::Unknown),
-    }
-}
-
-fn s(value: &str) -> AttributeValue {
-    AttributeValue::S(value.to_owned())
-}
-
-fn n(value: u64) -> AttributeValue {
-    AttributeValue::N(value.to_string())
-}
-
-fn text<'a>(item: &'a HashMap<String, AttributeValue>, name: &str) -> &'a str {
-    match item.get(name) {
-        Some(AttributeValue::S(value)) => value,
-        _ => "",
-    }
-}
-
-fn number(item: &HashMap<String, AttributeValue>, name: &str) -> u64 {
-    match item.get(name) {
-        Some(AttributeValue::N(value)) => value.parse().unwrap_or(0),
-        _ => 0,
-    }
-}
-
-/// `text` cut at a character boundary within `max` bytes.
-pub(crate) fn truncate(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
-/// Unix seconds now.
-pub fn unix_now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::{Arc, Mutex};
@@ -408,59 +284,6 @@ mod tests {
     use aws_smithy_mocks::{RuleMode, mock, mock_client};
 
     use super::*;
-
-    fn item(status: &str, attempt_id: &str, lease_until: u64) -> HashMap<String, AttributeValue> {
-        HashMap::from([
-            ("order_id".to_owned(), s("o-1")),
-            ("status".to_owned(), s(status)),
-            ("attempt_id".to_owned(), s(attempt_id)),
-            ("lease_until".to_owned(), n(lease_until)),
-        ])
-    }
-
-    fn attempt(attempt_id: &str) -> Attempt {
-        Attempt {
-            order_id: "o-1".into(),
-            attempt_id: attempt_id.into(),
-        }
-    }
-
-    #[test]
-    fn a_retried_put_that_meets_its_own_claim_holds_the_order() {
-        // The first PutItem was written but its answer lost; the SDK's retry fails the
-        // condition on that very item. Taking it for another attempt's would park an
-        // order never sent as unknown once the lease ran out.
-        let mine = attempt("a-1");
-        assert_eq!(
-            found(&item("in_progress", "a-1", 160), &mine, 100),
-            Found::Answer(Claim::Claimed(mine.clone()))
-        );
-    }
-
-    #[test]
-    fn another_attempts_item_waits_stops_or_is_parked() {
-        let mine = attempt("a-2");
-        assert_eq!(
-            found(&item("in_progress", "a-1", 160), &mine, 100),
-            Found::Answer(Claim::InFlight { lease_until: 160 })
-        );
-        assert_eq!(
-            found(&item("in_progress", "a-1", 100), &mine, 100),
-            Found::Expired(attempt("a-1"))
-        );
-        assert_eq!(
-            found(&item("charged", "a-1", 160), &mine, 100),
-            Found::Answer(Claim::Charged)
-        );
-        assert_eq!(
-            found(&item("declined", "a-1", 160), &mine, 100),
-            Found::Answer(Claim::Declined)
-        );
-        assert_eq!(
-            found(&item("unknown", "a-1", 160), &mine, 100),
-            Found::Answer(Claim::Unknown)
-        );
-    }
 
     #[tokio::test]
     async fn a_claim_whose_put_failed_releases_what_it_may_have_written() {

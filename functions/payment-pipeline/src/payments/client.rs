@@ -12,7 +12,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
-use crate::Order;
+use crate::order::Order;
+use crate::text::truncate;
 
 /// The header that carries the order id, so a retried or replayed charge is charged once.
 pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
@@ -186,11 +187,11 @@ fn quoted(body: &[u8]) -> String {
     if text.len() <= MAX_QUOTED_BYTES {
         return text.into_owned();
     }
-    let mut end = MAX_QUOTED_BYTES;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}… ({} bytes)", &text[..end], body.len())
+    format!(
+        "{} ({} bytes)",
+        truncate(&text, MAX_QUOTED_BYTES),
+        body.len()
+    )
 }
 
 fn classify(status: StatusCode, body: &[u8]) -> Result<Receipt, PaymentError> {

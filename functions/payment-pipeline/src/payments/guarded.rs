@@ -3,7 +3,8 @@
 
 use breaker_runtime::{CircuitBreakerOpenError, circuit_breaker};
 
-use crate::{Order, PaymentClient, PaymentError, Receipt};
+use super::client::{PaymentClient, PaymentError, Receipt};
+use crate::order::Order;
 
 /// The name of the circuit around the payment API: the `id` of its item in the circuit
 /// table, the `circuit` dimension of its metrics, the `circuit` attribute of a buffered

@@ -1,0 +1,115 @@
+//! What the ledger answers before a charge, and how the item a claim ran into is read.
+
+use super::attempt::Attempt;
+use super::item::{Item, number, text};
+
+/// What the ledger says about an order before it is charged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This attempt holds the order: charge it, then [`Ledger::settle`](super::Ledger::settle).
+    Claimed(Attempt),
+    /// Already charged: do not charge again.
+    Charged,
+    /// Already refused by the payment API: final.
+    Declined,
+    /// Another attempt holds it until this Unix second.
+    InFlight {
+        /// When its lease runs out.
+        lease_until: u64,
+    },
+    /// An attempt's outcome is unknown: parked for reconciliation, never charged blindly.
+    Unknown,
+}
+
+/// What the item a claim ran into means.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum Found {
+    /// The claim's answer.
+    Answer(Claim),
+    /// Another attempt's claim whose lease ran out: to be parked as unknown.
+    Expired(Attempt),
+}
+
+/// Reads the item a conditional put of `attempt` (made at `now`) ran into.
+pub(super) fn found(item: &Item, attempt: &Attempt, now: u64) -> Found {
+    match text(item, "status") {
+        "charged" => Found::Answer(Claim::Charged),
+        "declined" => Found::Answer(Claim::Declined),
+        // Our own put: the SDK retried it after a lost answer (an attempt timeout, a 500
+        // after the write). It holds the order; nothing was sent yet.
+        "in_progress" if text(item, "attempt_id") == attempt.attempt_id => {
+            Found::Answer(Claim::Claimed(attempt.clone()))
+        }
+        "in_progress" => {
+            let lease_until = number(item, "lease_until");
+            if lease_until > now {
+                Found::Answer(Claim::InFlight { lease_until })
+            } else {
+                Found::Expired(Attempt {
+                    order_id: attempt.order_id.clone(),
+                    attempt_id: text(item, "attempt_id").to_owned(),
+                })
+            }
+        }
+        _ => Found::Answer(Claim::Unknown),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ledger::item::{n, s};
+
+    fn item(status: &str, attempt_id: &str, lease_until: u64) -> Item {
+        Item::from([
+            ("order_id".to_owned(), s("o-1")),
+            ("status".to_owned(), s(status)),
+            ("attempt_id".to_owned(), s(attempt_id)),
+            ("lease_until".to_owned(), n(lease_until)),
+        ])
+    }
+
+    fn attempt(attempt_id: &str) -> Attempt {
+        Attempt {
+            order_id: "o-1".into(),
+            attempt_id: attempt_id.into(),
+        }
+    }
+
+    #[test]
+    fn a_retried_put_that_meets_its_own_claim_holds_the_order() {
+        // The first PutItem was written but its answer lost; the SDK's retry fails the
+        // condition on that very item. Taking it for another attempt's would park an
+        // order never sent as unknown once the lease ran out.
+        let mine = attempt("a-1");
+        assert_eq!(
+            found(&item("in_progress", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Claimed(mine.clone()))
+        );
+    }
+
+    #[test]
+    fn another_attempts_item_waits_stops_or_is_parked() {
+        let mine = attempt("a-2");
+        assert_eq!(
+            found(&item("in_progress", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::InFlight { lease_until: 160 })
+        );
+        assert_eq!(
+            found(&item("in_progress", "a-1", 100), &mine, 100),
+            Found::Expired(attempt("a-1"))
+        );
+        assert_eq!(
+            found(&item("charged", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Charged)
+        );
+        assert_eq!(
+            found(&item("declined", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Declined)
+        );
+        assert_eq!(
+            found(&item("unknown", "a-1", 160), &mine, 100),
+            Found::Answer(Claim::Unknown)
+        );
+    }
+}
