@@ -21,8 +21,9 @@ pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
 }
 
 /// [`fast_permit`] of a circuit, or the time it read (unix millis), so that the open path
-/// that follows does not read the clock again.
-#[inline]
+/// that follows does not read the clock again. Always inlined: with `#[inline]` alone it
+/// stayed out of line (it has five callers), and the closed path cost 28 more instructions.
+#[inline(always)]
 pub(super) fn fast_admission(circuit: &Circuit) -> Result<Permit<'_>, u64> {
     if circuit.disabled() {
         return Ok(Permit::new(circuit, PermitKind::Bypass));
