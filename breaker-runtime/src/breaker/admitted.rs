@@ -30,12 +30,12 @@ pub(super) type Panic = Box<dyn Any + Send>;
 
 /// How a finished call counts.
 #[doc(hidden)]
-pub trait Classify<O> {
+pub trait ClassifyOutput<O> {
     /// The outcome of a call that returned `output`.
     fn outcome(&self, output: &O) -> Outcome;
 }
 
-impl<O, F: Fn(&O) -> Outcome> Classify<O> for F {
+impl<O, F: Fn(&O) -> Outcome> ClassifyOutput<O> for F {
     #[inline]
     fn outcome(&self, output: &O) -> Outcome {
         self(output)
@@ -46,7 +46,7 @@ impl<O, F: Fn(&O) -> Outcome> Classify<O> for F {
 #[derive(Debug)]
 pub(super) struct ErrorsThat<C>(pub(super) C);
 
-impl<T, E, C: Fn(&E) -> bool> Classify<Result<T, E>> for ErrorsThat<C> {
+impl<T, E, C: Fn(&E) -> bool> ClassifyOutput<Result<T, E>> for ErrorsThat<C> {
     #[inline]
     fn outcome(&self, output: &Result<T, E>) -> Outcome {
         classify(output, &self.0)
@@ -89,7 +89,7 @@ pub fn run_admitted<'a, Fut, C>(
 ) -> RunAdmitted<'a, Fut, C, Fut::Output>
 where
     Fut: Future,
-    // An `Fn` bound, not `Classify`, so a closure's argument type is inferred.
+    // An `Fn` bound, not `ClassifyOutput`, so a closure's argument type is inferred.
     C: Fn(&Fut::Output) -> Outcome,
 {
     RunAdmitted {
@@ -103,7 +103,7 @@ where
 impl<Fut, C> Future for RunAdmitted<'_, Fut, C, Fut::Output>
 where
     Fut: Future,
-    C: Classify<Fut::Output>,
+    C: ClassifyOutput<Fut::Output>,
 {
     type Output = Fut::Output;
 
@@ -134,7 +134,7 @@ pub(super) fn poll_admitted<'a, Fut: Future>(
     mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
     held: &mut Option<Permit<'a>>,
     slow: &mut SlowSlot<'a, Fut::Output>,
-    classify: &impl Classify<Fut::Output>,
+    classify: &impl ClassifyOutput<Fut::Output>,
     permit: Permit<'a>,
     cx: &mut Context<'_>,
 ) -> Poll<Fut::Output> {
@@ -156,7 +156,7 @@ pub(super) fn complete<'a, O>(
     slow: &mut SlowSlot<'a, O>,
     permit: Permit<'a>,
     output: Result<O, Panic>,
-    classify: &impl Classify<O>,
+    classify: &impl ClassifyOutput<O>,
     cx: &mut Context<'_>,
 ) -> Poll<O> {
     let outcome = match &output {

@@ -11,7 +11,7 @@ use std::task::{Context, Poll, ready};
 use super::CircuitBreaker;
 use super::admission::{fast_admission, request_permit_at};
 use super::admitted::{
-    CatchUnwind, Classify, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
+    CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
     poll_admitted, poll_recording,
 };
 use super::permit::{Permit, PermitRequest};
@@ -48,7 +48,7 @@ pub fn guarded_call<'a, F, Fut, C>(
 where
     F: FnOnce() -> Fut,
     Fut: Future,
-    // An `Fn` bound, not `Classify`, so a closure's argument type is inferred.
+    // An `Fn` bound, not `ClassifyOutput`, so a closure's argument type is inferred.
     C: Fn(&Fut::Output) -> Outcome,
 {
     GuardedCall::new(breaker, make, classify)
@@ -72,7 +72,7 @@ impl<F, Fut, C> Future for GuardedCall<'_, F, Fut, C, Fut::Output>
 where
     F: FnOnce() -> Fut,
     Fut: Future,
-    C: Classify<Fut::Output>,
+    C: ClassifyOutput<Fut::Output>,
 {
     type Output = Result<Fut::Output, CircuitInfo>;
 
