@@ -11,7 +11,8 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::store::{CircuitRecord, StateStore, StoreError, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::store::{StateStore, StoreError};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();

@@ -5,7 +5,8 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::{CircuitRecord, StateStore, StoreFuture, Transition, WriteOutcome};
+use super::{StateStore, StoreFuture};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
 
 /// Keeps circuit records in this process: each Lambda environment has its own circuits.
 ///

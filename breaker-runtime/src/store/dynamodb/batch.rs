@@ -8,7 +8,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 
 use super::Shared;
 use super::item::Item;
-use crate::store::{CircuitRecord, StoreError};
+use crate::protocol::CircuitRecord;
+use crate::store::StoreError;
 
 /// Keys per `BatchGetItem` request: DynamoDB's limit.
 const KEYS_PER_REQUEST: usize = 100;

@@ -9,7 +9,7 @@ use super::item::{
     AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
 };
 use super::{ClientSource, DynamoDbStore, Shared};
-use crate::CircuitBreakerConfigError;
+use crate::error::CircuitBreakerConfigError;
 
 /// Builds a [`DynamoDbStore`]; see [`DynamoDbStore::builder`].
 ///

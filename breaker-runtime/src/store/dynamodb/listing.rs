@@ -5,7 +5,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::Item;
 use super::{DynamoDbStore, Shared};
-use crate::store::{CircuitRecord, StoreError};
+use crate::protocol::CircuitRecord;
+use crate::store::StoreError;
 
 /// One circuit's item as stored, for an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]

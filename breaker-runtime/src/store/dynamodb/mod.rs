@@ -11,30 +11,27 @@
 //! SDK errors stop here: the breaker sees won, lost, or a [`StoreError`] (and fails open).
 
 use std::sync::Arc;
-use std::time::Duration;
 
-use aws_config::{BehaviorVersion, SdkConfig};
+use aws_config::BehaviorVersion;
 use aws_sdk_dynamodb::Client;
-use aws_sdk_dynamodb::config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
-use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use tokio::sync::OnceCell;
 
-use super::{
-    CircuitRecord, Override, OverrideKind, StateStore, StoreError, StoreFuture, Transition,
-    WriteOutcome,
-};
+use super::{StateStore, StoreError, StoreFuture};
+use crate::protocol::{CircuitRecord, Override, OverrideKind, Transition, WriteOutcome};
 
 mod batch;
 mod builder;
+mod client;
 mod conditions;
 mod item;
 mod listing;
 
 pub use builder::DynamoDbStoreBuilder;
+use client::ClientSource;
 use conditions::Expression;
 use item::{AttributeNames, Item};
 pub use listing::StoredCircuit;
@@ -75,14 +72,6 @@ pub use listing::StoredCircuit;
 #[derive(Debug, Clone)]
 pub struct DynamoDbStore {
     shared: Arc<Shared>,
-}
-
-/// Where the client comes from.
-#[derive(Debug)]
-enum ClientSource {
-    Given(Client),
-    SdkConfig(Box<SdkConfig>),
-    Environment,
 }
 
 #[derive(Debug)]
@@ -137,10 +126,10 @@ impl Shared {
             .get_or_init(|| async {
                 match &self.source {
                     ClientSource::Given(client) => client.clone(),
-                    ClientSource::SdkConfig(config) => own_client(config),
-                    ClientSource::Environment => {
-                        own_client(&aws_config::defaults(BehaviorVersion::latest()).load().await)
-                    }
+                    ClientSource::SdkConfig(config) => client::own_client(config),
+                    ClientSource::Environment => client::own_client(
+                        &aws_config::defaults(BehaviorVersion::latest()).load().await,
+                    ),
                 }
             })
             .await
@@ -322,15 +311,8 @@ impl Shared {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(WriteOutcome::Won),
-            Err(error) => match error.as_service_error() {
-                Some(PutItemError::ConditionalCheckFailedException(failed)) => {
-                    self.lost(circuit, failed.item()).await
-                }
-                _ => Err(self.error("PutItem", &error)),
-            },
-        }
+        self.answer(circuit, "PutItem", sent.map(drop), put_failed)
+            .await
     }
 
     /// Updates the item in place (the election, and an operator's writes, which keep the
@@ -356,70 +338,56 @@ impl Shared {
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
-        match sent {
-            Ok(_) => Ok(WriteOutcome::Won),
-            Err(error) => match error.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(failed)) => {
-                    self.lost(circuit, failed.item()).await
-                }
-                _ => Err(self.error("UpdateItem", &error)),
-            },
+        self.answer(circuit, "UpdateItem", sent.map(drop), update_failed)
+            .await
+    }
+
+    /// The answer to a conditional write that was `sent` as `operation`: won, lost to the
+    /// item the failed condition returned (`failed` finds it in the service's error), or
+    /// an error.
+    async fn answer<E, R>(
+        &self,
+        circuit: &str,
+        operation: &str,
+        sent: Result<(), SdkError<E, R>>,
+        failed: fn(&E) -> Option<Option<&Item>>,
+    ) -> Result<WriteOutcome, StoreError>
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug + 'static,
+    {
+        let Err(error) = sent else {
+            return Ok(WriteOutcome::Won);
+        };
+        match error.as_service_error().and_then(failed) {
+            Some(item) => self.lost(circuit, item).await,
+            None => Err(self.error(operation, &error)),
         }
     }
 
-    /// An SDK error as a store error, in one line an operator can read: the service's
-    /// code and message, or the chain of causes (no response dumps). Throttling is told
-    /// apart, since the store can be reached.
+    /// An SDK error as a store error (see [`client::store_error`]).
     fn error<E>(&self, operation: &str, error: &E) -> StoreError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
     {
-        let cause = match (error.code(), error.message()) {
-            (Some(code), Some(message)) => format!("{code}: {message}"),
-            (Some(code), None) => code.to_owned(),
-            _ => causes(error),
-        };
-        let message = format!(
-            "DynamoDB {operation} on table '{}' failed: {cause}",
-            self.table
-        );
-        match error.code() {
-            Some(
-                "ProvisionedThroughputExceededException"
-                | "ThrottlingException"
-                | "RequestLimitExceeded",
-            ) => StoreError::throttled(message),
-            _ => StoreError::new(message),
-        }
+        client::store_error(&self.table, operation, error)
     }
 }
 
-/// A client tuned to fit in the breaker's store timeout; see "Retries and timeouts".
-fn own_client(config: &SdkConfig) -> Client {
-    let retry = RetryConfig::standard()
-        .with_max_attempts(2)
-        .with_initial_backoff(Duration::from_millis(20))
-        .with_max_backoff(Duration::from_millis(100));
-    let timeouts = TimeoutConfig::builder()
-        .connect_timeout(Duration::from_millis(500))
-        .build();
-    let config = aws_sdk_dynamodb::config::Builder::from(config)
-        .retry_config(retry)
-        .timeout_config(timeouts)
-        .build();
-    Client::from_conf(config)
+/// The item a put's failed condition returned.
+fn put_failed(error: &PutItemError) -> Option<Option<&Item>> {
+    match error {
+        PutItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
+        _ => None,
+    }
 }
 
-/// `error` and its sources, joined: `dispatch failure: io error: ... Connection refused`.
-fn causes(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
+/// The item an update's failed condition returned.
+fn update_failed(error: &UpdateItemError) -> Option<Option<&Item>> {
+    match error {
+        UpdateItemError::ConditionalCheckFailedException(failed) => Some(failed.item()),
+        _ => None,
     }
-    text
 }
 
 fn number(value: u64) -> AttributeValue {
