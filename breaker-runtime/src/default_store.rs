@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::CircuitBreakerConfigError;
+use crate::error::CircuitBreakerConfigError;
 use crate::store::{InMemoryStore, StateStore};
 
 static DEFAULT_STORE: OnceLock<Arc<dyn StateStore>> = OnceLock::new();

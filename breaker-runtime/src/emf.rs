@@ -38,7 +38,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::{CircuitState, CircuitTransition};
+use crate::state::{CircuitState, CircuitTransition};
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";

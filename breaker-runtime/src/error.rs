@@ -1,6 +1,6 @@
 //! The errors breaker hands to its users.
 
-use crate::CircuitInfo;
+use crate::state::CircuitInfo;
 
 /// Returned (converted into the protected function's error type) when a call is rejected
 /// because the circuit is open and no `on_circuit_open` callback is set.

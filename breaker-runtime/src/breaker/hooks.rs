@@ -3,7 +3,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::CircuitTransition;
+use crate::state::CircuitTransition;
 
 /// One hook.
 pub(super) type Hook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;

@@ -9,7 +9,8 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 
-use super::{Counts, Sample};
+use super::Sample;
+use crate::protocol::Counts;
 
 #[derive(Debug, Default)]
 struct Bucket {

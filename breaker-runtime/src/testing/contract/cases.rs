@@ -2,8 +2,9 @@
 //! it fails, on a circuit of the case's own.
 
 use super::support::*;
-use crate::CircuitState;
-use crate::store::{CircuitRecord, StateStore, WriteOutcome};
+use crate::protocol::{CircuitRecord, WriteOutcome};
+use crate::state::CircuitState;
+use crate::store::StateStore;
 
 pub(super) async fn read_of_an_unknown_circuit_is_none(store: &dyn StateStore, circuit: &str) {
     assert_eq!(read(store, circuit).await, None);

@@ -2,10 +2,11 @@
 //! of the breaker's own writes erases an override while it holds.
 
 use super::support::*;
-use crate::CircuitState;
-use crate::store::{
-    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, StateStore, WriteOutcome,
+use crate::protocol::{
+    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, WriteOutcome,
 };
+use crate::state::CircuitState;
+use crate::store::StateStore;
 
 const OPEN: OverrideKind = OverrideKind::ForcedOpen;
 const DISABLED: OverrideKind = OverrideKind::Disabled;

@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use super::support::*;
 use super::{RACE_ROUNDS, RACERS};
-use crate::store::{CircuitRecord, StateStore, WriteOutcome};
+use crate::protocol::{CircuitRecord, WriteOutcome};
+use crate::store::StateStore;
 
 /// Runs `RACERS` writers at once; returns each one's outcome, in racer order.
 async fn race<F, Fut>(store: &Arc<dyn StateStore>, write: F) -> Vec<WriteOutcome>

@@ -1,7 +1,8 @@
 //! What the contract's cases share: fixed instants, transition and record builders, and
 //! the checked write every sequential case goes through.
 
-use crate::store::{CircuitRecord, Override, OverrideKind, StateStore, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, Override, OverrideKind, Transition, WriteOutcome};
+use crate::store::StateStore;
 
 pub(super) const T0: u64 = 1_700_000_000;
 const TTL: u64 = T0 + 3_630;
