@@ -15,10 +15,12 @@ command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; 
 # The bench profile's opt-level 3 and thin LTO, but one codegen unit: with several, how the
 # compiler splits the crate (and so what it inlines) moves with unrelated edits, and a
 # peer's count with it (failsafe's async call read 83 or 105 in two builds). No AWS SDK.
-CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
+# A bench target's binary carries a hash in its name: cargo says which file it built.
+bin=$(CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
   cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
-  --features macros,tower --example hot_path_calls
-bin="${CARGO_TARGET_DIR:-target}/release/examples/hot_path_calls"
+  --features macros,tower --bench hot_path_calls --message-format=json-render-diagnostics \
+  | sed -n 's/.*"executable":"\([^"]*hot_path_calls[^"]*\)".*/\1/p' | tail -n 1)
+[[ -x "$bin" ]] || { echo "cargo built no hot_path_calls binary" >&2; exit 1; }
 
 count() { # operation calls [dyn] -> instructions executed by the whole run
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \

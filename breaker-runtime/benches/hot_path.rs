@@ -8,64 +8,65 @@
 
 use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
 use std::sync::{Arc, Barrier};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
+use breaker_runtime::CircuitBreaker;
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::measurement::WallTime;
+use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
-#[derive(Debug)]
-struct Failure;
+mod support;
 
-impl From<CircuitBreakerOpenError> for Failure {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Failure
-    }
-}
+use support::{Failure, config, failsafe_breaker, policy_config, recloser_breaker, warmed};
 
-/// Polls a future that completes without waiting.
+/// Polls a future that completes without waiting, inline.
 fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the benchmarked future must not wait"),
-    }
+    support::ready::<false, F>(future)
 }
 
+/// The breaker of every row but the rate policies': 5 consecutive failures trip it.
 fn ours() -> CircuitBreaker {
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(5)
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("valid config");
-    let breaker = CircuitBreaker::new("bench", Arc::new(InMemoryStore::new()), config);
-    // Warm the cache: the first call reads the store.
-    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
-    breaker
+    warmed("bench", config())
 }
 
-fn failsafe_breaker() -> impl failsafe::CircuitBreaker + failsafe::futures::CircuitBreaker + Clone {
-    let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
-    let policy = failsafe::failure_policy::consecutive_failures(5, backoff);
-    failsafe::Config::new().failure_policy(policy).build()
+/// The rows of one breaker: a sync call and an async call (one poll).
+fn breaker_rows(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    [sync_row, async_row]: [&str; 2],
+    breaker: &CircuitBreaker,
+) {
+    group.bench_function(sync_row, |b| {
+        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
+    group.bench_function(async_row, |b| {
+        b.iter(|| {
+            black_box(ready(
+                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+            ))
+        })
+    });
 }
 
-/// recloser trips on a failure rate over a ring buffer; a buffer of 5 at rate 1.0 is
-/// "5 consecutive failures".
-fn recloser_breaker() -> recloser::Recloser {
-    recloser::Recloser::custom()
-        .error_rate(1.0)
-        .closed_len(5)
-        .half_open_len(3)
-        .open_wait(Duration::from_secs(3600))
-        .build()
+/// The row of failsafe's sync call.
+fn failsafe_sync_row(
+    group: &mut BenchmarkGroup<'_, WallTime>,
+    failsafe: &impl failsafe::CircuitBreaker,
+) {
+    group.bench_function("failsafe sync", |b| {
+        b.iter(|| {
+            black_box(failsafe::CircuitBreaker::call(failsafe, || {
+                Ok::<u64, Failure>(black_box(7))
+            }))
+        })
+    });
+}
+
+/// The row of recloser's sync call.
+fn recloser_sync_row(group: &mut BenchmarkGroup<'_, WallTime>, recloser: &recloser::Recloser) {
+    group.bench_function("recloser sync", |b| {
+        b.iter(|| black_box(recloser.call(|| Ok::<u64, Failure>(black_box(7)))))
+    });
 }
 
 fn closed_path(c: &mut Criterion) {
@@ -86,25 +87,10 @@ fn closed_path(c: &mut Criterion) {
     });
 
     let breaker = ours();
-    group.bench_function("breaker sync", |b| {
-        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
-    });
-    group.bench_function("breaker async", |b| {
-        b.iter(|| {
-            black_box(ready(
-                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
-            ))
-        })
-    });
+    breaker_rows(&mut group, ["breaker sync", "breaker async"], &breaker);
 
     let failsafe = failsafe_breaker();
-    group.bench_function("failsafe sync", |b| {
-        b.iter(|| {
-            black_box(failsafe::CircuitBreaker::call(&failsafe, || {
-                Ok::<u64, Failure>(black_box(7))
-            }))
-        })
-    });
+    failsafe_sync_row(&mut group, &failsafe);
     group.bench_function("failsafe async", |b| {
         b.iter(|| {
             black_box(ready(failsafe::futures::CircuitBreaker::call(
@@ -115,9 +101,7 @@ fn closed_path(c: &mut Criterion) {
     });
 
     let recloser = recloser_breaker();
-    group.bench_function("recloser sync", |b| {
-        b.iter(|| black_box(recloser.call(|| Ok::<u64, Failure>(black_box(7)))))
-    });
+    recloser_sync_row(&mut group, &recloser);
     let async_recloser = recloser::AsyncRecloser::from(recloser_breaker());
     group.bench_function("recloser async", |b| {
         b.iter(|| {
@@ -139,36 +123,19 @@ fn open_path(c: &mut Criterion) {
         breaker.call_blocking(|| Ok::<(), Failure>(())).is_err(),
         "open"
     );
-    group.bench_function("breaker sync", |b| {
-        b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
-    });
-    group.bench_function("breaker async", |b| {
-        b.iter(|| {
-            black_box(ready(
-                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
-            ))
-        })
-    });
+    breaker_rows(&mut group, ["breaker sync", "breaker async"], &breaker);
 
     let failsafe = failsafe_breaker();
     for _ in 0..5 {
         let _ = failsafe::CircuitBreaker::call(&failsafe, || Err::<(), Failure>(Failure));
     }
-    group.bench_function("failsafe sync", |b| {
-        b.iter(|| {
-            black_box(failsafe::CircuitBreaker::call(&failsafe, || {
-                Ok::<u64, Failure>(black_box(7))
-            }))
-        })
-    });
+    failsafe_sync_row(&mut group, &failsafe);
 
     let recloser = recloser_breaker();
     for _ in 0..6 {
         let _ = recloser.call(|| Err::<(), Failure>(Failure));
     }
-    group.bench_function("recloser sync", |b| {
-        b.iter(|| black_box(recloser.call(|| Ok::<u64, Failure>(black_box(7)))))
-    });
+    recloser_sync_row(&mut group, &recloser);
     group.finish();
 }
 
@@ -206,21 +173,12 @@ fn contended(c: &mut Criterion) {
     group.finish();
 }
 
-fn macro_config() -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(5)
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("valid config")
-}
-
-#[breaker_runtime::circuit_breaker(name = "bench-macro-sync", config = macro_config(), persistence_store = InMemoryStore::new())]
+#[breaker_runtime::circuit_breaker(name = "bench-macro-sync", config = config(), persistence_store = InMemoryStore::new())]
 fn guarded_sync(n: u64) -> Result<u64, Failure> {
     Ok(n)
 }
 
-#[breaker_runtime::circuit_breaker(name = "bench-macro-async", config = macro_config(), persistence_store = InMemoryStore::new())]
+#[breaker_runtime::circuit_breaker(name = "bench-macro-async", config = config(), persistence_store = InMemoryStore::new())]
 async fn guarded_async(n: u64) -> Result<u64, Failure> {
     Ok(n)
 }
@@ -279,23 +237,6 @@ fn macro_path(c: &mut Criterion) {
     group.finish();
 }
 
-/// A breaker like [`ours`] tripping on `policy` instead of consecutive failures.
-fn ours_with(
-    name: &str,
-    policy: impl FnOnce(
-        breaker_runtime::CircuitBreakerConfigBuilder,
-    ) -> breaker_runtime::CircuitBreakerConfigBuilder,
-) -> CircuitBreaker {
-    let config = policy(CircuitBreakerConfig::builder())
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("valid config");
-    let breaker = CircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config);
-    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
-    breaker
-}
-
 /// The rate policies: 50 % of the last 100 calls, of the last 60 s, or slow calls (5 s)
 /// making 50 % of the last 100 calls.
 fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
@@ -303,18 +244,24 @@ fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
     [
         (
             "failure rate, last 100 calls",
-            ours_with("rate-calls", |b| b.failure_rate(50)),
+            warmed("rate-calls", policy_config(|b| b.failure_rate(50))),
         ),
         (
             "failure rate, last 60 s",
-            ours_with("rate-time", |b| {
-                b.failure_rate(50)
-                    .sliding_window(SlidingWindow::Time(Duration::from_secs(60)))
-            }),
+            warmed(
+                "rate-time",
+                policy_config(|b| {
+                    b.failure_rate(50)
+                        .sliding_window(SlidingWindow::Time(Duration::from_secs(60)))
+                }),
+            ),
         ),
         (
             "slow calls, last 100 calls",
-            ours_with("rate-slow", |b| b.slow_calls(Duration::from_secs(5), 50)),
+            warmed(
+                "rate-slow",
+                policy_config(|b| b.slow_calls(Duration::from_secs(5), 50)),
+            ),
         ),
     ]
 }
@@ -324,27 +271,14 @@ fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
 fn trip_policies(c: &mut Criterion) {
     let mut group = c.benchmark_group("trip_policies");
     let consecutive = ours();
-    group.bench_function("consecutive failures, sync", |b| {
-        b.iter(|| black_box(consecutive.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
-    });
-    group.bench_function("consecutive failures, async", |b| {
-        b.iter(|| {
-            black_box(ready(
-                consecutive.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
-            ))
-        })
-    });
+    breaker_rows(
+        &mut group,
+        ["consecutive failures, sync", "consecutive failures, async"],
+        &consecutive,
+    );
     for (policy, breaker) in rate_policies() {
-        group.bench_function(format!("{policy}, sync"), |b| {
-            b.iter(|| black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
-        });
-        group.bench_function(format!("{policy}, async"), |b| {
-            b.iter(|| {
-                black_box(ready(
-                    breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
-                ))
-            })
-        });
+        let rows = [format!("{policy}, sync"), format!("{policy}, async")];
+        breaker_rows(&mut group, [&rows[0], &rows[1]], &breaker);
     }
     group.finish();
 }
@@ -354,6 +288,8 @@ mod layer {
     //! The tower layer: a ready service that answers at once, through the layer, against
     //! the same service's future run through `CircuitBreaker::call`; and the rate policies
     //! through the layer against tower-resilience's layer with the same policy.
+
+    use std::task::{Context, Poll, Waker};
 
     use super::*;
     use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};

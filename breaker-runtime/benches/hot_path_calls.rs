@@ -1,64 +1,31 @@
 //! Runs one hot-path operation N times, for counting its instructions under callgrind:
 //! a count does not move with the timing noise of a shared machine.
 //!
-//! `scripts/count-instructions.sh` builds this in release and reports instructions per call
-//! (the difference between 2·N and N calls, divided by N). By hand:
+//! `scripts/count-instructions.sh` builds this with the bench profile and reports
+//! instructions per call (the difference between 2·N and N calls, divided by N). By hand:
 //!
 //! ```sh
-//! cargo run --release -p breaker-runtime --example hot_path_calls -- breaker-async 100000
-//! cargo run --release -p breaker-runtime --example hot_path_calls -- macro-async 100000 dyn
+//! cargo bench -p breaker-runtime --bench hot_path_calls -- breaker-async 100000
+//! cargo bench -p breaker-runtime --bench hot_path_calls -- macro-async 100000 dyn
 //! ```
 //!
-//! Every breaker is configured as in `benches/hot_path.rs`; each call is one
+//! A bench target of its own (no criterion): `cargo build --all-targets` builds it, and a
+//! plain `cargo bench`, which passes it nothing but `--bench`, only gets this usage back.
+//!
+//! Every breaker is configured as in `hot_path.rs` (the `support` module); each call is one
 //! `#[inline(never)]` fn, so every operation pays the same call boundary, and the guarded
 //! fn and its hand-written twin are `#[inline(never)]` too.
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::{Pin, pin};
 use std::sync::{Arc, LazyLock};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
+use breaker_runtime::CircuitBreaker;
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
 
-#[derive(Debug)]
-struct Failure;
+mod support;
 
-impl From<CircuitBreakerOpenError> for Failure {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Failure
-    }
-}
-
-/// Polls a future that completes without waiting: inline (`DYN` false), as when it is
-/// awaited inside the caller's async fn (where a `CircuitBreaker::call` future always is),
-/// or through `dyn Future`, as an executor polls a task (which a guarded async fn can meet),
-/// where its poll is never inlined into the caller.
-fn ready<const DYN: bool, F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    let polled = if DYN {
-        let future: Pin<&mut dyn Future<Output = F::Output>> = black_box(future.as_mut());
-        future.poll(&mut cx)
-    } else {
-        future.as_mut().poll(&mut cx)
-    };
-    match polled {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the counted future must not wait"),
-    }
-}
-
-fn config() -> CircuitBreakerConfig {
-    CircuitBreakerConfig::builder()
-        .failure_threshold(5)
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("valid config")
-}
+use support::{Failure, config, failsafe_breaker, policy_config, ready, recloser_breaker, warmed};
 
 #[breaker_runtime::circuit_breaker(name = "count-sync", config = config(), persistence_store = InMemoryStore::new())]
 #[inline(never)]
@@ -90,25 +57,18 @@ const OPERATIONS: &str = "baseline, breaker-sync, breaker-async, failsafe-sync, 
      slow-calls-sync, slow-calls-async, service-call-async, layer-async, layer-static-async \
      (the last three with feature tower)";
 
-/// A breaker tripping on a rate policy instead of consecutive failures (as in the bench).
-fn rate_breaker(
-    name: &str,
-    policy: impl FnOnce(
-        breaker_runtime::CircuitBreakerConfigBuilder,
-    ) -> breaker_runtime::CircuitBreakerConfigBuilder,
-) -> CircuitBreaker {
-    let config = policy(CircuitBreakerConfig::builder())
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("valid config");
-    let breaker = CircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config);
-    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
-    breaker
-}
-
 fn main() {
-    let mut args = std::env::args().skip(1);
+    // `cargo bench` passes `--bench` ahead of the arguments given after `--`; given none,
+    // there is nothing to count.
+    let mut args = std::env::args()
+        .skip(1)
+        .filter(|arg| arg != "--bench")
+        .peekable();
+    if args.peek().is_none() {
+        println!("counted under callgrind by scripts/count-instructions.sh; by hand:");
+        println!("hot_path_calls OPERATION CALLS [dyn]\noperations: {OPERATIONS}");
+        return;
+    }
     let (Some(operation), Some(Ok(calls))) = (args.next(), args.next().map(|n| n.parse::<u64>()))
     else {
         eprintln!("usage: hot_path_calls OPERATION CALLS [dyn]\noperations: {OPERATIONS}");
@@ -116,41 +76,33 @@ fn main() {
     };
     let through_dyn = args.next().as_deref() == Some("dyn");
 
-    let breaker = CircuitBreaker::new("count", Arc::new(InMemoryStore::new()), config());
-    let failsafe = failsafe::Config::new()
-        .failure_policy(failsafe::failure_policy::consecutive_failures(
-            5,
-            failsafe::backoff::constant(Duration::from_secs(3600)),
-        ))
-        .build();
-    let recloser = || {
-        recloser::Recloser::custom()
-            .error_rate(1.0)
-            .closed_len(5)
-            .half_open_len(3)
-            .open_wait(Duration::from_secs(3600))
-            .build()
-    };
-    let (sync_recloser, async_recloser) = (recloser(), recloser::AsyncRecloser::from(recloser()));
-
-    // Warm every cache (the first call reads the store) before the counted calls.
-    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+    // Every cache warm (the first call reads the store) before the counted calls.
+    let breaker = warmed("count", config());
+    let failsafe = failsafe_breaker();
+    let (sync_recloser, async_recloser) = (
+        recloser_breaker(),
+        recloser::AsyncRecloser::from(recloser_breaker()),
+    );
     let _ = guarded_sync(0);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .expect("runtime");
     let _ = runtime.block_on(guarded_async(0));
     let _ = hand_written_sync(0);
-    let rate_calls = rate_breaker("count-rate-calls", |b| b.failure_rate(50));
-    let rate_time = rate_breaker("count-rate-time", |b| {
-        b.failure_rate(50)
-            .sliding_window(breaker_runtime::SlidingWindow::Time(Duration::from_secs(
-                60,
-            )))
-    });
-    let slow_calls = rate_breaker("count-slow-calls", |b| {
-        b.slow_calls(Duration::from_secs(5), 50)
-    });
+    let rate_calls = warmed("count-rate-calls", policy_config(|b| b.failure_rate(50)));
+    let rate_time = warmed(
+        "count-rate-time",
+        policy_config(|b| {
+            b.failure_rate(50)
+                .sliding_window(breaker_runtime::SlidingWindow::Time(Duration::from_secs(
+                    60,
+                )))
+        }),
+    );
+    let slow_calls = warmed(
+        "count-slow-calls",
+        policy_config(|b| b.slow_calls(Duration::from_secs(5), 50)),
+    );
     #[cfg(feature = "tower")]
     let layers = tower_rows::Layers::new(&breaker);
 
