@@ -2,7 +2,7 @@
 //! it fails, on a circuit of the case's own.
 
 use super::support::*;
-use crate::protocol::{CircuitRecord, WriteOutcome};
+use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
 use crate::state::CircuitState;
 use crate::store::StateStore;
 
@@ -26,12 +26,7 @@ pub(super) async fn trip_loses_on_open_and_returns_it(store: &dyn StateStore, ci
 }
 
 pub(super) async fn trip_loses_on_half_open_and_returns_it(store: &dyn StateStore, circuit: &str) {
-    half_open_by(store, circuit, "env-a").await;
-    let outcome = apply(store, circuit, &trip_at(T0 + 31, 5)).await;
-    assert_eq!(
-        lost(outcome),
-        Some(half_open_record(T0, 5, "env-a", T0 + 60))
-    );
+    loses_to_the_probe_of_env_a(store, circuit, trip_at(T0 + 31, 5)).await;
 }
 
 pub(super) async fn trip_wins_again_after_close(store: &dyn StateStore, circuit: &str) {
@@ -86,25 +81,15 @@ pub(super) async fn election_loses_on_closed(store: &dyn StateStore, circuit: &s
 }
 
 pub(super) async fn election_loses_while_the_lease_is_live(store: &dyn StateStore, circuit: &str) {
-    half_open_by(store, circuit, "env-a").await;
-    let outcome = apply(store, circuit, &election("env-b", Some(T0), T0 + 45)).await;
-    assert_eq!(
-        lost(outcome),
-        Some(half_open_record(T0, 5, "env-a", T0 + 60))
-    );
+    loses_to_the_probe_of_env_a(store, circuit, election("env-b", Some(T0), T0 + 45)).await;
 }
 
 pub(super) async fn election_loses_when_the_lease_expires_this_second(
     store: &dyn StateStore,
     circuit: &str,
 ) {
-    half_open_by(store, circuit, "env-a").await;
     // The lease is live through its expiry second; takeover needs `lease < now`.
-    let outcome = apply(store, circuit, &election("env-b", Some(T0), T0 + 60)).await;
-    assert_eq!(
-        lost(outcome),
-        Some(half_open_record(T0, 5, "env-a", T0 + 60))
-    );
+    loses_to_the_probe_of_env_a(store, circuit, election("env-b", Some(T0), T0 + 60)).await;
 }
 
 pub(super) async fn election_takes_over_an_expired_lease(store: &dyn StateStore, circuit: &str) {
@@ -130,12 +115,7 @@ pub(super) async fn close_by_the_owner_wins_and_clears_the_record(
 }
 
 pub(super) async fn close_by_another_environment_loses(store: &dyn StateStore, circuit: &str) {
-    half_open_by(store, circuit, "env-a").await;
-    let outcome = apply(store, circuit, &close("env-b")).await;
-    assert_eq!(
-        lost(outcome),
-        Some(half_open_record(T0, 5, "env-a", T0 + 60))
-    );
+    loses_to_the_probe_of_env_a(store, circuit, close("env-b")).await;
 }
 
 pub(super) async fn close_loses_on_open_absent_and_closed(store: &dyn StateStore, circuit: &str) {
@@ -163,12 +143,7 @@ pub(super) async fn reopen_by_the_owner_wins_with_a_new_opened_at(
 }
 
 pub(super) async fn reopen_by_another_environment_loses(store: &dyn StateStore, circuit: &str) {
-    half_open_by(store, circuit, "env-a").await;
-    let outcome = apply(store, circuit, &reopen("env-b", T0 + 40, 1)).await;
-    assert_eq!(
-        lost(outcome),
-        Some(half_open_record(T0, 5, "env-a", T0 + 60))
-    );
+    loses_to_the_probe_of_env_a(store, circuit, reopen("env-b", T0 + 40, 1)).await;
 }
 
 pub(super) async fn a_former_owner_cannot_close_or_reopen_after_a_takeover(
@@ -188,5 +163,20 @@ pub(super) async fn a_former_owner_cannot_close_or_reopen_after_a_takeover(
     assert_eq!(
         apply(store, circuit, &close("env-b")).await,
         WriteOutcome::Won
+    );
+}
+
+/// `transition` loses on the probe `env-a` holds (lease until `T0 + 60`) and returns that
+/// record unchanged.
+async fn loses_to_the_probe_of_env_a(
+    store: &dyn StateStore,
+    circuit: &str,
+    transition: Transition,
+) {
+    half_open_by(store, circuit, "env-a").await;
+    let outcome = apply(store, circuit, &transition).await;
+    assert_eq!(
+        lost(outcome),
+        Some(half_open_record(T0, 5, "env-a", T0 + 60))
     );
 }
