@@ -94,20 +94,30 @@ impl ScriptedStore {
         self.writes.store(0, Ordering::SeqCst);
     }
 
-    /// `delegate` is called only when the wrapped store is to answer: a store may do its
-    /// work when called, before its future is polled.
+    /// Counts `operation`, then answers it as the behaviour says. `delegate` is called only
+    /// when the wrapped store is to answer: a store may do its work when called, before its
+    /// future is polled.
     fn behave<'a, T: Send + 'a>(
         &'a self,
-        write: bool,
+        operation: Operation,
         delegate: impl FnOnce() -> StoreFuture<'a, T>,
     ) -> StoreFuture<'a, T> {
+        let counters: &[&AtomicUsize] = match operation {
+            Operation::Read => &[&self.reads],
+            Operation::ConsistentRead => &[&self.reads, &self.consistent_reads],
+            Operation::BatchedRead => &[&self.batched_reads],
+            Operation::Write => &[&self.writes],
+        };
+        for counter in counters {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
         let behaviour = *self
             .behaviour
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match behaviour {
             Behaviour::Healthy => delegate(),
-            Behaviour::ThrottlingWrites if !write => delegate(),
+            Behaviour::ThrottlingWrites if operation != Operation::Write => delegate(),
             Behaviour::ThrottlingWrites => Box::pin(std::future::ready(Err(
                 StoreError::throttled("scripted ProvisionedThroughputExceededException"),
             ))),
@@ -119,29 +129,35 @@ impl ScriptedStore {
     }
 }
 
+/// What a call to a [`ScriptedStore`] asks, for its counts and its behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Operation {
+    Read,
+    ConsistentRead,
+    BatchedRead,
+    Write,
+}
+
 impl StateStore for ScriptedStore {
     fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.behave(false, || self.inner.read(circuit))
+        self.behave(Operation::Read, || self.inner.read(circuit))
     }
     fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.reads.fetch_add(1, Ordering::SeqCst);
-        self.consistent_reads.fetch_add(1, Ordering::SeqCst);
-        self.behave(false, || self.inner.read_consistent(circuit))
+        self.behave(Operation::ConsistentRead, || {
+            self.inner.read_consistent(circuit)
+        })
     }
     fn read_many<'a>(
         &'a self,
         circuits: &'a [&'a str],
     ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
-        self.batched_reads.fetch_add(1, Ordering::SeqCst);
-        self.behave(false, || self.inner.read_many(circuits))
+        self.behave(Operation::BatchedRead, || self.inner.read_many(circuits))
     }
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
-        self.writes.fetch_add(1, Ordering::SeqCst);
-        self.behave(true, || self.inner.apply(circuit, transition))
+        self.behave(Operation::Write, || self.inner.apply(circuit, transition))
     }
 }

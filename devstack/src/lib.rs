@@ -7,10 +7,11 @@
 //! - [`harness`]: what drives the code under test: a function binary under a loopback Lambda
 //!   Runtime API, the sample stack, a fleet of worker processes.
 //! - [`doubles`]: stand-ins for a store, scripted to count, fail or hang.
-//! - [`circuits`]: the small helpers of in-process circuit tests; [`wall_clock`]: the time
-//!   in unix milliseconds.
+//! - [`circuits`]: the small helpers of in-process circuit tests, and [`contention`]: calls
+//!   racing for one circuit; [`wall_clock`]: the time in unix milliseconds.
 
 pub mod circuits;
+pub mod contention;
 pub mod doubles;
 pub mod fixtures;
 pub mod harness;

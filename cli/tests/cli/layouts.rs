@@ -2,9 +2,8 @@
 //! functions' store is configured for.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{
-    DynamoDbStore, OverrideKind, StateStore as _, Transition, WriteOutcome,
-};
+use breaker_runtime::store::{OverrideKind, StateStore as _, Transition, WriteOutcome};
+use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
 use crate::support::Table;
@@ -13,16 +12,10 @@ use crate::support::Table;
 async fn composite_keys_and_renamed_attributes_are_flags() {
     let table = Table::new().await;
     let dynalite = &table.dynalite;
-    dynalite
-        .create_table("shared", "pk", Some("sk"))
+    let store = shared_table::create(dynalite)
         .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("shared")
+        .expect("table")
         .client(dynalite.client())
-        .key_attr("pk")
-        .sort_key_attr("sk")
-        .static_pk_value("circuit_breaker#orders")
         .state_attr("status")
         .expiry_attr("ttl")
         .build()

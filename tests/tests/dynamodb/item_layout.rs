@@ -12,6 +12,7 @@ use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
 use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
 type Item = HashMap<String, AttributeValue>;
@@ -149,15 +150,9 @@ async fn every_transition_writes_the_powertools_item() {
 #[tokio::test]
 async fn the_composite_key_holds_the_static_pk_and_the_name() {
     let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_table("shared", "pk", Some("sk"))
+    let store = shared_table::create(&dynalite)
         .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("shared")
-        .key_attr("pk")
-        .sort_key_attr("sk")
-        .static_pk_value("circuit_breaker#orders")
+        .expect("table")
         .client(dynalite.client())
         .build()
         .expect("valid store");

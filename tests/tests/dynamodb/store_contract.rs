@@ -6,6 +6,7 @@ use std::sync::Arc;
 use breaker_runtime::store::DynamoDbStore;
 use breaker_runtime::testing::contract::run_contract;
 use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::shared_table;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn simple_key_meets_the_contract() {
@@ -16,15 +17,9 @@ async fn simple_key_meets_the_contract() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn composite_key_meets_the_contract() {
     let dynalite = Dynalite::start().await.expect("dynalite starts");
-    dynalite
-        .create_table("shared", "pk", Some("sk"))
+    let store = shared_table::create(&dynalite)
         .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("shared")
-        .key_attr("pk")
-        .sort_key_attr("sk")
-        .static_pk_value("circuit_breaker#orders")
+        .expect("table")
         .sdk_config(dynalite.sdk_config())
         .build()
         .expect("valid store");

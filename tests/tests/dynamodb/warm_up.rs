@@ -10,6 +10,7 @@ use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenEr
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::fault_proxy::{FaultProxy, Service};
 use devstack::fixtures::sdk::local_sdk_config;
+use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
 use super::simple_table;
@@ -51,15 +52,9 @@ async fn read_many_answers_every_circuit_in_the_order_asked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn read_many_finds_circuits_under_a_static_partition_key() {
     let dynalite = Dynalite::start().await.unwrap();
-    dynalite
-        .create_table("shared", "pk", Some("sk"))
+    let store = shared_table::create(&dynalite)
         .await
-        .unwrap();
-    let store = DynamoDbStore::builder()
-        .table_name("shared")
-        .key_attr("pk")
-        .sort_key_attr("sk")
-        .static_pk_value("circuit_breaker#orders")
+        .unwrap()
         .client(dynalite.client())
         .build()
         .unwrap();

@@ -11,7 +11,7 @@ use devstack::harness::runtime_api::Invocation;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
-use crate::support::{dead_letters, drain, in_overflow, overflow_depth};
+use crate::support::{dead_letters, drain, in_overflow, overflow_depth, sample_event, start};
 
 const ORDERS: usize = 100;
 /// Longer than buffering 100 orders takes in a debug build on a busy 2-core machine.
@@ -165,10 +165,7 @@ async fn an_outage_buffers_every_order_and_replay_charges_each_once_after_recove
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_the_order() {
     let stack = SampleStack::start().await.unwrap();
-    let charge = stack
-        .start_function("charge", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let charge = start(&stack, "charge").await;
     // The payment API fails: charge buffers the order (a transient failure).
     stack.payments.set_down(true);
     let response = charge.invoke(order(1)).await.unwrap().expect_response();
@@ -208,14 +205,8 @@ async fn when_sqs_is_unavailable_too_the_invocation_fails_instead_of_dropping_th
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
     let stack = SampleStack::start().await.unwrap();
-    let charge = stack
-        .start_function("charge", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
-    let replay = stack
-        .start_function("overflow-replay", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let charge = start(&stack, "charge").await;
+    let replay = start(&stack, "overflow-replay").await;
     for (event, expected) in [
         (
             json!({"amount": 5, "currency": "EUR"}),
@@ -284,21 +275,11 @@ async fn malformed_events_get_an_error_and_leave_the_circuit_alone() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sample_events_invoke_successfully() {
     let stack = SampleStack::start().await.unwrap();
-    let charge = stack
-        .start_function("charge", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
-    let replay = stack
-        .start_function("overflow-replay", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
-    let event = |name: &str| -> Value {
-        let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
+    let charge = start(&stack, "charge").await;
+    let replay = start(&stack, "overflow-replay").await;
 
     let response = charge
-        .invoke(event("charge.json"))
+        .invoke(sample_event("charge.json"))
         .await
         .unwrap()
         .expect_response();
@@ -306,7 +287,7 @@ async fn the_sample_events_invoke_successfully() {
     assert_eq!(response["order_id"], "order-1001");
 
     let response = replay
-        .invoke(event("overflow-replay.json"))
+        .invoke(sample_event("overflow-replay.json"))
         .await
         .unwrap()
         .expect_response();

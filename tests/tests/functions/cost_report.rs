@@ -4,9 +4,10 @@
 use std::time::Duration;
 
 use devstack::fixtures::fault_proxy::{Fault, Service};
-use devstack::harness::function_process::LogEcho;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
+
+use crate::support::{sample_event, start};
 
 const CIRCUIT: &str = "cost-explorer";
 
@@ -41,10 +42,7 @@ fn two_pages() -> Vec<Value> {
 async fn throttling_opens_the_circuit_stale_snapshots_are_served_and_recovery_closes_it() {
     let stack = SampleStack::start().await.unwrap();
     stack.moto.seed_cost_and_usage(two_pages()).await.unwrap();
-    let function = stack
-        .start_function("cost-report", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let function = start(&stack, "cost-report").await;
 
     // Healthy: every page is read and summed; the answer becomes the snapshot.
     let live = function.invoke(json!({})).await.unwrap().expect_response();
@@ -107,10 +105,7 @@ async fn throttling_opens_the_circuit_stale_snapshots_are_served_and_recovery_cl
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_snapshot_an_outage_is_an_error_that_says_the_cache_is_cold() {
     let stack = SampleStack::start().await.unwrap();
-    let function = stack
-        .start_function("cost-report", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let function = start(&stack, "cost-report").await;
     stack
         .proxy
         .inject(Service::CostExplorer, Some(Fault::Throttle));
@@ -123,10 +118,7 @@ async fn without_a_snapshot_an_outage_is_an_error_that_says_the_cache_is_cold() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropped_connections_and_timeouts_count_as_failures() {
     let stack = SampleStack::start().await.unwrap();
-    let function = stack
-        .start_function("cost-report", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let function = start(&stack, "cost-report").await;
     stack
         .proxy
         .inject(Service::CostExplorer, Some(Fault::DropConnection));
@@ -149,10 +141,7 @@ async fn dropped_connections_and_timeouts_count_as_failures() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_events_are_rejected_before_any_call() {
     let stack = SampleStack::start().await.unwrap();
-    let function = stack
-        .start_function("cost-report", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let function = start(&stack, "cost-report").await;
     for (event, expected) in [
         (
             json!({"start": "2026-02-30", "end": "2026-03-05"}),
@@ -185,14 +174,13 @@ async fn malformed_events_are_rejected_before_any_call() {
 async fn the_sample_events_invoke_successfully() {
     let stack = SampleStack::start().await.unwrap();
     stack.moto.seed_cost_and_usage(two_pages()).await.unwrap();
-    let function = stack
-        .start_function("cost-report", LogEcho::Stderr, &[])
-        .await
-        .unwrap();
+    let function = start(&stack, "cost-report").await;
     for name in ["cost-report-prime.json", "cost-report.json"] {
-        let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
-        let event: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-        let response = function.invoke(event).await.unwrap().expect_response();
+        let response = function
+            .invoke(sample_event(name))
+            .await
+            .unwrap()
+            .expect_response();
         assert_eq!(response["stale"], false, "{name}: {response}");
         assert_eq!(response["total"]["amount"], 13.75, "{name}");
     }

@@ -1,10 +1,27 @@
-//! What the `charge` and pipeline tests ask of the stack again and again: queue depths and
-//! draining the overflow queue through `overflow-replay`, as its event source would.
+//! What the function tests ask of the stack again and again: a function started with the
+//! stack's environment, the sample events, queue depths and draining the overflow queue
+//! through `overflow-replay`, as its event source would.
 
 use std::time::{Duration, Instant};
 
-use devstack::harness::function_process::FunctionProcess;
+use devstack::harness::function_process::{FunctionProcess, LogEcho};
 use devstack::harness::sample_stack::SampleStack;
+use serde_json::Value;
+
+/// Function `name` against `stack`, its environment as [`SampleStack::function_env`]
+/// sets it, its logs on stderr.
+pub async fn start(stack: &SampleStack, name: &str) -> FunctionProcess {
+    stack
+        .start_function(name, LogEcho::Stderr, &[])
+        .await
+        .unwrap()
+}
+
+/// The sample event `events/<name>`, the one `make invoke` and `sam local invoke` send.
+pub fn sample_event(name: &str) -> Value {
+    let path = format!("{}/../events/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
 
 /// Messages in the overflow queue, visible or in flight (delayed ones not counted).
 pub async fn in_overflow(stack: &SampleStack) -> usize {

@@ -2,15 +2,16 @@
 //! probe runs per round, and while it runs every other call is rejected without reaching
 //! the protected function. Repeated for 200 rounds each.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
+use devstack::contention::{Tally, at_once_on_tasks, at_once_on_threads, counting_transitions};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -34,30 +35,26 @@ fn tripped_and_recovered() -> (CircuitBreaker, ManualClock) {
     (breaker, clock)
 }
 
-#[derive(Default)]
-struct Tally {
-    entered: AtomicUsize,
-    rejected: AtomicUsize,
+/// Counts a rejection; any other error fails the test.
+fn record(tally: &Tally, result: &Result<(), Error>) {
+    if let Err(e) = result {
+        assert!(
+            e.downcast_ref::<CircuitBreakerOpenError>().is_some(),
+            "unexpected error: {e}"
+        );
+        tally.rejected.fetch_add(1, Ordering::SeqCst);
+    }
 }
 
-impl Tally {
-    /// The probe's body: hold the probe until every other caller was turned away.
-    fn hold_until_others_rejected(&self, others: usize) {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while self.rejected.load(Ordering::SeqCst) < others && Instant::now() < deadline {
-            std::thread::yield_now();
-        }
-    }
-
-    fn record(&self, result: &Result<(), Error>) {
-        if let Err(e) = result {
-            assert!(
-                e.downcast_ref::<CircuitBreakerOpenError>().is_some(),
-                "unexpected error: {e}"
-            );
-            self.rejected.fetch_add(1, Ordering::SeqCst);
-        }
-    }
+/// One probe ran, every other call of the round was rejected, and the probe closed the
+/// circuit.
+fn assert_one_probe_closed(breaker: &CircuitBreaker, tally: &Tally, others: usize, round: usize) {
+    tally.assert_one_ran(others, &format!("round {round}"));
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Closed,
+        "round {round}: the probe closed the circuit"
+    );
 }
 
 #[test]
@@ -71,48 +68,20 @@ fn tasks_one_probe_per_round() {
     for round in 0..ROUNDS {
         let (breaker, _clock) = tripped_and_recovered();
         let tally = Arc::new(Tally::default());
-        let start = Arc::new(tokio::sync::Barrier::new(TASKS));
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|_| {
-                let (breaker, tally, start) = (breaker.clone(), tally.clone(), start.clone());
-                runtime.spawn(async move {
-                    start.wait().await;
-                    let result = breaker
-                        .call(|| async {
-                            tally.entered.fetch_add(1, Ordering::SeqCst);
-                            let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-                            while tally.rejected.load(Ordering::SeqCst) < TASKS - 1
-                                && tokio::time::Instant::now() < deadline
-                            {
-                                tokio::task::yield_now().await;
-                            }
-                            Ok(())
-                        })
-                        .await;
-                    tally.record(&result);
-                })
-            })
-            .collect();
-        runtime.block_on(async {
-            for task in tasks {
-                task.await.expect("task completed");
+        at_once_on_tasks(&runtime, TASKS, || {
+            let (breaker, tally) = (breaker.clone(), tally.clone());
+            async move {
+                let result = breaker
+                    .call(|| async {
+                        tally.entered.fetch_add(1, Ordering::SeqCst);
+                        tally.hold_until_rejected_async(TASKS - 1).await;
+                        Ok(())
+                    })
+                    .await;
+                record(&tally, &result);
             }
         });
-        assert_eq!(
-            tally.entered.load(Ordering::SeqCst),
-            1,
-            "round {round}: exactly one probe ran"
-        );
-        assert_eq!(
-            tally.rejected.load(Ordering::SeqCst),
-            TASKS - 1,
-            "round {round}: all others rejected"
-        );
-        assert_eq!(
-            breaker.state(),
-            CircuitState::Closed,
-            "round {round}: the probe closed the circuit"
-        );
+        assert_one_probe_closed(&breaker, &tally, TASKS - 1, round);
     }
 }
 
@@ -121,40 +90,16 @@ fn threads_one_probe_per_round() {
     const THREADS: usize = 16;
     for round in 0..ROUNDS {
         let (breaker, _clock) = tripped_and_recovered();
-        let tally = Arc::new(Tally::default());
-        let start = Arc::new(Barrier::new(THREADS));
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let (breaker, tally, start) = (breaker.clone(), tally.clone(), start.clone());
-                std::thread::spawn(move || {
-                    start.wait();
-                    let result = breaker.call_blocking(|| {
-                        tally.entered.fetch_add(1, Ordering::SeqCst);
-                        tally.hold_until_others_rejected(THREADS - 1);
-                        Ok(())
-                    });
-                    tally.record(&result);
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().expect("thread completed");
-        }
-        assert_eq!(
-            tally.entered.load(Ordering::SeqCst),
-            1,
-            "round {round}: exactly one probe ran"
-        );
-        assert_eq!(
-            tally.rejected.load(Ordering::SeqCst),
-            THREADS - 1,
-            "round {round}: all others rejected"
-        );
-        assert_eq!(
-            breaker.state(),
-            CircuitState::Closed,
-            "round {round}: the probe closed the circuit"
-        );
+        let tally = Tally::default();
+        at_once_on_threads(THREADS, || {
+            let result = breaker.call_blocking(|| {
+                tally.entered.fetch_add(1, Ordering::SeqCst);
+                tally.hold_until_rejected(THREADS - 1);
+                Ok(())
+            });
+            record(&tally, &result);
+        });
+        assert_one_probe_closed(&breaker, &tally, THREADS - 1, round);
     }
 }
 
@@ -163,32 +108,21 @@ fn concurrent_failures_trip_once_and_commit_one_transition() {
     const THREADS: usize = 16;
     for round in 0..50 {
         let clock = ManualClock::new();
-        let transitions = Arc::new(AtomicUsize::new(0));
-        let counter = transitions.clone();
         let config = CircuitBreakerConfig::builder()
             .failure_threshold(3)
             .clock(clock)
             .build()
             .unwrap();
-        let breaker = CircuitBreaker::new("storm", Arc::new(InMemoryStore::new()), config)
-            .with_on_transition(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-            });
-        let start = Arc::new(Barrier::new(THREADS));
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let (breaker, start) = (breaker.clone(), start.clone());
-                std::thread::spawn(move || {
-                    start.wait();
-                    for _ in 0..10 {
-                        let _: Result<(), Error> = breaker.call_blocking(|| Err("boom".into()));
-                    }
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().unwrap();
-        }
+        let (breaker, transitions) = counting_transitions(CircuitBreaker::new(
+            "storm",
+            Arc::new(InMemoryStore::new()),
+            config,
+        ));
+        at_once_on_threads(THREADS, || {
+            for _ in 0..10 {
+                let _: Result<(), Error> = breaker.call_blocking(|| Err("boom".into()));
+            }
+        });
         assert_eq!(breaker.state(), CircuitState::Open, "round {round}");
         assert_eq!(
             transitions.load(Ordering::SeqCst),

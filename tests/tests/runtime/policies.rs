@@ -4,8 +4,8 @@
 //! threads failing at once committing one transition; failures under a disable not counting
 //! after its release.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Barrier};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use breaker_runtime::store::{InMemoryStore, StateStore};
@@ -13,6 +13,7 @@ use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, SlidingWindow};
 use devstack::circuits::is_rejection;
+use devstack::contention::{at_once_on_threads, counting_transitions};
 use tower::{Layer, ServiceExt, service_fn};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -182,33 +183,22 @@ async fn the_tower_layer_applies_the_rate_policy() {
 fn threads_failing_at_once_commit_one_transition() {
     const THREADS: usize = 16;
     for round in 0..50 {
-        let transitions = Arc::new(AtomicUsize::new(0));
-        let counter = transitions.clone();
         let config = CircuitBreakerConfig::builder()
             .failure_rate(50)
             .sliding_window(SlidingWindow::Calls(20))
             .clock(ManualClock::new())
             .build()
             .unwrap();
-        let breaker = CircuitBreaker::new("rate-storm", Arc::new(InMemoryStore::new()), config)
-            .with_on_transition(move |_| {
-                counter.fetch_add(1, Ordering::SeqCst);
-            });
-        let start = Arc::new(Barrier::new(THREADS));
-        let threads: Vec<_> = (0..THREADS)
-            .map(|_| {
-                let (breaker, start) = (breaker.clone(), start.clone());
-                std::thread::spawn(move || {
-                    start.wait();
-                    for _ in 0..10 {
-                        let _ = fail(&breaker);
-                    }
-                })
-            })
-            .collect();
-        for thread in threads {
-            thread.join().unwrap();
-        }
+        let (breaker, transitions) = counting_transitions(CircuitBreaker::new(
+            "rate-storm",
+            Arc::new(InMemoryStore::new()),
+            config,
+        ));
+        at_once_on_threads(THREADS, || {
+            for _ in 0..10 {
+                let _ = fail(&breaker);
+            }
+        });
         assert_eq!(breaker.state(), CircuitState::Open, "round {round}");
         assert_eq!(
             transitions.load(Ordering::SeqCst),

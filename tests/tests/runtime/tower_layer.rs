@@ -15,7 +15,8 @@ use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, Outcome};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState};
-use devstack::circuits::manual_config;
+use devstack::circuits::{is_rejection, manual_config};
+use devstack::contention::{Tally, at_once_on_tasks};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -23,16 +24,6 @@ const RECOVERY: Duration = Duration::from_secs(30);
 fn breaker(clock: &ManualClock, failures: u32, successes: u32) -> CircuitBreaker {
     let config = manual_config(clock, failures, successes, RECOVERY);
     CircuitBreaker::new("tower", Arc::new(InMemoryStore::new()), config)
-}
-
-fn is_rejection<T>(result: &Result<T, BoxError>) -> bool {
-    matches!(result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some())
-}
-
-#[derive(Default)]
-struct Tally {
-    entered: AtomicUsize,
-    rejected: AtomicUsize,
 }
 
 #[test]
@@ -56,12 +47,8 @@ fn many_concurrent_requests_one_probe_per_recovery_window() {
             let (tally, last_window) = (tally.clone(), last_window.clone());
             async move {
                 tally.entered.fetch_add(1, Ordering::SeqCst);
-                let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-                while window < WINDOWS
-                    && tally.rejected.load(Ordering::SeqCst) < TASKS - 1
-                    && tokio::time::Instant::now() < deadline
-                {
-                    tokio::task::yield_now().await;
+                if window < WINDOWS {
+                    tally.hold_until_rejected_async(TASKS - 1).await;
                 }
                 match window == last_window.load(Ordering::SeqCst) {
                     true => Ok::<_, BoxError>(window),
@@ -79,8 +66,7 @@ fn many_concurrent_requests_one_probe_per_recovery_window() {
     last_window.store(WINDOWS - 1, Ordering::SeqCst);
 
     for window in 0..WINDOWS {
-        tally.entered.store(0, Ordering::SeqCst);
-        tally.rejected.store(0, Ordering::SeqCst);
+        tally.reset();
         let before = runtime.block_on(service.clone().oneshot(window));
         assert!(
             is_rejection(&before),
@@ -89,37 +75,18 @@ fn many_concurrent_requests_one_probe_per_recovery_window() {
         tally.rejected.store(0, Ordering::SeqCst);
         clock.advance(RECOVERY);
 
-        let start = Arc::new(tokio::sync::Barrier::new(TASKS));
-        let tasks: Vec<_> = (0..TASKS)
-            .map(|_| {
-                let (mut service, tally, start) = (service.clone(), tally.clone(), start.clone());
-                runtime.spawn(async move {
-                    start.wait().await;
-                    let result = service.ready().await.unwrap().call(window).await;
-                    if is_rejection(&result) {
-                        tally.rejected.fetch_add(1, Ordering::SeqCst);
-                    }
-                    result.ok()
-                })
-            })
-            .collect();
-        let answers: Vec<_> = runtime.block_on(async {
-            let mut answers = Vec::new();
-            for task in tasks {
-                answers.push(task.await.expect("task completed"));
+        let answers = at_once_on_tasks(&runtime, TASKS, || {
+            let (mut service, tally) = (service.clone(), tally.clone());
+            async move {
+                let result = service.ready().await.unwrap().call(window).await;
+                if is_rejection(&result) {
+                    tally.rejected.fetch_add(1, Ordering::SeqCst);
+                }
+                result.ok()
             }
-            answers
         });
-        assert_eq!(
-            tally.entered.load(Ordering::SeqCst),
-            1,
-            "window {window}: exactly one request reached the downstream"
-        );
-        assert_eq!(
-            tally.rejected.load(Ordering::SeqCst),
-            TASKS - 1,
-            "window {window}: every other request was rejected"
-        );
+        // Exactly one request reached the downstream.
+        tally.assert_one_ran(TASKS - 1, &format!("window {window}"));
         let expected = match window == WINDOWS - 1 {
             true => (CircuitState::Closed, 1),
             false => (CircuitState::Open, 0),
