@@ -384,16 +384,17 @@ mod layer {
     }
 }
 
-#[cfg(not(feature = "tower"))]
-criterion_group!(
-    benches,
-    closed_path,
-    open_path,
-    contended,
-    macro_path,
-    trip_policies
-);
-#[cfg(feature = "tower")]
+/// The tower layer's groups, with feature `tower`.
+fn tower_groups(c: &mut Criterion) {
+    #[cfg(feature = "tower")]
+    {
+        layer::tower_layer(c);
+        layer::layer_policies(c);
+    }
+    #[cfg(not(feature = "tower"))]
+    let _ = c;
+}
+
 criterion_group!(
     benches,
     closed_path,
@@ -401,7 +402,6 @@ criterion_group!(
     contended,
     macro_path,
     trip_policies,
-    layer::tower_layer,
-    layer::layer_policies
+    tower_groups
 );
 criterion_main!(benches);
