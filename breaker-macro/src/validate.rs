@@ -2,9 +2,9 @@
 //! breaker-runtime's `attribute_docs.md` ("Compile-time checks"), each error at the user's token.
 
 use breaker_rules::{
-    MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_COUNT, MIN_LOCAL_CACHE_MAX_AGE_SECS,
-    MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS, minimum_fits_window,
-    one_trip_policy, window_has_rate,
+    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_COUNT,
+    MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS,
+    default_jitter_fits, minimum_fits_window, one_trip_policy, window_has_rate,
 };
 use syn::{Expr, ExprPath, Ident, LitStr, Path};
 
@@ -230,8 +230,11 @@ impl Options {
                     tunables.success_threshold = Some(at_least_one(&key, &value)?);
                 }
                 "recovery_timeout" => {
-                    tunables.recovery_timeout_secs =
-                        Some(whole_seconds(&key, &value, MIN_RECOVERY_TIMEOUT_SECS)?);
+                    let secs = whole_seconds(&key, &value, MIN_RECOVERY_TIMEOUT_SECS)?;
+                    if !default_jitter_fits(secs) {
+                        return Err(jitter_too_long(&key, &value, secs));
+                    }
+                    tunables.recovery_timeout_secs = Some(secs);
                 }
                 "local_cache_max_age" => {
                     tunables.local_cache_max_age_secs =
@@ -290,6 +293,20 @@ fn tunable_with_config(tunable: &Ident, config: &Ident) -> syn::Error {
         format!(
             "`{tunable}` cannot be combined with `{config}`; set it on the \
              `CircuitBreakerConfig` builder instead"
+        ),
+    )
+}
+
+/// A recovery timeout whose default jitter would exceed the longest duration.
+fn jitter_too_long(key: &Ident, value: &Expr, secs: u64) -> syn::Error {
+    let most = MAX_DURATION_SECS / u64::from(DEFAULT_JITTER_FACTOR);
+    syn::Error::new_spanned(
+        value,
+        format!(
+            "expected at most {most} seconds for `{key}`, got {secs}: its default recovery \
+             jitter ({DEFAULT_JITTER_FACTOR} × the timeout) must stay within \
+             {MAX_DURATION_SECS} seconds; set a longer timeout on the \
+             `CircuitBreakerConfig` builder with a `recovery_jitter`"
         ),
     )
 }

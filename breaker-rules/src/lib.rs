@@ -47,6 +47,18 @@ pub const TTL_GRACE_SECS: u64 = 3600;
 /// [`TTL_GRACE_SECS`] as a duration: the longest probe lease.
 pub const TTL_GRACE: Duration = Duration::from_secs(TTL_GRACE_SECS);
 
+/// The default recovery jitter, as a multiple of the recovery timeout: wide enough that a
+/// fleet probing on its own (the store unreachable) has under 1 % of its environments
+/// start a probe in any one second.
+pub const DEFAULT_JITTER_FACTOR: u32 = 4;
+
+/// The rule of a recovery timeout without a jitter of its own: the default jitter
+/// ([`DEFAULT_JITTER_FACTOR`] times the timeout) is a setting too, and stays within
+/// [`MAX_DURATION_SECS`].
+pub const fn default_jitter_fits(recovery_timeout_secs: u64) -> bool {
+    recovery_timeout_secs.saturating_mul(DEFAULT_JITTER_FACTOR as u64) <= MAX_DURATION_SECS
+}
+
 /// Whether a count is at least [`MIN_COUNT`].
 pub const fn count_ok(count: u64) -> bool {
     count >= MIN_COUNT as u64
@@ -87,5 +99,6 @@ mod tests {
         assert!(one_trip_policy(true, false) && !one_trip_policy(true, true));
         assert!(window_has_rate(false, false) && !window_has_rate(true, false));
         assert_eq!(MAX_DURATION, Duration::from_secs(31_536_000));
+        assert!(default_jitter_fits(7_884_000) && !default_jitter_fits(7_884_001));
     }
 }

@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use breaker_rules::DEFAULT_JITTER_FACTOR;
+
 use crate::clock::Clock;
 use crate::policy::SlidingWindow;
 
@@ -186,11 +188,6 @@ pub(crate) const DEFAULT_WINDOW: SlidingWindow = SlidingWindow::Calls(100);
 
 /// The minimum number of calls of a rate policy that names none.
 pub(crate) const DEFAULT_MINIMUM_CALLS: u32 = 10;
-
-/// The default recovery jitter, as a multiple of the recovery timeout: wide enough that a
-/// fleet probing on its own (the store unreachable) has under 1 % of its environments
-/// start a probe in any one second.
-pub(crate) const DEFAULT_JITTER_FACTOR: u32 = 4;
 
 /// A duration in milliseconds, saturating (the builder keeps durations far below that).
 pub(crate) fn millis(duration: Duration) -> u64 {
