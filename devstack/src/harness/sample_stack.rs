@@ -4,7 +4,7 @@
 //!
 //! The functions run as real binaries ([`FunctionProcess`]); [`SampleStack::poll`] and
 //! [`SampleStack::replay_once`] play the SQS event source mapping for `overflow-replay`
-//! ([`event_source`](super::event_source)).
+//! ([`event_source`]).
 
 use std::collections::HashMap;
 use std::sync::Arc;
