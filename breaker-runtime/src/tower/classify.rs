@@ -13,7 +13,7 @@ pub trait Classify<Res, E> {
 }
 
 /// The default classifier: every `Ok` is a success, every `Err` a failure, as for
-/// [`CircuitBreaker::call`].
+/// [`CircuitBreaker::call`](crate::CircuitBreaker::call).
 ///
 /// ```
 /// use breaker_runtime::tower::{Classify, EveryError, Outcome};
