@@ -136,7 +136,12 @@ impl Expansion<'_> {
         // Without a callback: one future admits and runs, with the closed path inline.
         let private = self.private();
         let outcome = self.outcome(true);
-        let rejected = self.rejected(true);
+        // Every token at the return type, so a type that cannot carry the open error is
+        // blamed there.
+        let stopped = respan(
+            quote!(return #private::stop(__breaker_stopped)),
+            self.shape.output_span,
+        );
         quote! {
             match #private::guarded_call(
                 __breaker_circuit,
@@ -144,7 +149,7 @@ impl Expansion<'_> {
                 |__breaker_result| #outcome,
             ).await {
                 ::core::result::Result::Ok(__breaker_output) => __breaker_output,
-                ::core::result::Result::Err(__breaker_info) => #rejected,
+                ::core::result::Result::Err(__breaker_stopped) => #stopped,
             }
         }
     }

@@ -40,6 +40,21 @@ pub const MIN_STORE_TIMEOUT_MILLIS: u64 = 1;
 /// The shortest probe lease, in seconds.
 pub const MIN_PROBE_LEASE_SECS: u64 = 1;
 
+/// The shortest call timeout, in milliseconds.
+pub const MIN_CALL_TIMEOUT_MILLIS: u64 = 1;
+
+/// The shortest fleet window, in seconds.
+pub const MIN_FLEET_WINDOW_SECS: u64 = 1;
+/// The longest fleet window, in seconds.
+pub const MAX_FLEET_WINDOW_SECS: u64 = 3600;
+
+/// The rule of a report interval: an environment reports at most once per interval, and
+/// the fleet counts per window, so an interval longer than the window would leave windows
+/// without this environment's failures.
+pub const fn report_interval_fits_window(interval_millis: u64, window_secs: u64) -> bool {
+    interval_millis <= window_secs.saturating_mul(1000)
+}
+
 /// How long a record outlives its recovery timeout before DynamoDB's TTL may delete it, in
 /// seconds. Every write sets its TTL to now + recovery timeout + this grace, and an
 /// election is such a write, so the probe lease may be at most this long.
@@ -100,5 +115,8 @@ mod tests {
         assert!(window_has_rate(false, false) && !window_has_rate(true, false));
         assert_eq!(MAX_DURATION, Duration::from_secs(31_536_000));
         assert!(default_jitter_fits(7_884_000) && !default_jitter_fits(7_884_001));
+        assert!(
+            report_interval_fits_window(10_000, 10) && !report_interval_fits_window(10_001, 10)
+        );
     }
 }

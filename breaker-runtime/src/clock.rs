@@ -1,8 +1,9 @@
 //! Where the breaker reads the time: the system clock, or a [`ManualClock`] in tests
 //! (public as `testing::ManualClock`).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::Waker;
 use std::time::Duration;
 
 /// The time source of a circuit. An enum, not a trait object, so the hot path pays one
@@ -11,7 +12,38 @@ use std::time::Duration;
 pub(crate) enum Clock {
     #[default]
     System,
-    Manual(Arc<AtomicU64>),
+    Manual(Arc<ManualTime>),
+}
+
+/// The time of a [`ManualClock`] and the timers waiting for it to move.
+#[derive(Debug, Default)]
+pub(crate) struct ManualTime {
+    millis: AtomicU64,
+    /// Woken whenever the time is set or advanced; each checks its own instant.
+    sleepers: Mutex<Vec<Waker>>,
+}
+
+impl ManualTime {
+    #[inline]
+    pub(crate) fn now_millis(&self) -> u64 {
+        self.millis.load(Ordering::Acquire)
+    }
+
+    /// Wakes `waker` at the clock's next move.
+    pub(crate) fn wake_on_move(&self, waker: &Waker) {
+        let mut sleepers = self.sleepers.lock().unwrap_or_else(PoisonError::into_inner);
+        if !sleepers.iter().any(|w| w.will_wake(waker)) {
+            sleepers.push(waker.clone());
+        }
+    }
+
+    fn moved(&self) {
+        let sleepers =
+            std::mem::take(&mut *self.sleepers.lock().unwrap_or_else(PoisonError::into_inner));
+        for sleeper in sleepers {
+            sleeper.wake();
+        }
+    }
 }
 
 impl Clock {
@@ -20,15 +52,16 @@ impl Clock {
     pub(crate) fn now_millis(&self) -> u64 {
         match self {
             Self::System => system_millis(),
-            Self::Manual(millis) => millis.load(Ordering::Acquire),
+            Self::Manual(time) => time.now_millis(),
         }
     }
 }
 
-/// A clock that moves only when told to. Clones share one time.
+/// A clock that moves only when told to. Clones share one time. A guarded call's
+/// deadline on this clock fires when the clock is moved past it.
 #[derive(Debug, Clone)]
 pub struct ManualClock {
-    millis: Arc<AtomicU64>,
+    time: Arc<ManualTime>,
 }
 
 impl ManualClock {
@@ -45,7 +78,10 @@ impl ManualClock {
     /// ```
     pub fn at_unix_millis(millis: u64) -> Self {
         Self {
-            millis: Arc::new(AtomicU64::new(millis)),
+            time: Arc::new(ManualTime {
+                millis: AtomicU64::new(millis),
+                sleepers: Mutex::default(),
+            }),
         }
     }
 
@@ -58,8 +94,10 @@ impl ManualClock {
     /// assert_eq!(clock.unix_millis(), 1500);
     /// ```
     pub fn advance(&self, by: Duration) {
-        self.millis
+        self.time
+            .millis
             .fetch_add(by.as_millis() as u64, Ordering::AcqRel);
+        self.time.moved();
     }
 
     /// Sets the clock to the given unix time in milliseconds (it may go backwards).
@@ -70,7 +108,8 @@ impl ManualClock {
     /// assert_eq!(clock.unix_millis(), 42);
     /// ```
     pub fn set_unix_millis(&self, millis: u64) {
-        self.millis.store(millis, Ordering::Release);
+        self.time.millis.store(millis, Ordering::Release);
+        self.time.moved();
     }
 
     /// The current time in unix milliseconds.
@@ -79,11 +118,11 @@ impl ManualClock {
     /// assert_eq!(breaker_runtime::testing::ManualClock::new().unix_millis(), 1_700_000_000_000);
     /// ```
     pub fn unix_millis(&self) -> u64 {
-        self.millis.load(Ordering::Acquire)
+        self.time.now_millis()
     }
 
     pub(crate) fn as_clock(&self) -> Clock {
-        Clock::Manual(Arc::clone(&self.millis))
+        Clock::Manual(Arc::clone(&self.time))
     }
 }
 

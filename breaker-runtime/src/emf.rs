@@ -104,6 +104,7 @@ pub const fn metric_name(to_state: CircuitState) -> &'static str {
 ///     from_state: CircuitState::Closed,
 ///     to_state: CircuitState::Open,
 ///     opened_at: Some(1_700_000_000),
+///     cause: None,
 /// };
 /// let record = emf::transition_record(&opened, "Shop", 1_700_000_000_123);
 /// assert_eq!(
@@ -120,7 +121,7 @@ pub fn transition_record(
     let mut record = String::with_capacity(320);
     let _ = write!(
         record,
-        r#"{{"level":"{LOG_LEVEL}","timestamp":"{timestamp}","_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at},"{metric}":1}}"#,
+        r#"{{"level":"{LOG_LEVEL}","timestamp":"{timestamp}","_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at}{cause},"{metric}":1}}"#,
         namespace = json_string(namespace),
         timestamp = rfc3339_millis(timestamp_millis),
         circuit = json_string(&transition.circuit_name),
@@ -129,6 +130,10 @@ pub fn transition_record(
         opened_at = transition
             .opened_at
             .map_or_else(|| "null".to_owned(), |at| at.to_string()),
+        cause = transition.cause.map_or_else(String::new, |cause| format!(
+            r#","cause":"{}""#,
+            cause.as_str()
+        )),
     );
     record
 }
@@ -199,6 +204,7 @@ mod tests {
             from_state: CircuitState::HalfOpen,
             to_state,
             opened_at,
+            cause: None,
         }
     }
 
@@ -223,6 +229,20 @@ mod tests {
         );
         assert!(
             record.starts_with(r#"{"level":"ERROR","timestamp":"1970-01-02T00:00:00.000Z","_aws""#),
+            "{record}"
+        );
+    }
+
+    #[test]
+    fn an_opening_says_what_opened_it() {
+        let mut opened = transition("ce", CircuitState::Open, Some(7));
+        opened.cause = Some(crate::state::TransitionCause::Failures {
+            kind: crate::state::FailureKind::InvocationDeadline,
+            count: 5,
+        });
+        let record = transition_record(&opened, "Breaker", 1);
+        assert!(
+            record.ends_with(r#""opened_at":7,"cause":"invocation_deadline","CircuitOpened":1}"#),
             "{record}"
         );
     }

@@ -1,26 +1,92 @@
 //! The errors breaker hands to its users.
 
-use crate::state::CircuitInfo;
+use std::fmt;
+use std::time::Duration;
 
-/// Returned (converted into the protected function's error type) when a call is rejected
-/// because the circuit is open and no `on_circuit_open` callback is set.
+use crate::state::{CircuitInfo, FailureKind};
+
+/// Returned (converted into the protected function's error type) when the breaker did not
+/// let a call complete: it was rejected because the circuit is open and no
+/// `on_circuit_open` callback is set, or it was abandoned at its deadline
+/// ([`abandoned`](Self::abandoned) says which and when).
 ///
 /// Code that works with `Box<dyn Error>` finds it with `downcast_ref`:
 ///
 /// ```
 /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState};
-/// let err: Box<dyn std::error::Error + Send + Sync> = CircuitBreakerOpenError {
-///     circuit: CircuitInfo { name: "ce".into(), state: CircuitState::Open, failure_count: 5, opened_at: Some(1) },
-/// }
+/// let err: Box<dyn std::error::Error + Send + Sync> = CircuitBreakerOpenError::rejected(
+///     CircuitInfo { name: "ce".into(), state: CircuitState::Open, failure_count: 5, opened_at: Some(1) },
+/// )
 /// .into();
 /// assert_eq!(err.to_string(), "circuit 'ce' is open");
 /// assert!(err.downcast_ref::<CircuitBreakerOpenError>().is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("circuit '{}' is open", circuit.name)]
 pub struct CircuitBreakerOpenError {
-    /// The circuit that rejected the call.
+    /// The circuit that rejected (or abandoned) the call.
     pub circuit: CircuitInfo,
+    /// `Some` when the call was admitted, then abandoned at its deadline; `None` for a
+    /// rejection.
+    pub abandoned: Option<Abandoned>,
+}
+
+impl CircuitBreakerOpenError {
+    /// A call rejected by `circuit`.
+    pub fn rejected(circuit: CircuitInfo) -> Self {
+        Self {
+            circuit,
+            abandoned: None,
+        }
+    }
+
+    /// A call `circuit` abandoned.
+    pub fn abandoned(circuit: CircuitInfo, abandoned: Abandoned) -> Self {
+        Self {
+            circuit,
+            abandoned: Some(abandoned),
+        }
+    }
+
+    /// Whether the call was rejected without running (rather than abandoned).
+    pub fn is_rejection(&self) -> bool {
+        self.abandoned.is_none()
+    }
+}
+
+impl fmt::Display for CircuitBreakerOpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = &self.circuit.name;
+        match &self.abandoned {
+            None => write!(f, "circuit '{name}' is open"),
+            Some(abandoned) => write!(f, "circuit '{name}': {abandoned}"),
+        }
+    }
+}
+
+/// Why and when a running call was abandoned.
+///
+/// ```
+/// use std::time::Duration;
+/// use breaker_runtime::{Abandoned, FailureKind};
+/// let a = Abandoned { kind: FailureKind::CallTimeout, after: Duration::from_millis(2500) };
+/// assert_eq!(a.to_string(), "call abandoned after 2.5s (call timeout)");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Abandoned {
+    /// [`FailureKind::CallTimeout`] or [`FailureKind::InvocationDeadline`].
+    pub kind: FailureKind,
+    /// How long the call had run.
+    pub after: Duration,
+}
+
+impl fmt::Display for Abandoned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let why = match self.kind {
+            FailureKind::InvocationDeadline => "the invocation deadline was near",
+            _ => "call timeout",
+        };
+        write!(f, "call abandoned after {:?} ({why})", self.after)
+    }
 }
 
 /// An invalid configuration: a value out of range or a store built without what it needs.

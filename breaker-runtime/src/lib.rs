@@ -24,6 +24,7 @@ mod blocking;
 mod breaker;
 mod clock;
 mod config;
+pub mod deadline;
 mod default_store;
 mod environment;
 mod error;
@@ -31,6 +32,7 @@ mod policy;
 mod protocol;
 mod state;
 mod store_runtime;
+mod timer;
 mod warm_up;
 
 pub mod emf;
@@ -40,11 +42,11 @@ pub mod testing;
 pub mod tower;
 
 pub use breaker::CircuitBreaker;
-pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy};
 pub use default_store::{default_store, set_default_store};
-pub use error::{CircuitBreakerConfigError, CircuitBreakerOpenError};
+pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use policy::SlidingWindow;
-pub use state::{CircuitInfo, CircuitState, CircuitTransition};
+pub use state::{CircuitInfo, CircuitState, CircuitTransition, FailureKind, TransitionCause};
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]

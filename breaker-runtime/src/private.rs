@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use crate::breaker::{
-    CircuitBreaker, GuardedCall, Permit, PermitRequest, Recording, RunAdmitted, classify,
+    CircuitBreaker, GuardedCall, Permit, PermitRequest, Recording, RunAdmitted, Stopped, classify,
     fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
 };
 pub use crate::config::CircuitBreakerConfig;
@@ -213,20 +213,26 @@ fn checked(builder: CircuitBreakerConfigBuilder) -> CircuitBreakerConfig {
     note = "or add `on_circuit_open = fallback` to return something else when the circuit is open"
 )]
 pub trait OpenCircuitResult {
-    /// The value a rejected call returns.
-    fn open_circuit(circuit: CircuitInfo) -> Self;
+    /// The value a call the breaker stopped returns.
+    fn stopped(error: CircuitBreakerOpenError) -> Self;
 }
 
 impl<T, E: From<CircuitBreakerOpenError>> OpenCircuitResult for Result<T, E> {
-    fn open_circuit(circuit: CircuitInfo) -> Self {
-        Err(CircuitBreakerOpenError { circuit }.into())
+    fn stopped(error: CircuitBreakerOpenError) -> Self {
+        Err(error.into())
     }
 }
 
 /// `Err(CircuitBreakerOpenError.into())`.
 #[cold]
 pub fn reject<R: OpenCircuitResult>(circuit: CircuitInfo) -> R {
-    R::open_circuit(circuit)
+    R::stopped(CircuitBreakerOpenError::rejected(circuit))
+}
+
+/// A guarded call rejected or abandoned: `Err(CircuitBreakerOpenError.into())`.
+#[cold]
+pub fn stop<R: OpenCircuitResult>(stopped: Stopped) -> R {
+    R::stopped(stopped.into_error())
 }
 
 // ---------------------------------------------------------------------------------------

@@ -77,11 +77,13 @@ pub struct CircuitInfo {
 ///
 /// ```
 /// use breaker_runtime::{CircuitState, CircuitTransition};
+/// use breaker_runtime::{FailureKind, TransitionCause};
 /// let t = CircuitTransition {
 ///     circuit_name: "ce".into(),
 ///     from_state: CircuitState::Closed,
 ///     to_state: CircuitState::Open,
 ///     opened_at: Some(1_700_000_000),
+///     cause: Some(TransitionCause::Failures { kind: FailureKind::CallTimeout, count: 5 }),
 /// };
 /// assert_eq!(t.to_state, CircuitState::Open);
 /// ```
@@ -95,4 +97,85 @@ pub struct CircuitTransition {
     pub to_state: CircuitState,
     /// Unix seconds when the circuit (last) opened; `None` once closed.
     pub opened_at: Option<u64>,
+    /// What opened the circuit, for a trip or a reopen; `None` for other transitions.
+    pub cause: Option<TransitionCause>,
+}
+
+/// How a call that counts against the circuit failed.
+///
+/// ```
+/// use breaker_runtime::FailureKind;
+/// assert_eq!(FailureKind::InvocationDeadline.as_str(), "invocation_deadline");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The call returned an error the classifier counts (or a response it rejects).
+    Error,
+    /// The call panicked.
+    Panic,
+    /// The call took at least the slow-call duration of a slow-call policy.
+    Slow,
+    /// The call was still running at its `call_timeout` and was abandoned (or, blocking,
+    /// returned after it).
+    CallTimeout,
+    /// The call was still running near the invocation's deadline and was abandoned.
+    InvocationDeadline,
+}
+
+impl FailureKind {
+    /// How logs and EMF name it: `error`, `panic`, `slow`, `call_timeout`,
+    /// `invocation_deadline`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Error => "error",
+            Self::Panic => "panic",
+            Self::Slow => "slow",
+            Self::CallTimeout => "call_timeout",
+            Self::InvocationDeadline => "invocation_deadline",
+        }
+    }
+
+    /// Whether the breaker abandoned (or timed out) the call rather than the call failing.
+    pub const fn is_deadline(self) -> bool {
+        matches!(self, Self::CallTimeout | Self::InvocationDeadline)
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What opened a circuit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TransitionCause {
+    /// This environment's own policy (or its probe) saw `count` failures; the last was of
+    /// this `kind`.
+    Failures {
+        /// How the last counted call failed.
+        kind: FailureKind,
+        /// The failures counted (consecutive, or in the window; 1 for a failed probe).
+        count: u32,
+    },
+    /// The fleet-wide policy: one fleet window held `failures` failures out of `calls`
+    /// reported calls.
+    Fleet {
+        /// Failures the fleet reported in the window.
+        failures: u64,
+        /// Calls reported with them.
+        calls: u64,
+    },
+}
+
+impl TransitionCause {
+    /// How logs and EMF name it: the failure kind, or `fleet`.
+    pub const fn as_str(&self) -> &'static str {
+        match self {
+            Self::Failures { kind, .. } => kind.as_str(),
+            Self::Fleet { .. } => "fleet",
+        }
+    }
 }

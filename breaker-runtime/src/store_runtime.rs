@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
 use crate::store::{StateStore, StoreError};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
@@ -71,6 +71,28 @@ pub(crate) async fn apply(
         async move { store.apply(&circuit, &transition).await },
     )
     .await
+}
+
+/// Adds `report` to `circuit`'s fleet counters on the store runtime.
+pub(crate) async fn report(
+    store: Arc<dyn StateStore>,
+    circuit: Arc<str>,
+    report: FailureReport,
+    timeout: Duration,
+) -> Result<Option<FleetTally>, StoreError> {
+    on_store_runtime(
+        timeout,
+        async move { store.report(&circuit, &report).await },
+    )
+    .await
+}
+
+/// A timer that fires after `after`, driven by the store runtime's timer (so it works
+/// whatever runtime, if any, polls it); `None` if the store runtime cannot start.
+pub(crate) fn sleep(after: Duration) -> Option<std::pin::Pin<Box<tokio::time::Sleep>>> {
+    let runtime = runtime().ok()?;
+    let _entered = runtime.enter();
+    Some(Box::pin(tokio::time::sleep(after)))
 }
 
 /// Runs `operation` on the store runtime; one that takes longer than `timeout` is an error.

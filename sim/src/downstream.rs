@@ -12,6 +12,8 @@ pub enum Health {
     Down,
     /// Each call fails with this probability (seeded).
     Failing(f64),
+    /// No call answers: each runs until the caller gives up on it.
+    Hang,
 }
 
 /// Health by virtual time: each phase holds from its start until the next one's.
@@ -91,13 +93,15 @@ impl Downstream {
         &self.schedule
     }
 
-    /// A call made at `now_ms`.
-    pub fn call(&mut self, now_ms: u64) -> Result<(), DownstreamError> {
+    /// A call made at `now_ms`: its answer after [`latency_ms`](Self::latency_ms), or
+    /// `None` if it never answers.
+    pub fn call(&mut self, now_ms: u64) -> Option<Result<(), DownstreamError>> {
         match self.schedule.at(now_ms) {
-            Health::Up => Ok(()),
-            Health::Down => Err(DownstreamError),
-            Health::Failing(p) if self.rng.chance(p) => Err(DownstreamError),
-            Health::Failing(_) => Ok(()),
+            Health::Up => Some(Ok(())),
+            Health::Down => Some(Err(DownstreamError)),
+            Health::Failing(p) if self.rng.chance(p) => Some(Err(DownstreamError)),
+            Health::Failing(_) => Some(Ok(())),
+            Health::Hang => None,
         }
     }
 }
@@ -109,7 +113,9 @@ mod tests {
     #[test]
     fn failing_fails_about_the_given_fraction() {
         let mut d = Downstream::new(50, HealthSchedule::new(vec![(0, Health::Failing(0.3))]), 1);
-        let failures = (0..10_000).filter(|_| d.call(5).is_err()).count();
+        let failures = (0..10_000)
+            .filter(|_| d.call(5).is_some_and(|r| r.is_err()))
+            .count();
         assert!((2_800..3_200).contains(&failures), "{failures}");
         assert_eq!(d.schedule().recovered_at(), None);
     }

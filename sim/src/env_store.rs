@@ -11,7 +11,9 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use breaker_runtime::store::{CircuitRecord, StateStore, StoreFuture, Transition, WriteOutcome};
+use breaker_runtime::store::{
+    CircuitRecord, FailureReport, FleetTally, StateStore, StoreFuture, Transition, WriteOutcome,
+};
 
 use crate::model::{Consistency, ItemModel, RequestKind, RequestOutcome, Served};
 
@@ -185,6 +187,18 @@ impl StateStore for EnvStore {
         let served = self.table.model().apply(circuit, transition, now);
         self.table
             .log(self.env, now, RequestKind::of(transition), &served);
+        Box::pin(std::future::ready(served.result))
+    }
+
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let served = self.table.model().report(circuit, report, now);
+        self.table.log(self.env, now, RequestKind::Report, &served);
         Box::pin(std::future::ready(served.result))
     }
 }

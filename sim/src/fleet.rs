@@ -2,30 +2,33 @@
 //! virtual time.
 //!
 //! Each environment has its own breaker (its own id, cache and store adapter) and its own
-//! `ManualClock`, which reads global virtual time plus the environment's skew. Calls are
-//! taken from [`Traffic`] in order of start time and run one at a time on this thread with
-//! `call_blocking_with`, the public API a sync Lambda handler uses: the breaker's store
-//! requests hop to its store runtime thread and answer at once from the item model. A call
-//! lasts the sum of its store requests' latencies plus the downstream's latency if it was
-//! admitted, and keeps its environment busy that long.
+//! `ManualClock`, which reads global virtual time plus the environment's skew. A call is
+//! the async path a Lambda handler uses, `call_with` inside the invocation's deadline
+//! scope, polled by this loop at the virtual instants something can happen to it: its
+//! start, the downstream's answer, its abandonment (call timeout or deadline minus margin)
+//! and the function timeout, past which Lambda ends the invocation and the environment
+//! starts again cold (a new breaker: new id, empty cache, local counts lost). The
+//! breaker's store requests hop to its store runtime thread and answer at once from the
+//! item model, at the virtual time of the poll that made them; their latencies lengthen
+//! the call.
 //!
-//! The approximation (docs/scale.md): a call's store requests are applied at its start, in
-//! the order calls start. Each conditional write is atomic, so the outcomes are those of a
-//! serialization of the requests; the serialization differs from DynamoDB's arrival order
-//! by at most one call's store latency.
+//! The approximation (docs/scale.md): the requests of one poll are applied at that poll's
+//! instant, in the order polls run. Each conditional write is atomic, so the outcomes are
+//! those of a serialization of the requests; the serialization differs from DynamoDB's
+//! arrival order by at most one call's store latency.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
 
 use breaker_runtime::store::CircuitRecord;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError, CircuitBreakerOpenError,
-    CircuitState,
-};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError};
 
 use crate::downstream::Downstream;
 use crate::env_store::{EnvStore, SharedTable, StoreRequest};
-use crate::metrics::{Call, Metrics};
+use crate::invocation::{CallError, Flight, Polled};
+use crate::metrics::Metrics;
 use crate::model::ItemModel;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
@@ -34,27 +37,18 @@ use crate::traffic::Traffic;
 /// The one circuit every environment protects the downstream with.
 pub const CIRCUIT: &str = "downstream";
 
-/// What a simulated handler's call returns as an error.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CallError {
-    /// The breaker rejected the call.
-    Open,
-    /// The downstream failed it: counts as a failure.
-    Downstream,
-}
-
-impl From<CircuitBreakerOpenError> for CallError {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Self::Open
-    }
-}
-
 /// One execution environment.
 #[derive(Debug)]
 struct Env {
     breaker: CircuitBreaker,
     clock: ManualClock,
     skew_ms: i64,
+    /// Cold starts so far: part of the environment id, which is new at each.
+    incarnation: u32,
+    /// The invocation in progress, if any.
+    flight: Option<Flight>,
+    /// Bumped when a flight ends, so a wake-up scheduled for it is recognised as stale.
+    token: u32,
 }
 
 /// A finished run.
@@ -80,20 +74,19 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
     let model = ItemModel::new(scenario.model.clone(), scenario.seed)
         .with_faults(scenario.store_faults.clone());
     let table = SharedTable::new(model);
-    let mut metrics = Metrics::new(
-        &scenario.name,
-        scenario.envs,
-        scenario.seed,
-        scenario.duration_ms,
-        scenario.trip_burst_ms(),
-        scenario.health.recovered_at(),
-    );
+    let mut metrics = Metrics::of(scenario);
     if scenario.initially_open {
         let opened = CircuitRecord::open(epoch_ms / 1000, scenario.breaker.failure_threshold);
         table.model().put(CIRCUIT, opened, 0);
         metrics.opened_before_start(0);
     }
-    let envs = environments(scenario, &table, epoch_ms)?;
+    let mut skews = Rng::new(scenario.seed, 0x5c3e);
+    let mut envs = (0..scenario.envs)
+        .map(|i| {
+            let skew_ms = skews.symmetric(scenario.max_skew_ms);
+            new_env(scenario, &table, epoch_ms, i, skew_ms, 0)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let mut downstream = Downstream::new(
         scenario.downstream_latency_ms,
         scenario.health.clone(),
@@ -105,50 +98,89 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         scenario.start_spread_ms,
         scenario.seed,
     );
+    // Wake-ups of calls in flight: (virtual ms, environment, token).
+    let mut wakes: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
     let mut requests: Vec<StoreRequest> = Vec::with_capacity(16);
     let mut next_second = 0u64;
 
-    while let Some((start, index)) = traffic.next_call() {
-        if start >= scenario.duration_ms {
+    loop {
+        let next_start = traffic.peek();
+        let next_wake = wakes.peek().map(|Reverse((at, _, _))| *at);
+        // A wake-up carries the token of the flight it was scheduled for; a start none.
+        let (now, index, token) = match (next_start, next_wake) {
+            (None, None) => break,
+            (Some((start, _)), Some(wake)) if wake < start => pop_wake(&mut wakes),
+            (None, Some(_)) => pop_wake(&mut wakes),
+            (Some(_), _) => {
+                let (start, index) = traffic
+                    .next_call()
+                    .unwrap_or_else(|| unreachable!("peeked"));
+                (start, index, None)
+            }
+        };
+        if now >= scenario.duration_ms {
             break;
         }
-        while next_second * 1000 <= start {
+        while next_second * 1000 <= now {
             sample(&envs, &mut metrics, next_second);
             next_second += 1;
         }
-        let env = &envs[index as usize];
-        table.set_now(start);
-        env.clock
-            .set_unix_millis(epoch_ms.saturating_add_signed(start as i64 + env.skew_ms));
-
-        let mut admitted = false;
-        let mut probe_start = None;
-        let result = env.breaker.call_blocking_with(
-            |e: &CallError| *e == CallError::Downstream,
-            || {
-                admitted = true;
-                // Only probes run while an environment does not believe the circuit closed.
-                let at = start + table.pending_latency_ms();
-                if env.breaker.state() != CircuitState::Closed {
-                    probe_start = Some(at);
-                }
-                downstream.call(at).map_err(|_| CallError::Downstream)
-            },
-        );
-        table.drain_into(&mut requests);
-        let store_ms: u64 = requests.iter().map(|r| r.latency_ms).sum();
-        let downstream_ms = if admitted { downstream.latency_ms() } else { 0 };
-        metrics.on_call(&Call {
-            env: index,
-            start_ms: start,
-            admitted,
-            probe: probe_start.map(|at| (at, at + downstream_ms)),
-            failed: result == Err(CallError::Downstream),
-        });
-        for request in &requests {
-            metrics.on_request(request);
+        let env = &mut envs[index as usize];
+        if token.is_some_and(|token| token != env.token) {
+            // The flight this wake-up was for has ended.
+            continue;
         }
-        traffic.schedule_next(index, start + store_ms + downstream_ms);
+        if env.flight.is_none() {
+            env.flight = Some(Flight::start(
+                &env.breaker,
+                scenario,
+                now,
+                epoch_ms,
+                env.skew_ms,
+            ));
+        }
+        table.set_now(now);
+        env.clock
+            .set_unix_millis(epoch_ms.saturating_add_signed(now as i64 + env.skew_ms));
+        let flight = env
+            .flight
+            .as_mut()
+            .unwrap_or_else(|| unreachable!("started above"));
+        let polled = flight.poll(now, &mut downstream, &table);
+        table.drain_into(&mut requests);
+        match polled {
+            Polled::Waiting { until_ms } => {
+                for request in &requests {
+                    metrics.on_request(request);
+                }
+                wakes.push(Reverse((until_ms, index, env.token)));
+            }
+            Polled::Done(result) => {
+                let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
+                env.token = env.token.wrapping_add(1);
+                let ended = flight.end_ms(now);
+                metrics.on_call(&flight.call(index, now, ended, result));
+                for request in &requests {
+                    metrics.on_request(request);
+                }
+                traffic.schedule_next(index, ended);
+            }
+            Polled::Killed => {
+                // Lambda ended the invocation at its function timeout: the process and
+                // everything it counted are gone; the next invocation starts cold.
+                let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
+                metrics.on_call(&flight.call(index, now, now, Err(CallError::Killed)));
+                for request in &requests {
+                    metrics.on_request(request);
+                }
+                metrics.on_cold_start();
+                let (skew_ms, incarnation) = (env.skew_ms, env.incarnation + 1);
+                let token = env.token.wrapping_add(1);
+                *env = new_env(scenario, &table, epoch_ms, index, skew_ms, incarnation)?;
+                env.token = token;
+                traffic.schedule_next(index, now);
+            }
+        }
     }
     while next_second * 1000 < scenario.duration_ms {
         sample(&envs, &mut metrics, next_second);
@@ -160,37 +192,40 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
     })
 }
 
-/// Builds every environment's breaker, clock and store adapter.
-fn environments(
+fn pop_wake(wakes: &mut BinaryHeap<Reverse<(u64, u32, u32)>>) -> (u64, u32, Option<u32>) {
+    let Reverse((at, env, token)) = wakes.pop().unwrap_or_else(|| unreachable!("peeked"));
+    (at, env, Some(token))
+}
+
+/// Builds environment `index`'s breaker, clock and store adapter, at its `incarnation`.
+fn new_env(
     scenario: &Scenario,
     table: &Arc<SharedTable>,
     epoch_ms: u64,
-) -> Result<Vec<Env>, CircuitBreakerConfigError> {
+    index: u32,
+    skew_ms: i64,
+    incarnation: u32,
+) -> Result<Env, CircuitBreakerConfigError> {
     let b = &scenario.breaker;
-    let mut skews = Rng::new(scenario.seed, 0x5c3e);
-    (0..scenario.envs)
-        .map(|i| {
-            let skew_ms = skews.symmetric(scenario.max_skew_ms);
-            let clock = ManualClock::at_unix_millis(epoch_ms.saturating_add_signed(skew_ms));
-            let config = CircuitBreakerConfig::builder()
-                .environment_id(format!("env-{i}"))
-                .clock(clock.clone())
-                .failure_threshold(b.failure_threshold)
-                .recovery_timeout(b.recovery_timeout)
-                .success_threshold(b.success_threshold)
-                .local_cache_max_age(b.local_cache_max_age)
-                .recovery_jitter(b.recovery_jitter)
-                .store_error_backoff(b.store_error_backoff)
-                .probe_lease(b.probe_lease)
-                .build()?;
-            let store = Arc::new(EnvStore::new(i, Arc::clone(table)));
-            Ok(Env {
-                breaker: CircuitBreaker::new(CIRCUIT, store, config),
-                clock,
-                skew_ms,
-            })
-        })
-        .collect()
+    let clock = ManualClock::at_unix_millis(epoch_ms.saturating_add_signed(skew_ms));
+    let id = match incarnation {
+        0 => format!("env-{index}"),
+        n => format!("env-{index}.{n}"),
+    };
+    let config = b
+        .apply(CircuitBreakerConfig::builder())
+        .environment_id(id)
+        .clock(clock.clone())
+        .build()?;
+    let store = Arc::new(EnvStore::new(index, Arc::clone(table)));
+    Ok(Env {
+        breaker: CircuitBreaker::new(CIRCUIT, store, config),
+        clock,
+        skew_ms,
+        incarnation,
+        flight: None,
+        token: 0,
+    })
 }
 
 /// Environments per believed state, at the start of `second`.
@@ -198,9 +233,9 @@ fn sample(envs: &[Env], metrics: &mut Metrics, second: u64) {
     let (mut closed, mut open, mut half_open) = (0, 0, 0);
     for env in envs {
         match env.breaker.state() {
-            CircuitState::Closed => closed += 1,
-            CircuitState::Open => open += 1,
-            CircuitState::HalfOpen => half_open += 1,
+            breaker_runtime::CircuitState::Closed => closed += 1,
+            breaker_runtime::CircuitState::Open => open += 1,
+            breaker_runtime::CircuitState::HalfOpen => half_open += 1,
         }
     }
     metrics.sample(second, closed, open, half_open);

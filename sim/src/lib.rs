@@ -19,6 +19,7 @@
 //! - [`downstream`]: the protected service's latency and health schedule;
 //! - [`scenario`]: the situations the fleet is measured in;
 //! - [`fleet`]: the discrete-event loop that drives the breakers;
+//! - [`invocation`]: one invocation in flight: the guarded async call and its downstream;
 //! - [`metrics`]: the measurements and their definitions, collected from a run;
 //! - [`summary`]: the figures of a run: per second, per window, the summary;
 //! - [`report`]: the table, the JSON line and the markdown table;
@@ -30,6 +31,7 @@ pub mod chart;
 pub mod downstream;
 pub mod env_store;
 pub mod fleet;
+pub mod invocation;
 pub mod metrics;
 pub mod model;
 pub mod report;

@@ -21,8 +21,8 @@ use breaker_sim::{chart, fleet, report};
 #[derive(Debug, Parser)]
 #[command(name = "breaker-sim", version)]
 struct Args {
-    /// Scenario to run (outage, light, store-throttled, store-down-while-open, flapping,
-    /// scale-100k), or `all`.
+    /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, light,
+    /// store-throttled, store-down-while-open, flapping, scale-100k), or `all`.
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.

@@ -10,19 +10,28 @@
 //!   maximum over those calls, so no per-environment state is kept;
 //! - **close propagation** = for each environment, its first admission after the close
 //!   landed, minus that landing (an environment with no call before the next trip has none);
-//! - **throttled requests** (throttled attempts), counted separately inside the **trip
-//!   burst** (from a trip write made while the item is closed until cache age + lag later)
-//!   and outside it;
+//! - **throttled requests** (throttled attempts), counted separately inside a **trip
+//!   burst** and outside it. A trip burst runs from the first counted failure (a failed
+//!   non-probe call while the item is closed, no more than 10 s before the trip) to the
+//!   trip's landing plus cache age plus read lag; a trip write made while the item is closed
+//!   also starts one, until cache age + lag later;
+//! - **report writes per second** outside every trip burst: the write units of failure
+//!   reports in each virtual second that no burst overlaps;
+//! - **non-probe calls while failing**: per environment, the downstream calls it started
+//!   (not as probes) while the downstream was down or hanging; the maximum is reported;
 //! - per virtual second: environments per state, calls, downstream calls, store units and
 //!   throttles, for the charts.
 //!
 //! The item's state is followed from the requests that won, so the metrics need nothing
 //! from the model but the log.
 
-use breaker_runtime::CircuitState;
+use std::collections::VecDeque;
+
 use crate::env_store::StoreRequest;
 use crate::model::{RequestKind, RequestOutcome};
+use crate::scenario::Scenario;
 pub use crate::summary::{Call, Second, Summary, USD_PER_RRU, USD_PER_WRU, Window};
+use breaker_runtime::CircuitState;
 
 /// Collects a run's measurements as the simulator reports calls and requests.
 #[derive(Debug)]
@@ -51,7 +60,6 @@ pub struct Metrics {
     election_writes: u64,
     close_and_reopen_writes: u64,
     throttled: u64,
-    throttled_in_burst: u64,
     unreachable: u64,
     read_half_units: u64,
     write_units: u64,
@@ -68,11 +76,44 @@ pub struct Metrics {
     max_rejecting_after_close_ms: Option<u64>,
     downstream_calls_while_open: u64,
     seconds: Vec<Second>,
+    failed_non_probe_calls: u64,
+    report_writes: u64,
+    abandoned_calls: u64,
+    killed_invocations: u64,
+    cold_starts: u64,
+    /// Ends of counted failures in the last [`BURST_LOOKBACK_MS`], while the item is closed.
+    recent_failures: VecDeque<u64>,
+    first_failure_ms: Option<u64>,
+    first_trip_ms: Option<u64>,
+    /// Trip bursts, `(from, until)` ms.
+    bursts: Vec<(u64, u64)>,
+    /// Throttled attempts: `(ms, attempts)`.
+    throttles: Vec<(u64, u32)>,
+    /// Per environment: non-probe downstream calls started while the downstream was down
+    /// or hanging.
+    calls_while_failing: Vec<u32>,
 }
 
+/// How far before a trip's landing its burst may start: the first counted failure within
+/// this long (a fleet window's worth of failures) opens it.
+const BURST_LOOKBACK_MS: u64 = 10_000;
+
 impl Metrics {
-    /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is the
-    /// trip burst's length, `recovered_at_ms` when the downstream recovers for good.
+    /// Metrics of a run of `scenario`.
+    pub fn of(scenario: &Scenario) -> Self {
+        Self::new(
+            &scenario.name,
+            scenario.envs,
+            scenario.seed,
+            scenario.duration_ms,
+            scenario.trip_burst_ms(),
+            scenario.health.recovered_at(),
+        )
+    }
+
+    /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is how
+    /// long a trip burst lasts after the trip landed, `recovered_at_ms` when the
+    /// downstream recovers for good.
     pub fn new(
         scenario: &str,
         envs: u32,
@@ -89,6 +130,17 @@ impl Metrics {
             duration_ms,
             burst_ms,
             recovered_at_ms,
+            failed_non_probe_calls: 0,
+            report_writes: 0,
+            abandoned_calls: 0,
+            killed_invocations: 0,
+            cold_starts: 0,
+            recent_failures: VecDeque::new(),
+            first_failure_ms: None,
+            first_trip_ms: None,
+            bursts: Vec::new(),
+            throttles: Vec::new(),
+            calls_while_failing: vec![0; envs as usize],
             calls: 0,
             rejected: 0,
             downstream_calls: 0,
@@ -106,7 +158,6 @@ impl Metrics {
             election_writes: 0,
             close_and_reopen_writes: 0,
             throttled: 0,
-            throttled_in_burst: 0,
             unreachable: 0,
             read_half_units: 0,
             write_units: 0,
@@ -163,6 +214,17 @@ impl Metrics {
             downstream = 1;
             self.downstream_calls += 1;
             self.downstream_failures += u64::from(call.failed);
+            self.abandoned_calls += u64::from(call.abandoned);
+            self.killed_invocations += u64::from(call.killed);
+            if call.probe.is_none() {
+                self.failed_non_probe_calls += u64::from(call.failed);
+                if call.unhealthy {
+                    self.calls_while_failing[call.env as usize] += 1;
+                }
+                if call.failed && self.item == CircuitState::Closed {
+                    self.on_counted_failure(call.decided_ms);
+                }
+            }
             if let Some(interval) = call.probe {
                 probe = 1;
                 self.probes.push(interval);
@@ -195,6 +257,23 @@ impl Metrics {
         }
     }
 
+    /// An environment started again cold after Lambda ended an invocation.
+    pub fn on_cold_start(&mut self) {
+        self.cold_starts += 1;
+    }
+
+    fn on_counted_failure(&mut self, at_ms: u64) {
+        self.first_failure_ms.get_or_insert(at_ms);
+        while self
+            .recent_failures
+            .front()
+            .is_some_and(|t| *t + BURST_LOOKBACK_MS < at_ms)
+        {
+            self.recent_failures.pop_front();
+        }
+        self.recent_failures.push_back(at_ms);
+    }
+
     /// A store request, after its call was reported.
     pub fn on_request(&mut self, r: &StoreRequest) {
         let t = r.time_ms;
@@ -211,6 +290,7 @@ impl Metrics {
             RequestKind::Trip => self.trip_writes += attempts,
             RequestKind::Elect => self.election_writes += attempts,
             RequestKind::Close | RequestKind::Reopen => self.close_and_reopen_writes += attempts,
+            RequestKind::Report => self.report_writes += attempts,
             RequestKind::Other => {}
         }
         if r.kind != RequestKind::Read {
@@ -221,18 +301,23 @@ impl Metrics {
             && self.burst_until_ms.is_none_or(|until| t > until)
         {
             self.burst_until_ms = Some(t + self.burst_ms);
+            self.bursts.push((t, t + self.burst_ms));
         }
         self.throttled += u64::from(r.throttled_attempts);
-        if self.burst_until_ms.is_some_and(|until| t <= until) {
-            self.throttled_in_burst += u64::from(r.throttled_attempts);
+        if r.throttled_attempts > 0 {
+            self.throttles.push((t, r.throttled_attempts));
         }
         self.read_half_units += u64::from(r.read_half_units);
         self.write_units += u64::from(r.write_units);
         if let Some(s) = self.second(t) {
             s.store_requests += sent;
             s.read_half_units += r.read_half_units;
-            s.write_units += r.write_units;
             s.throttled += r.throttled_attempts;
+            // The circuit's item and the report items have budgets of their own.
+            match r.kind {
+                RequestKind::Report => s.report_write_units += r.write_units,
+                _ => s.write_units += r.write_units,
+            }
         }
         if r.kind == RequestKind::Elect {
             self.count_election(r);
@@ -266,6 +351,15 @@ impl Metrics {
         match kind {
             RequestKind::Trip => {
                 self.trips_won += 1;
+                self.first_trip_ms.get_or_insert(t);
+                let from = self
+                    .recent_failures
+                    .iter()
+                    .find(|f| **f + BURST_LOOKBACK_MS >= t)
+                    .copied()
+                    .unwrap_or(t);
+                self.recent_failures.clear();
+                self.bursts.push((from.min(t), t + self.burst_ms));
                 self.item = CircuitState::Open;
                 self.trip_landed_ms = Some(t);
                 self.close_landed_ms = None;
@@ -285,7 +379,7 @@ impl Metrics {
                 self.close_landed_ms = Some(t);
                 self.close_epoch += 1;
             }
-            RequestKind::Read | RequestKind::Other => {}
+            RequestKind::Read | RequestKind::Report | RequestKind::Other => {}
         }
     }
 
@@ -337,7 +431,49 @@ impl Metrics {
                 .find(|t| **t >= recovered)
                 .map(|t| t - recovered)
         });
+        let in_burst = |t: u64| {
+            self.bursts
+                .iter()
+                .any(|(from, until)| *from <= t && t <= *until)
+        };
+        let throttled_in_burst: u64 = self
+            .throttles
+            .iter()
+            .filter(|(t, _)| in_burst(*t))
+            .map(|(_, n)| u64::from(*n))
+            .sum();
+        // A second is outside every burst if no burst overlaps any part of it.
+        let second_outside = |second: u64| {
+            let (from, until) = (second * 1000, second * 1000 + 999);
+            !self
+                .bursts
+                .iter()
+                .any(|(b0, b1)| *b0 <= until && from <= *b1)
+        };
         Summary {
+            failed_non_probe_calls: self.failed_non_probe_calls,
+            first_failure_to_trip_s: match (self.first_failure_ms, self.first_trip_ms) {
+                (Some(failure), Some(trip)) if trip >= failure => secs(Some(trip - failure)),
+                _ => None,
+            },
+            max_non_probe_calls_per_env_while_failing: self
+                .calls_while_failing
+                .iter()
+                .copied()
+                .max()
+                .unwrap_or(0),
+            max_report_wcu_per_s: self
+                .seconds
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| second_outside(*i as u64))
+                .map(|(_, s)| s.report_write_units)
+                .max()
+                .unwrap_or(0),
+            report_writes: self.report_writes,
+            abandoned_calls: self.abandoned_calls,
+            killed_invocations: self.killed_invocations,
+            cold_starts: self.cold_starts,
             scenario: self.scenario.clone(),
             envs: self.envs,
             seed: self.seed,
@@ -371,8 +507,8 @@ impl Metrics {
             election_writes: self.election_writes,
             close_and_reopen_writes: self.close_and_reopen_writes,
             throttled_requests: self.throttled,
-            throttled_in_trip_burst: self.throttled_in_burst,
-            throttled_outside_trip_burst: self.throttled - self.throttled_in_burst,
+            throttled_in_trip_burst: throttled_in_burst,
+            throttled_outside_trip_burst: self.throttled - throttled_in_burst,
             unreachable_requests: self.unreachable,
             max_rcu_per_s: self
                 .seconds

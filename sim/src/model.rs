@@ -19,6 +19,8 @@
 //! - **The SDK client's attempts.** The store's client makes 2 attempts: a throttled first
 //!   attempt is retried after a back-off; every attempt is counted.
 //! - **Latency.** Every attempt takes a seeded latency (default 5–20 ms).
+//! - **Reports live apart.** A failure report is an UpdateItem of an item of its own (one
+//!   per circuit and fleet window), with its own per-item capacity; it costs 1 WCU.
 //! - **Faults by time.** Windows in which every write is throttled, or the store is
 //!   unreachable (every request fails after the store timeout).
 //!
@@ -27,7 +29,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use breaker_runtime::store::{CircuitRecord, StoreError, Transition, WriteOutcome};
+use breaker_runtime::store::{
+    CircuitRecord, FailureReport, FleetTally, StoreError, Transition, WriteOutcome,
+};
 
 use crate::rng::Rng;
 
@@ -108,6 +112,8 @@ pub enum RequestKind {
     Close,
     /// The reopen (HALF_OPEN → OPEN).
     Reopen,
+    /// A failure report to the fleet's counters (an item of its own).
+    Report,
     /// A transition this simulator does not know yet (`Transition` is non-exhaustive).
     Other,
 }
@@ -169,6 +175,8 @@ struct Item {
     second: u64,
     read_half_units: u32,
     write_units: u32,
+    /// A fleet window's counters, for a report item.
+    tally: FleetTally,
 }
 
 impl Item {
@@ -318,6 +326,21 @@ impl ItemModel {
         })
     }
 
+    /// A failure report at `now_ms`: an UpdateItem of the report's own item (one per
+    /// circuit and fleet window, with its own capacity), answered with the totals.
+    pub fn report(
+        &mut self,
+        circuit: &str,
+        report: &FailureReport,
+        now_ms: u64,
+    ) -> Served<Option<FleetTally>> {
+        let key = report_key(circuit, report.window_start);
+        self.request(&key, now_ms, Cost::Write, |item| {
+            item.tally = item.tally.plus(report);
+            (Ok(Some(item.tally)), RequestOutcome::Won)
+        })
+    }
+
     fn item(&mut self, circuit: &str) -> &mut Item {
         if !self.items.contains_key(circuit) {
             self.items.insert(circuit.to_owned(), Item::default());
@@ -418,6 +441,11 @@ impl ItemModel {
             write_units: 0,
         }
     }
+}
+
+/// The key of a circuit's report item for the fleet window starting at `window_start`.
+pub fn report_key(circuit: &str, window_start: u64) -> String {
+    format!("{circuit}#fleet@{window_start}")
 }
 
 #[cfg(test)]

@@ -43,6 +43,26 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             "downstream calls while open",
             thousands(s.downstream_calls_while_open),
         ),
+        (
+            "failed non-probe calls",
+            thousands(s.failed_non_probe_calls),
+        ),
+        (
+            "first failure to trip",
+            opt(s.first_failure_to_trip_s, " s"),
+        ),
+        (
+            "max non-probe calls per env while failing",
+            thousands(u64::from(s.max_non_probe_calls_per_env_while_failing)),
+        ),
+        (
+            "abandoned calls / killed invocations",
+            format!(
+                "{} / {}",
+                thousands(s.abandoned_calls),
+                thousands(s.killed_invocations)
+            ),
+        ),
         ("probes", thousands(s.probes)),
         (
             "max probes in flight",
@@ -75,13 +95,18 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             ),
         ),
         (
-            "writes: trip / elect / close+reopen",
+            "writes: trip / elect / close+reopen / report",
             format!(
-                "{} / {} / {}",
+                "{} / {} / {} / {}",
                 thousands(s.trip_writes),
                 thousands(s.election_writes),
-                thousands(s.close_and_reopen_writes)
+                thousands(s.close_and_reopen_writes),
+                thousands(s.report_writes)
             ),
+        ),
+        (
+            "max report WCU/s outside trip bursts",
+            thousands(u64::from(s.max_report_wcu_per_s)),
         ),
         ("throttled requests", thousands(s.throttled_requests)),
         (

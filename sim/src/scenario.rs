@@ -30,6 +30,40 @@ pub struct BreakerSettings {
     pub store_error_backoff: Duration,
     /// The probe owner's lease (30 s).
     pub probe_lease: Duration,
+    /// A guarded call still running this long after it started is abandoned (none).
+    pub call_timeout: Option<Duration>,
+    /// How long before the invocation deadline a guarded call is abandoned, so its store
+    /// writes land before Lambda ends the invocation.
+    pub deadline_margin: Duration,
+    /// The fleet-wide failure policy (`None`: each environment trips on its own counts).
+    pub fleet_policy: Option<breaker_runtime::FleetPolicy>,
+}
+
+impl BreakerSettings {
+    /// `builder` with these settings.
+    pub fn apply(
+        &self,
+        builder: breaker_runtime::CircuitBreakerConfigBuilder,
+    ) -> breaker_runtime::CircuitBreakerConfigBuilder {
+        let builder = builder
+            .failure_threshold(self.failure_threshold)
+            .recovery_timeout(self.recovery_timeout)
+            .success_threshold(self.success_threshold)
+            .local_cache_max_age(self.local_cache_max_age)
+            .recovery_jitter(self.recovery_jitter)
+            .store_error_backoff(self.store_error_backoff)
+            .probe_lease(self.probe_lease)
+            .deadline_margin(self.deadline_margin)
+            .fleet_detection(self.fleet_policy.is_some());
+        let builder = match self.fleet_policy {
+            Some(policy) => builder.fleet_policy(policy),
+            None => builder,
+        };
+        match self.call_timeout {
+            Some(timeout) => builder.call_timeout(timeout),
+            None => builder,
+        }
+    }
 }
 
 impl Default for BreakerSettings {
@@ -43,6 +77,9 @@ impl Default for BreakerSettings {
             recovery_jitter: runtime.recovery_jitter(),
             store_error_backoff: runtime.store_error_backoff(),
             probe_lease: runtime.probe_lease(),
+            call_timeout: runtime.call_timeout(),
+            deadline_margin: runtime.deadline_margin(),
+            fleet_policy: runtime.fleet_policy(),
         }
     }
 }
@@ -79,11 +116,21 @@ pub struct Scenario {
     pub breaker: BreakerSettings,
     /// DynamoDB's limits, lag and latencies.
     pub model: ModelConfig,
+    /// The function timeout, ms: an invocation still running this long after it started
+    /// is ended by Lambda, and its environment starts again cold. `None`: no limit.
+    pub function_timeout_ms: Option<u64>,
+    /// The handler passes the invocation deadline on to the breaker
+    /// (`breaker_runtime::deadline::scope`), as the sample functions do.
+    pub deadline_aware: bool,
 }
 
 /// Every scenario's name, in the order `make sim` runs them.
-pub const NAMES: [&str; 6] = [
+pub const NAMES: [&str; 10] = [
     "outage",
+    "sparse",
+    "sparse-10k",
+    "hang",
+    "background-errors",
     "light",
     "store-throttled",
     "store-down-while-open",
@@ -109,6 +156,8 @@ impl Scenario {
             max_skew_ms: 1_000,
             breaker,
             model: ModelConfig::default(),
+            function_timeout_ms: Some(s(10)),
+            deadline_aware: true,
         }
     }
 
@@ -131,6 +180,48 @@ impl Scenario {
                     10_000,
                     Rate::PerEnv(10.0),
                     300,
+                )
+            },
+            "sparse" => Self {
+                health: outage_health(),
+                start_spread_ms: 1000 * 20,
+                ..Self::base(
+                    name,
+                    "1,000 environments, 1 call per 20 s each; the downstream is down from 10 s to 130 s",
+                    1_000,
+                    Rate::PerEnv(0.05),
+                    300,
+                )
+            },
+            "sparse-10k" => Self {
+                health: outage_health(),
+                start_spread_ms: 1000 * 50,
+                ..Self::base(
+                    name,
+                    "10,000 environments, 1 call per 50 s each; the downstream is down from 10 s to 130 s",
+                    10_000,
+                    Rate::PerEnv(0.02),
+                    300,
+                )
+            },
+            "hang" => Self {
+                health: HealthSchedule::new(vec![(s(10), Health::Hang), (s(130), Health::Up)]),
+                ..Self::base(
+                    name,
+                    "10,000 environments at 1 call/s; the downstream stops answering from 10 s to 130 s; function timeout 10 s",
+                    10_000,
+                    Rate::PerEnv(1.0),
+                    300,
+                )
+            },
+            "background-errors" => Self {
+                health: HealthSchedule::new(vec![(0, Health::Failing(0.001))]),
+                ..Self::base(
+                    name,
+                    "10,000 environments at 10 calls/s; 0.1 % of calls fail at random throughout",
+                    10_000,
+                    Rate::PerEnv(10.0),
+                    120,
                 )
             },
             "light" => Self {

@@ -22,10 +22,12 @@ pub struct Second {
     pub store_requests: u32,
     /// Read units consumed, in halves.
     pub read_half_units: u32,
-    /// Write units consumed.
+    /// Write units consumed by the circuit's item.
     pub write_units: u32,
     /// Throttled attempts.
     pub throttled: u32,
+    /// Write units of failure reports (their own items).
+    pub report_write_units: u32,
 }
 
 /// A recovery window and the elections made in it.
@@ -63,8 +65,18 @@ pub struct Call {
     pub admitted: bool,
     /// The downstream ran as a probe, from this virtual ms to that one.
     pub probe: Option<(u64, u64)>,
-    /// The downstream failed the call.
+    /// Virtual ms the call's outcome was known to the breaker (its last poll).
+    pub decided_ms: u64,
+    /// Virtual ms the call returned (or was killed), its store latency included.
+    pub end_ms: u64,
+    /// The downstream failed the call, or never answered it.
     pub failed: bool,
+    /// The breaker abandoned the call at its deadline.
+    pub abandoned: bool,
+    /// Lambda ended the invocation at its function timeout.
+    pub killed: bool,
+    /// The downstream was down or hanging when the call reached it.
+    pub unhealthy: bool,
 }
 
 /// The figures of a run: one JSON object per scenario.
@@ -84,8 +96,25 @@ pub struct Summary {
     pub rejected: u64,
     /// Calls that reached the downstream, probes included.
     pub downstream_calls: u64,
-    /// Downstream calls that failed.
+    /// Downstream calls that failed (hung calls included).
     pub downstream_failures: u64,
+    /// Failed downstream calls that were not probes.
+    pub failed_non_probe_calls: u64,
+    /// From the first counted failure to the first trip landing, s.
+    pub first_failure_to_trip_s: Option<f64>,
+    /// Non-probe downstream calls one environment started while the downstream was down or
+    /// hanging: the most over environments.
+    pub max_non_probe_calls_per_env_while_failing: u32,
+    /// Most write units of failure reports in one virtual second outside every trip burst.
+    pub max_report_wcu_per_s: u32,
+    /// Write attempts carrying a failure report.
+    pub report_writes: u64,
+    /// Calls the breaker abandoned at their deadline.
+    pub abandoned_calls: u64,
+    /// Invocations Lambda ended at the function timeout.
+    pub killed_invocations: u64,
+    /// Environments started again cold after such an end.
+    pub cold_starts: u64,
     /// Downstream calls made as probes.
     pub probes: u64,
     /// Most probes in flight at once, fleet-wide.
@@ -124,7 +153,7 @@ pub struct Summary {
     pub unreachable_requests: u64,
     /// Most read units consumed in one virtual second.
     pub max_rcu_per_s: f64,
-    /// Most write units consumed in one virtual second.
+    /// Most write units the circuit's item consumed in one virtual second.
     pub max_wcu_per_s: u32,
     /// Read units consumed in all.
     pub rcu_total: f64,

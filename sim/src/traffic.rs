@@ -94,6 +94,12 @@ impl Traffic {
         }
     }
 
+    /// The next call's start and environment, without taking it.
+    #[inline]
+    pub fn peek(&self) -> Option<(u64, u32)> {
+        self.heap.peek().map(|Reverse(entry)| unpack(*entry))
+    }
+
     /// The next call to start: (virtual ms, environment).
     #[inline]
     pub fn next_call(&mut self) -> Option<(u64, u32)> {

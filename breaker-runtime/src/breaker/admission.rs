@@ -127,6 +127,7 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
                 record.state,
                 CircuitState::HalfOpen,
                 record.opened_at,
+                None,
             );
             Ok(probe(slot))
         }
@@ -143,6 +144,7 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
                     record.state,
                     CircuitState::HalfOpen,
                     believed.opened_at,
+                    None,
                 );
                 return Ok(probe(slot));
             }

@@ -23,7 +23,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::permit::{Permit, PermitRequest, Recording, classify};
+use crate::error::Abandoned;
 use crate::protocol::machine::Outcome;
+use crate::state::FailureKind;
+use crate::timer::Timer;
 
 /// What a panic in the caller's code carries until it is resumed.
 pub(super) type Panic = Box<dyn Any + Send>;
@@ -53,12 +56,28 @@ impl<T, E, C: Fn(&E) -> bool> ClassifyOutput<Result<T, E>> for ErrorsThat<C> {
     }
 }
 
-/// A phase that waits on the store, boxed: one pointer, null on the closed path.
+/// A phase that waits on the store or a timer, boxed: one pointer, null on the closed
+/// path without a deadline.
 pub(super) enum SlowPhase<'a, O> {
     /// The slow path's admission: a cache refresh or a probe election.
     Admitting(PermitRequest<'a>),
+    /// The call runs under a deadline.
+    Running(CallDeadline),
     /// A transition being written, and the call's output waiting for it.
     Recording(Recording<'a>, Result<O, Panic>),
+    /// The call was abandoned at its deadline; its failure is being written.
+    Abandoning(Recording<'a>, Abandoned),
+}
+
+/// The deadline of a running call: when it is abandoned, and as what kind of failure.
+#[derive(Debug)]
+pub(super) struct CallDeadline {
+    pub(super) timer: Timer,
+    pub(super) kind: FailureKind,
+    /// When the call was admitted (unix millis on the circuit's clock).
+    pub(super) started: u64,
+    /// The circuit's closed calls counted then.
+    pub(super) calls_at_start: u64,
 }
 
 /// The slow phase of a call in progress, if any.
@@ -159,11 +178,11 @@ pub(super) fn complete<'a, O>(
     classify: &impl ClassifyOutput<O>,
     cx: &mut Context<'_>,
 ) -> Poll<O> {
-    let outcome = match &output {
-        Ok(output) => classify.outcome(output),
-        Err(_) => Outcome::Failure,
+    let recording = match &output {
+        Ok(output) => permit.record(classify.outcome(output)),
+        Err(_) => permit.record_failure(FailureKind::Panic),
     };
-    match permit.record(outcome) {
+    match recording {
         Recording::Done => Poll::Ready(resume(output)),
         transition => {
             *slow = Some(Box::new(SlowPhase::Recording(transition, output)));

@@ -7,17 +7,21 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
+use std::time::Duration;
 
 use super::CircuitBreaker;
 use super::admission::{fast_admission, request_permit_at};
 use super::admitted::{
-    CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
-    poll_admitted, poll_recording,
+    CallDeadline, CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot,
+    catch_unwind_future, complete, poll_admitted, poll_recording,
 };
+use super::circuit::Circuit;
 use super::permit::{Permit, PermitRequest};
-use crate::error::CircuitBreakerOpenError;
+use crate::deadline;
+use crate::error::{Abandoned, CircuitBreakerOpenError};
 use crate::protocol::machine::Outcome;
-use crate::state::CircuitInfo;
+use crate::state::{CircuitInfo, FailureKind};
+use crate::timer::Timer;
 
 pin_project_lite::pin_project! {
     /// The future of [`guarded_call`].
@@ -74,15 +78,16 @@ where
     Fut: Future,
     C: ClassifyOutput<Fut::Output>,
 {
-    type Output = Result<Fut::Output, CircuitInfo>;
+    type Output = Result<Fut::Output, Stopped>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
         let admitting = match this.slow.as_deref() {
             Some(SlowPhase::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
+            Some(SlowPhase::Abandoning(..)) => return poll_abandoning(this.breaker, this.slow, cx),
             Some(SlowPhase::Admitting(_)) => true,
-            None => false,
+            Some(SlowPhase::Running(_)) | None => false,
         };
         let permit = if let Some(make) = this.make.take() {
             // A slow admission under way is seen through, even if the cache has meanwhile
@@ -101,7 +106,9 @@ where
                         return Poll::Pending;
                     }
                     Poll::Ready(Ok(permit)) => permit,
-                    Poll::Ready(Err(circuit)) => return Poll::Ready(Err(circuit)),
+                    Poll::Ready(Err(circuit)) => {
+                        return Poll::Ready(Err(Stopped::Rejected(circuit)));
+                    }
                 },
             };
             // A panic in `make` itself counts like a panic while polling.
@@ -111,6 +118,11 @@ where
                     return complete(this.slow, permit, Err(panic), &*this.classify, cx).map(Ok);
                 }
             }
+            // One thread-local load and one field: no deadline, no timer.
+            let circuit = &*this.breaker.circuit;
+            if deadline::raw() | circuit.call_timeout_millis() != 0 {
+                arm_deadline(circuit, this.slow);
+            }
             permit
         } else {
             match this.permit.take() {
@@ -118,15 +130,126 @@ where
                 None => panic!("a circuit breaker call polled after completion"),
             }
         };
-        poll_admitted(
-            this.running,
+        let polled = poll_admitted(
+            this.running.as_mut(),
             this.permit,
             this.slow,
             &*this.classify,
             permit,
             cx,
-        )
-        .map(Ok)
+        );
+        match polled {
+            Poll::Pending if matches!(this.slow.as_deref(), Some(SlowPhase::Running(_))) => {
+                poll_deadline(this.breaker, this.running, this.permit, this.slow, cx)
+            }
+            polled => polled.map(Ok),
+        }
+    }
+}
+
+/// Why a guarded call returned without the caller's output.
+#[doc(hidden)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Stopped {
+    /// Rejected: the circuit is open (what a rejection reports).
+    Rejected(CircuitInfo),
+    /// Admitted, then abandoned at its deadline; counted as a failure.
+    Abandoned(CircuitInfo, Abandoned),
+}
+
+impl Stopped {
+    /// The error a caller gets.
+    pub fn into_error(self) -> CircuitBreakerOpenError {
+        match self {
+            Self::Rejected(circuit) => CircuitBreakerOpenError::rejected(circuit),
+            Self::Abandoned(circuit, abandoned) => {
+                CircuitBreakerOpenError::abandoned(circuit, abandoned)
+            }
+        }
+    }
+}
+
+/// Arms the deadline of a call just admitted: the earlier of its call timeout and the
+/// invocation's deadline minus the margin.
+#[cold]
+#[inline(never)]
+fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
+    let now = circuit.now();
+    let by_timeout = match circuit.call_timeout_millis() {
+        0 => None,
+        timeout => Some((now.saturating_add(timeout), FailureKind::CallTimeout)),
+    };
+    let by_deadline = deadline::current().map(|deadline| {
+        let at = deadline.saturating_sub(circuit.deadline_margin_millis());
+        (at, FailureKind::InvocationDeadline)
+    });
+    let Some((at, kind)) = [by_timeout, by_deadline]
+        .into_iter()
+        .flatten()
+        .min_by_key(|(at, _)| *at)
+    else {
+        return;
+    };
+    if let Some(timer) = Timer::at(&circuit.config().clock, at, now) {
+        *slow = Some(Box::new(SlowPhase::Running(CallDeadline {
+            timer,
+            kind,
+            started: now,
+            calls_at_start: circuit.counts().calls(),
+        })));
+    }
+}
+
+/// The call is still running under its deadline: abandons it if the deadline has come.
+#[inline(never)]
+fn poll_deadline<'a, Fut: Future>(
+    breaker: &'a CircuitBreaker,
+    mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
+    held: &mut Option<Permit<'a>>,
+    slow: &mut SlowSlot<'a, Fut::Output>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<Fut::Output, Stopped>> {
+    let Some(SlowPhase::Running(deadline)) = slow.as_deref_mut() else {
+        unreachable!("only called while the call runs under a deadline");
+    };
+    if deadline.timer.poll(cx).is_pending() {
+        return Poll::Pending;
+    }
+    let circuit = &*breaker.circuit;
+    let abandoned = Abandoned {
+        kind: deadline.kind,
+        after: Duration::from_millis(circuit.now().saturating_sub(deadline.started)),
+    };
+    let calls_at_start = deadline.calls_at_start;
+    // Dropping the caller's future is the abandonment.
+    running.set(None);
+    let Some(permit) = held.take() else {
+        unreachable!("a running call holds its permit");
+    };
+    tracing::warn!(circuit = %circuit.name(), %abandoned, "guarded call abandoned");
+    *slow = Some(Box::new(SlowPhase::Abandoning(
+        permit.record_abandoned(abandoned.kind, calls_at_start),
+        abandoned,
+    )));
+    poll_abandoning(breaker, slow, cx)
+}
+
+/// Writes an abandoned call's failure, then reports the abandonment.
+#[inline(never)]
+fn poll_abandoning<O>(
+    breaker: &CircuitBreaker,
+    slow: &mut SlowSlot<'_, O>,
+    cx: &mut Context<'_>,
+) -> Poll<Result<O, Stopped>> {
+    let Some(SlowPhase::Abandoning(recording, _)) = slow.as_deref_mut() else {
+        unreachable!("only called while an abandoned call's failure is written");
+    };
+    ready!(Pin::new(recording).poll(cx));
+    match slow.take().map(|slow| *slow) {
+        Some(SlowPhase::Abandoning(_, abandoned)) => {
+            Poll::Ready(Err(Stopped::Abandoned(breaker.circuit.info(), abandoned)))
+        }
+        _ => unreachable!("checked above"),
     }
 }
 
@@ -162,7 +285,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(match ready!(self.project().call.poll(cx)) {
             Ok(output) => output,
-            Err(circuit) => Err(CircuitBreakerOpenError { circuit }.into()),
+            Err(stopped) => Err(stopped.into_error().into()),
         })
     }
 }
@@ -187,7 +310,7 @@ fn admit_slow<'a, O>(
             }
             pending => match &mut **slow.insert(Box::new(SlowPhase::Admitting(pending))) {
                 SlowPhase::Admitting(pending) => pending,
-                SlowPhase::Recording(..) => unreachable!("just inserted"),
+                _ => unreachable!("just inserted"),
             },
         },
     };

@@ -9,13 +9,14 @@ use std::time::Instant;
 
 use super::cache::RecordCache;
 use super::closed_counts::ClosedCounts;
+use super::fleet_reports::FleetReports;
 use super::hooks::Hooks;
 use super::rejection::{self, PublishedRejection, Rejected};
 use super::store_access::{StoreAccess, StoreCallError};
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
 use crate::protocol::machine::{self, Admission, Thresholds};
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
 use crate::state::{CircuitInfo, CircuitState};
 use crate::store::StateStore;
 
@@ -31,6 +32,12 @@ pub(super) struct Circuit {
     /// The open path's test: until when the cached record rejects, and what it reports.
     rejection: PublishedRejection,
     counts: ClosedCounts,
+    reports: FleetReports,
+    /// A guarded async call still running this long after admission is abandoned (ms);
+    /// 0: no call timeout.
+    call_timeout_millis: u64,
+    /// Before the invocation deadline, this long is left for the store writes (ms).
+    deadline_margin_millis: u64,
     /// A probe of this circuit is running in this process.
     probe_in_flight: AtomicBool,
     /// A task of this process is reading the store; others use the cached record.
@@ -65,6 +72,9 @@ impl Circuit {
         };
         Self {
             counts: ClosedCounts::new(&config),
+            reports: FleetReports::new(config.fleet_policy()),
+            call_timeout_millis: config.call_timeout.map_or(0, millis),
+            deadline_margin_millis: millis(config.deadline_margin()),
             access: StoreAccess::new(store, name, &config),
             cache: Mutex::new(RecordCache::new(millis(config.local_cache_max_age))),
             environment_id,
@@ -121,6 +131,22 @@ impl Circuit {
         &self.counts
     }
 
+    /// The reports of this environment's failures to the fleet.
+    pub(super) fn reports(&self) -> &FleetReports {
+        &self.reports
+    }
+
+    /// The call timeout in ms, 0 for none.
+    #[inline]
+    pub(super) fn call_timeout_millis(&self) -> u64 {
+        self.call_timeout_millis
+    }
+
+    /// What is left before the invocation deadline for the store writes, in ms.
+    pub(super) fn deadline_margin_millis(&self) -> u64 {
+        self.deadline_margin_millis
+    }
+
     #[inline]
     pub(super) fn now(&self) -> u64 {
         self.config.clock.now_millis()
@@ -134,6 +160,7 @@ impl Circuit {
     pub(super) fn adopt(&self, cache: &mut RecordCache, record: CircuitRecord) {
         if cache.adopt(record) {
             self.counts.reset();
+            self.reports.reset();
         }
         self.publish(cache);
     }
@@ -200,6 +227,7 @@ impl Circuit {
         match read {
             Ok(record) => {
                 cache.read_answered(now);
+                self.reports.on_refresh(now, self.counts.calls());
                 if cache.version() == version {
                     self.adopt(&mut cache, record.unwrap_or_default());
                 } else {
@@ -229,6 +257,27 @@ impl Circuit {
         transition: Transition,
     ) -> Result<WriteOutcome, StoreCallError> {
         self.unless_backing_off(self.access.write(transition)).await
+    }
+
+    /// Adds `report` to the fleet's counters. The counters are an item of their own: an
+    /// error (throttling, most likely, when a whole fleet reports at once) backs off this
+    /// environment's reports only, never its reads of the circuit's record, which it needs
+    /// to learn that another environment tripped the circuit.
+    pub(super) async fn report_store(
+        &self,
+        report: FailureReport,
+    ) -> Result<Option<FleetTally>, StoreCallError> {
+        let now = self.now();
+        if self.lock().backing_off(now) || self.reports.backing_off(now) {
+            return Err(StoreCallError::BackingOff);
+        }
+        let reply = self.access.report(report).await;
+        if let Err(error) = &reply {
+            let now = self.now();
+            let retry_at = self.access.back_off(error, now, &self.environment_id);
+            self.reports.back_off_until(retry_at);
+        }
+        reply.map_err(StoreCallError::Failed)
     }
 
     /// Runs `operation` unless the store is backing off after an error; an error starts

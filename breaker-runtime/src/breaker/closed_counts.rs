@@ -1,7 +1,7 @@
 //! `ClosedCounts`: what a closed circuit counts towards a trip, without a lock: the
 //! consecutive failures, or a rate policy's window of recent calls.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::clock::Clock;
 use crate::config::{CircuitBreakerConfig, millis};
@@ -19,6 +19,9 @@ pub(super) struct ClosedCounts {
     slow_call_millis: Option<u64>,
     /// The circuit's clock, read when a call's end is timed.
     clock: Clock,
+    /// Calls counted while closed, for the fleet's reports: a load and a store, no lock
+    /// prefix (an increment lost under contention only blurs an estimate).
+    calls: AtomicU64,
 }
 
 impl ClosedCounts {
@@ -36,6 +39,7 @@ impl ClosedCounts {
             slow_call_millis: config.slow_call_duration().map(millis),
             window,
             clock: config.clock.clone(),
+            calls: AtomicU64::new(0),
         }
     }
 
@@ -50,6 +54,9 @@ impl ClosedCounts {
         thresholds: &Thresholds,
     ) -> Option<u32> {
         if let Some((window, rates)) = &self.window {
+            if outcome != Outcome::Success {
+                self.count_call();
+            }
             let (slow, at) = self.timed(started);
             let sample = match outcome {
                 Outcome::Success => Sample::new(false, slow),
@@ -65,6 +72,7 @@ impl ClosedCounts {
                 None
             }
             Outcome::Failure => {
+                self.count_call();
                 let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
                 machine::trips(failures, thresholds).then_some(failures)
             }
@@ -77,6 +85,7 @@ impl ClosedCounts {
     /// out of line (it may trip the circuit).
     #[inline]
     pub(super) fn note_success(&self, started: u64) -> bool {
+        self.count_call();
         // One load decides: a healthy circuit under the default policy reads 0 and never
         // writes the shared cache line; a rate policy's circuit holds WINDOWED.
         if self.failures.load(Ordering::Relaxed) != 0 {
@@ -100,6 +109,27 @@ impl ClosedCounts {
         }
         window.record(Sample::new(false, false), at);
         true
+    }
+
+    #[inline]
+    fn count_call(&self) {
+        self.calls.store(
+            self.calls.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Closed calls counted so far.
+    pub(super) fn calls(&self) -> u64 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    /// Consecutive counted failures, under the consecutive-failures policy.
+    pub(super) fn consecutive(&self) -> Option<u32> {
+        match self.window {
+            None => Some(self.failures.load(Ordering::Relaxed)),
+            Some(_) => None,
+        }
     }
 
     /// Whether a call admitted at `started` and ending now was slow, and the time it

@@ -31,6 +31,7 @@ mod cache;
 mod call;
 mod circuit;
 mod closed_counts;
+mod fleet_reports;
 mod hooks;
 #[cfg(feature = "tower")]
 mod owned;
@@ -43,7 +44,7 @@ mod transitions;
 
 pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
-pub use call::{GuardedCall, guarded_call};
+pub use call::{GuardedCall, Stopped, guarded_call};
 #[cfg(feature = "tower")]
 pub(crate) use owned::{OwnedFuture, OwnedPermit, SlowAdmission};
 pub use permit::{Permit, PermitRequest, Recording, classify};
@@ -273,7 +274,7 @@ impl CircuitBreaker {
     {
         let permit = match request_permit_blocking(self) {
             Ok(permit) => permit,
-            Err(circuit) => return Err(CircuitBreakerOpenError { circuit }.into()),
+            Err(circuit) => return Err(CircuitBreakerOpenError::rejected(circuit).into()),
         };
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(result) => {

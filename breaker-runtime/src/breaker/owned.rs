@@ -14,9 +14,9 @@ use super::CircuitBreaker;
 use super::admission::{fast_admission, permit_slow, request_permit};
 use super::circuit::Circuit;
 use super::permit::{PermitKind, PermitRequest};
-use super::transitions::{end_probe, trip};
+use super::transitions::{count_closed, end_probe, follow_up};
 use crate::protocol::machine::Outcome;
-use crate::state::CircuitInfo;
+use crate::state::{CircuitInfo, FailureKind};
 
 /// A boxed future that owns what it needs.
 pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -115,12 +115,9 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
             PermitKind::Closed => {
                 self.kind = PermitKind::Spent;
                 let circuit = self.circuit();
-                let failures =
-                    circuit
-                        .counts()
-                        .count(outcome, self.started, circuit.thresholds())?;
+                let next = count_closed(circuit, outcome, self.started, FailureKind::Error, None)?;
                 Some(Box::pin(
-                    async move { trip(self.circuit(), failures).await },
+                    async move { follow_up(self.circuit(), next).await },
                 ))
             }
             // The permit travels into the future and keeps the slot until `end_probe`
@@ -131,7 +128,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
                 debug_assert_eq!(kind, PermitKind::Probe);
                 let circuit = permit.circuit();
                 let outcome = circuit.counts().probe_outcome(outcome, permit.started);
-                end_probe(circuit, outcome).await
+                end_probe(circuit, outcome, FailureKind::Error).await
             })),
             PermitKind::Bypass | PermitKind::Spent => None,
         }

@@ -7,10 +7,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::circuit::Circuit;
-use super::transitions::{end_probe, trip};
+use super::transitions::{count_closed, end_probe, follow_up};
 use crate::blocking::block_on;
+use crate::deadline;
 use crate::protocol::machine::Outcome;
-use crate::state::CircuitInfo;
+use crate::state::{CircuitInfo, FailureKind};
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,7 +51,7 @@ impl<'a> Permit<'a> {
     /// A permit admitted now; reads the clock only if the policy times calls.
     #[inline]
     pub(super) fn new(circuit: &'a Circuit, kind: PermitKind) -> Self {
-        let started = match circuit.counts().times_calls() {
+        let started = match circuit.counts().times_calls() || circuit.call_timeout_millis() != 0 {
             true => circuit.now(),
             false => 0,
         };
@@ -80,29 +81,96 @@ impl<'a> Permit<'a> {
     }
 
     /// Reports how the admitted call ended. The closed path completes inline; only a
-    /// transition (trip, probe outcome) is a boxed future.
+    /// transition (trip, probe outcome) or a report to the fleet is a boxed future.
     #[inline]
     pub fn record(mut self, outcome: Outcome) -> Recording<'a> {
         if self.record_inline(outcome) {
             return Recording::Done;
         }
-        self.record_transition(outcome)
+        self.record_transition(outcome, FailureKind::Error)
     }
 
-    /// The blocking twin of [`record`](Self::record).
+    /// [`record`](Self::record) of a failure of `kind` (a panic, a late blocking call).
+    #[inline(never)]
+    pub fn record_failure(self, kind: FailureKind) -> Recording<'a> {
+        self.record_transition(Outcome::Failure, kind)
+    }
+
+    /// [`record`](Self::record) of a call abandoned at its deadline (`kind`), admitted
+    /// when the circuit had counted `calls_at_start` closed calls.
+    #[inline(never)]
+    pub(super) fn record_abandoned(
+        mut self,
+        kind: FailureKind,
+        calls_at_start: u64,
+    ) -> Recording<'a> {
+        let circuit = self.circuit;
+        match std::mem::replace(&mut self.kind, PermitKind::Spent) {
+            PermitKind::Closed => {
+                let next = count_closed(
+                    circuit,
+                    Outcome::Failure,
+                    self.started,
+                    kind,
+                    Some(calls_at_start),
+                );
+                match next {
+                    Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
+                    None => Recording::Done,
+                }
+            }
+            other => {
+                self.kind = other;
+                self.record_transition(Outcome::Failure, kind)
+            }
+        }
+    }
+
+    /// The blocking twin of [`record`](Self::record). A blocking call cannot be
+    /// abandoned: one that returns after its call timeout, or near the invocation's
+    /// deadline, counts as a failure of that kind whatever it returned.
     #[inline]
     pub fn record_blocking(mut self, outcome: Outcome) {
+        if deadline::raw() | self.circuit.call_timeout_millis() != 0 {
+            return self.record_late_blocking(outcome);
+        }
         if !self.record_inline(outcome) {
-            self.record_transition_blocking(outcome);
+            self.record_transition_blocking(outcome, FailureKind::Error);
+        }
+    }
+
+    /// [`record_blocking`](Self::record_blocking) under a deadline.
+    #[cold]
+    #[inline(never)]
+    fn record_late_blocking(mut self, outcome: Outcome) {
+        let now = self.circuit.now();
+        let timed_out = match self.circuit.call_timeout_millis() {
+            0 => false,
+            timeout => now.saturating_sub(self.started) >= timeout,
+        };
+        let margin = self.circuit.deadline_margin_millis();
+        let near_deadline =
+            deadline::current().is_some_and(|deadline| now >= deadline.saturating_sub(margin));
+        let late = match (timed_out, near_deadline) {
+            (true, _) => Some(FailureKind::CallTimeout),
+            (false, true) => Some(FailureKind::InvocationDeadline),
+            (false, false) => None,
+        };
+        match late {
+            Some(kind) if outcome != Outcome::Ignored => {
+                self.record_transition_blocking(Outcome::Failure, kind)
+            }
+            _ if self.record_inline(outcome) => {}
+            _ => self.record_transition_blocking(outcome, FailureKind::Error),
         }
     }
 
     /// The blocking twin of [`record_transition`](Self::record_transition), out of line
     /// for the same reason.
     #[inline(never)]
-    fn record_transition_blocking(self, outcome: Outcome) {
+    fn record_transition_blocking(self, outcome: Outcome, kind: FailureKind) {
         // Only a transition is waited for: parking needs a waker, which allocates.
-        if let writing @ Recording::Writing(_) = self.record_transition(outcome) {
+        if let writing @ Recording::Writing(_) = self.record_transition(outcome, kind) {
             block_on(writing);
         }
     }
@@ -122,22 +190,17 @@ impl<'a> Permit<'a> {
 
     /// Every outcome but the closed path's success, out of line so that the hot path inlines.
     #[inline(never)]
-    fn record_transition(mut self, outcome: Outcome) -> Recording<'a> {
+    fn record_transition(mut self, outcome: Outcome, kind: FailureKind) -> Recording<'a> {
         let circuit = self.circuit;
         // Spent from here on: the transition's future takes over the probe slot.
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => {
-                match circuit
-                    .counts()
-                    .count(outcome, self.started, circuit.thresholds())
-                {
-                    Some(failures) => Recording::Writing(Box::pin(trip(circuit, failures))),
-                    None => Recording::Done,
-                }
-            }
+            PermitKind::Closed => match count_closed(circuit, outcome, self.started, kind, None) {
+                Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
+                None => Recording::Done,
+            },
             PermitKind::Probe => {
                 let outcome = circuit.counts().probe_outcome(outcome, self.started);
-                Recording::Writing(Box::pin(end_probe(circuit, outcome)))
+                Recording::Writing(Box::pin(end_probe(circuit, outcome, kind)))
             }
             PermitKind::Bypass | PermitKind::Spent => Recording::Done,
         }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
 use crate::store::{StateStore, StoreError};
 use crate::store_runtime;
 
@@ -82,6 +82,19 @@ impl StoreAccess {
             Arc::clone(&self.store),
             Arc::clone(&self.name),
             transition,
+            self.timeout,
+        )
+    }
+
+    /// Adds `report` to the fleet's counters (lazily, like [`read`](Self::read)).
+    pub(super) fn report(
+        &self,
+        report: FailureReport,
+    ) -> impl Future<Output = Result<Option<FleetTally>, StoreError>> + use<> {
+        store_runtime::report(
+            Arc::clone(&self.store),
+            Arc::clone(&self.name),
+            report,
             self.timeout,
         )
     }

@@ -9,13 +9,15 @@ use super::cache::RecordCache;
 use super::circuit::Circuit;
 use super::probe_slot::ProbeSlot;
 use super::store_access::StoreCallError;
+use crate::protocol::fleet::fleet_trips;
 use crate::protocol::machine::{self, Outcome, Settled};
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
-use crate::state::{CircuitState, CircuitTransition};
+use crate::protocol::{CircuitRecord, FailureReport, Transition, WriteOutcome};
+use crate::state::{CircuitState, CircuitTransition, FailureKind, TransitionCause};
 
-/// CLOSED → OPEN after `failures` consecutive failures. Opens locally at once, then
-/// writes; a lost write adopts the stored state, a failed one stays open locally.
-pub(super) async fn trip(circuit: &Circuit, failures: u32) {
+/// CLOSED → OPEN after `failures` failures (`cause` says whose and of what kind). Opens
+/// locally at once, then writes; a lost write adopts the stored state, a failed one stays
+/// open locally.
+pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCause) {
     let now = circuit.now();
     let trip = machine::trip(failures, now, circuit.thresholds());
     let base = {
@@ -39,7 +41,92 @@ pub(super) async fn trip(circuit: &Circuit, failures: u32) {
         (committed, cache.record().opened_at)
     };
     if committed {
-        announce(circuit, CircuitState::Closed, CircuitState::Open, opened_at);
+        announce(
+            circuit,
+            CircuitState::Closed,
+            CircuitState::Open,
+            opened_at,
+            Some(cause),
+        );
+    }
+}
+
+/// What a closed call's outcome leaves to do after it: a trip of this environment's
+/// policy, or a report to the fleet's counters.
+#[derive(Debug)]
+pub(super) enum FollowUp {
+    Trip(u32, TransitionCause),
+    Report(FailureReport),
+}
+
+/// Counts a closed call that ended with `outcome` (a failure of `kind`), admitted at
+/// `started` (and abandoned, if `abandoned_after` gives the call count at its start);
+/// returns what is left to write.
+pub(super) fn count_closed(
+    circuit: &Circuit,
+    outcome: Outcome,
+    started: u64,
+    kind: FailureKind,
+    abandoned_after: Option<u64>,
+) -> Option<FollowUp> {
+    let counts = circuit.counts();
+    if let Some(failures) = counts.count(outcome, started, circuit.thresholds()) {
+        let cause = TransitionCause::Failures {
+            kind,
+            count: failures,
+        };
+        return Some(FollowUp::Trip(failures, cause));
+    }
+    if outcome != Outcome::Failure {
+        return None;
+    }
+    circuit
+        .reports()
+        .on_failure(
+            circuit.now(),
+            counts.calls(),
+            counts.consecutive(),
+            circuit.thresholds().failure_threshold,
+            abandoned_after,
+        )
+        .map(FollowUp::Report)
+}
+
+/// Writes what [`count_closed`] left to do.
+pub(super) async fn follow_up(circuit: &Circuit, follow_up: FollowUp) {
+    match follow_up {
+        FollowUp::Trip(failures, cause) => trip(circuit, failures, cause).await,
+        FollowUp::Report(report) => report_failures(circuit, report).await,
+    }
+}
+
+/// Reports failures to the fleet's counters, and trips the circuit if the window's
+/// totals meet the fleet-wide policy. A report that fails is lost: its failures still
+/// count towards this environment's own policy.
+async fn report_failures(circuit: &Circuit, report: FailureReport) {
+    let Some(policy) = circuit.config().fleet_policy() else {
+        return;
+    };
+    // A stale copy may miss that the circuit opened while this call ran (a hanging call
+    // runs for seconds): a read is cheaper than a report, and the item's read budget three
+    // times its write budget.
+    let now = circuit.now();
+    circuit.refresh_if_stale(now).await;
+    if !machine::may_trip(circuit.lock().record(), now) {
+        return;
+    }
+    match circuit.report_store(report).await {
+        Ok(Some(tally)) if fleet_trips(&tally, &policy) => {
+            let failures = u32::try_from(tally.failures).unwrap_or(u32::MAX);
+            let cause = TransitionCause::Fleet {
+                failures: tally.failures,
+                calls: tally.calls,
+            };
+            trip(circuit, failures, cause).await;
+        }
+        Ok(Some(_)) => {}
+        Ok(None) => circuit.reports().unsupported(),
+        Err(_) => {}
     }
 }
 
@@ -49,15 +136,16 @@ pub(super) async fn trip(circuit: &Circuit, failures: u32) {
 pub(super) fn end_probe(
     circuit: &Circuit,
     outcome: Outcome,
+    kind: FailureKind,
 ) -> impl Future<Output = ()> + Send + '_ {
     let slot = ProbeSlot::taken_over(circuit);
     async move {
         let _slot = slot;
-        settle_probe(circuit, outcome).await;
+        settle_probe(circuit, outcome, kind).await;
     }
 }
 
-async fn settle_probe(circuit: &Circuit, outcome: Outcome) {
+async fn settle_probe(circuit: &Circuit, outcome: Outcome, kind: FailureKind) {
     let now = circuit.now();
     let (next, base) = {
         let mut cache = circuit.lock();
@@ -84,11 +172,14 @@ async fn settle_probe(circuit: &Circuit, outcome: Outcome) {
         (committed, cache.record().opened_at)
     };
     if committed {
+        let cause =
+            (outcome == Outcome::Failure).then_some(TransitionCause::Failures { kind, count: 1 });
         announce(
             circuit,
             CircuitState::HalfOpen,
             transition.to_state(),
             opened_at,
+            cause,
         );
     }
 }
@@ -145,16 +236,19 @@ pub(super) fn announce(
     from_state: CircuitState,
     to_state: CircuitState,
     opened_at: Option<u64>,
+    cause: Option<TransitionCause>,
 ) {
     if from_state == to_state {
         return;
     }
     let name = circuit.name();
-    tracing::info!(circuit = %name, from = %from_state, to = %to_state, "circuit transition");
+    let why = cause.as_ref().map_or("", TransitionCause::as_str);
+    tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
     circuit.hooks().run(&CircuitTransition {
         circuit_name: name.to_string(),
         from_state,
         to_state,
         opened_at,
+        cause,
     });
 }

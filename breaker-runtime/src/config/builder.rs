@@ -3,13 +3,14 @@
 use std::time::Duration;
 
 use breaker_rules::{
-    MAX_DURATION, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_PROBE_LEASE_SECS,
+    MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
+    MIN_CALL_TIMEOUT_MILLIS, MIN_FLEET_WINDOW_SECS, MIN_PROBE_LEASE_SECS,
     MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_STORE_TIMEOUT_MILLIS, MIN_WINDOW_SECS,
-    TTL_GRACE, minimum_fits_window, one_trip_policy, window_has_rate,
+    TTL_GRACE, minimum_fits_window, one_trip_policy, report_interval_fits_window, window_has_rate,
 };
 
 use super::limits::{at_least, at_least_one, at_most, percent};
-use super::{CircuitBreakerConfig, DEFAULT_WINDOW, SlowCalls};
+use super::{CircuitBreakerConfig, DEFAULT_WINDOW, FleetPolicy, SlowCalls, millis};
 use crate::clock::ManualClock;
 use crate::error::CircuitBreakerConfigError;
 use crate::policy::SlidingWindow;
@@ -154,6 +155,51 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
+    /// Abandons a guarded async call still running `timeout` after it was admitted (≥ 1 ms;
+    /// default: none). The call's future is dropped, the call counts as a failure
+    /// ([`FailureKind::CallTimeout`](crate::FailureKind::CallTimeout)) and the caller gets a
+    /// [`CircuitBreakerOpenError`](crate::CircuitBreakerOpenError) whose
+    /// [`abandoned`](crate::CircuitBreakerOpenError::abandoned) says so. A blocking call
+    /// cannot be abandoned: one that returns after its timeout counts as a failure of that
+    /// kind, and its result is returned.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = breaker_runtime::CircuitBreakerConfig::builder()
+    ///     .call_timeout(Duration::from_secs(2))
+    ///     .build()?;
+    /// assert_eq!(config.call_timeout(), Some(Duration::from_secs(2)));
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.config.call_timeout = Some(timeout);
+        self
+    }
+
+    /// How long before the invocation deadline ([`deadline::scope`](crate::deadline::scope))
+    /// a guarded async call is abandoned (default: the store timeout), so the trip or
+    /// report its failure causes is written before Lambda ends the invocation.
+    pub fn deadline_margin(mut self, margin: Duration) -> Self {
+        self.config.deadline_margin = Some(margin);
+        self
+    }
+
+    /// The fleet-wide failure policy (default [`FleetPolicy::default`]).
+    pub fn fleet_policy(mut self, policy: FleetPolicy) -> Self {
+        self.config.fleet = Some(policy);
+        self
+    }
+
+    /// Whether this circuit reports its failures for the fleet-wide policy (default
+    /// true). Without it the circuit trips on this environment's own counts only.
+    pub fn fleet_detection(mut self, enabled: bool) -> Self {
+        self.config.fleet = match enabled {
+            true => Some(self.config.fleet.unwrap_or_default()),
+            false => None,
+        };
+        self
+    }
+
     /// The id this circuit's environment writes as probe owner, instead of the process's
     /// (a random uuid). For simulations that run many execution environments in one
     /// process; a Lambda function leaves it unset. It also seeds the recovery jitter.
@@ -218,8 +264,50 @@ impl CircuitBreakerConfigBuilder {
         }
         // The lease must not outlive the record (see `TTL_GRACE`).
         at_most("probe_lease", c.probe_lease, TTL_GRACE)?;
+        if let Some(timeout) = c.call_timeout {
+            at_least(
+                "call_timeout",
+                timeout,
+                Duration::from_millis(MIN_CALL_TIMEOUT_MILLIS),
+            )?;
+            at_most("call_timeout", timeout, MAX_DURATION)?;
+        }
+        at_most("deadline_margin", c.deadline_margin(), MAX_DURATION)?;
+        if let Some(fleet) = c.fleet {
+            check_fleet_policy(&fleet)?;
+        }
         Ok(self.config)
     }
+}
+
+/// A fleet policy's counts in range and its report interval within its window.
+fn check_fleet_policy(fleet: &FleetPolicy) -> Result<(), CircuitBreakerConfigError> {
+    at_least_one("fleet_failure_threshold", fleet.failure_threshold)?;
+    percent("fleet_failure_rate", fleet.failure_rate)?;
+    at_least(
+        "fleet_window",
+        fleet.window,
+        Duration::from_secs(MIN_FLEET_WINDOW_SECS),
+    )?;
+    at_most(
+        "fleet_window",
+        fleet.window,
+        Duration::from_secs(MAX_FLEET_WINDOW_SECS),
+    )?;
+    if fleet.window.subsec_nanos() != 0 {
+        return Err(CircuitBreakerConfigError::Conflict(format!(
+            "fleet_window must be whole seconds, got {:?}",
+            fleet.window
+        )));
+    }
+    if !report_interval_fits_window(millis(fleet.report_interval), fleet.window.as_secs()) {
+        return Err(CircuitBreakerConfigError::TooLarge {
+            field: "report_interval",
+            maximum: format!("{:?} (the fleet window)", fleet.window),
+            value: format!("{:?}", fleet.report_interval),
+        });
+    }
+    Ok(())
 }
 
 impl CircuitBreakerConfigBuilder {

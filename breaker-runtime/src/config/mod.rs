@@ -55,6 +55,12 @@ pub struct CircuitBreakerConfig {
     pub(crate) store_timeout: Duration,
     pub(crate) store_error_backoff: Duration,
     pub(crate) probe_lease: Duration,
+    /// A guarded async call still running this long after its admission is abandoned.
+    pub(crate) call_timeout: Option<Duration>,
+    /// `None`: the store timeout.
+    pub(crate) deadline_margin: Option<Duration>,
+    /// `None`: no fleet-wide detection.
+    pub(crate) fleet: Option<FleetPolicy>,
     pub(crate) clock: Clock,
     /// `None`: the process's environment id.
     pub(crate) environment_id: Option<Arc<str>>,
@@ -75,6 +81,9 @@ impl Default for CircuitBreakerConfig {
             store_timeout: Duration::from_millis(1000),
             store_error_backoff: Duration::from_secs(5),
             probe_lease: Duration::from_secs(30),
+            call_timeout: None,
+            deadline_margin: None,
+            fleet: Some(FleetPolicy::default()),
             clock: Clock::System,
             environment_id: None,
         }
@@ -171,6 +180,58 @@ impl CircuitBreakerConfig {
     /// How long a probe owner keeps the probe before another environment may take it over.
     pub fn probe_lease(&self) -> Duration {
         self.probe_lease
+    }
+
+    /// How long a guarded async call may run before it is abandoned, if set.
+    pub fn call_timeout(&self) -> Option<Duration> {
+        self.call_timeout
+    }
+
+    /// How long before the invocation deadline a guarded async call is abandoned, so the
+    /// store writes its failure causes land before the invocation ends (default: the
+    /// store timeout).
+    pub fn deadline_margin(&self) -> Duration {
+        self.deadline_margin.unwrap_or(self.store_timeout)
+    }
+
+    /// The fleet-wide failure policy; `None` when this circuit does not report failures.
+    pub fn fleet_policy(&self) -> Option<FleetPolicy> {
+        self.fleet
+    }
+}
+
+/// The fleet-wide failure policy: environments report their failures (with their recent
+/// call counts) to counters the whole fleet shares, one per fleet window, and the circuit
+/// opens when a window holds at least [`failure_threshold`](Self::failure_threshold)
+/// failures making at least [`failure_rate`](Self::failure_rate) percent of the calls
+/// reported with them. Besides, not instead of, each environment's own policy.
+///
+/// ```
+/// let fleet = breaker_runtime::FleetPolicy::default();
+/// assert_eq!((fleet.failure_threshold, fleet.failure_rate), (10, 50));
+/// assert_eq!(fleet.window, std::time::Duration::from_secs(10));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FleetPolicy {
+    /// Failures one fleet window must hold to open the circuit (default 10).
+    pub failure_threshold: u32,
+    /// Percent of the reported calls those failures must make (default 50).
+    pub failure_rate: u8,
+    /// The fleet window: counters start again at each multiple of it (default 10 s).
+    pub window: Duration,
+    /// At most one report per environment per interval (default 1 s); failures in
+    /// between wait for the next report.
+    pub report_interval: Duration,
+}
+
+impl Default for FleetPolicy {
+    fn default() -> Self {
+        Self {
+            failure_threshold: 10,
+            failure_rate: 50,
+            window: Duration::from_secs(10),
+            report_interval: Duration::from_secs(1),
+        }
     }
 }
 

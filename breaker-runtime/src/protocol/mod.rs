@@ -1,13 +1,16 @@
 //! The shared-state protocol as pure data: the record every store holds ([`record`]), the
 //! conditional writes that change it ([`transition`]), what a rate policy judges
-//! ([`rates`]) and the state machine that decides ([`machine`]). No clock, lock, async or
+//! ([`rates`]), what environments report for the fleet-wide policy ([`fleet`]) and the
+//! state machine that decides ([`machine`]). No clock, lock, async or
 //! SDK type in here: `store` carries transitions to a store, `breaker` feeds the machine.
 
+pub(crate) mod fleet;
 pub(crate) mod machine;
 mod rates;
 mod record;
 mod transition;
 
+pub use fleet::{FailureReport, FleetTally, MIN_REPORTERS};
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};
 pub use transition::{OPENED_AT_UNTIL_RELEASED, Transition, WriteOutcome};

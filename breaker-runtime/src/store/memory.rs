@@ -6,7 +6,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::{StateStore, StoreFuture};
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
 
 /// Keeps circuit records in this process: each Lambda environment has its own circuits.
 ///
@@ -24,12 +24,36 @@ use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     records: Mutex<HashMap<String, CircuitRecord>>,
+    /// The fleet windows' counters, by circuit and window start; `None`: none kept.
+    fleet: Option<Mutex<HashMap<(String, u64), FleetTally>>>,
 }
 
 impl InMemoryStore {
-    /// An empty store.
+    /// An empty store. It keeps no fleet counters: one environment's store has no fleet,
+    /// and its circuits trip on their own counts exactly as without reports.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty store that also keeps the fleet windows' counters, for several circuits in
+    /// one process standing for a fleet (simulations, tests of the fleet-wide policy).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use breaker_runtime::store::{FailureReport, InMemoryStore, StateStore};
+    /// let store = InMemoryStore::with_fleet_counters();
+    /// let report = FailureReport { window_start: 100, window_secs: 10, failures: 1, calls: 1, new_reporter: 1, expiration: 3710 };
+    /// store.report("ce", &report).await.unwrap();
+    /// let tally = store.report("ce", &report).await.unwrap().unwrap();
+    /// assert_eq!((tally.failures, tally.reporters), (2, 2));
+    /// assert_eq!(InMemoryStore::new().report("ce", &report).await.unwrap(), None);
+    /// # }
+    /// ```
+    pub fn with_fleet_counters() -> Self {
+        Self {
+            fleet: Some(Mutex::default()),
+            ..Self::default()
+        }
     }
 }
 
@@ -55,5 +79,21 @@ impl StateStore for InMemoryStore {
             WriteOutcome::Lost(current.cloned())
         };
         Box::pin(std::future::ready(Ok(outcome)))
+    }
+
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        let tally = self.fleet.as_ref().map(|fleet| {
+            let mut windows = fleet.lock().unwrap_or_else(PoisonError::into_inner);
+            let tally = windows
+                .entry((circuit.to_owned(), report.window_start))
+                .or_default();
+            *tally = tally.plus(report);
+            *tally
+        });
+        Box::pin(std::future::ready(Ok(tally)))
     }
 }

@@ -18,7 +18,8 @@ use std::sync::Arc;
 mod memory;
 
 pub use crate::protocol::{
-    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, Transition, WriteOutcome,
+    CircuitRecord, FailureReport, FleetTally, MIN_REPORTERS, OPENED_AT_UNTIL_RELEASED, Override,
+    OverrideKind, Transition, WriteOutcome,
 };
 pub use memory::InMemoryStore;
 
@@ -158,6 +159,20 @@ pub trait StateStore: fmt::Debug + Send + Sync {
         circuit: &'a str,
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome>;
+
+    /// Adds `report` to `circuit`'s counters for the report's fleet window, atomically,
+    /// and returns the window's totals after it; `Ok(None)` if this store keeps no fleet
+    /// counters (the default), and the circuit then trips on each environment's own counts
+    /// only. The counters live apart from the circuit's record, which a report never
+    /// creates or changes.
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        let _ = (circuit, report);
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 impl<S: StateStore + ?Sized> StateStore for Arc<S> {
@@ -179,5 +194,12 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         (**self).apply(circuit, transition)
+    }
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        (**self).report(circuit, report)
     }
 }

@@ -18,9 +18,14 @@ fn admitted(env: u32, t: u64) -> Call {
     Call {
         env,
         start_ms: t,
+        decided_ms: t + 50,
+        end_ms: t + 50,
         admitted: true,
         probe: None,
         failed: false,
+        abandoned: false,
+        killed: false,
+        unhealthy: false,
     }
 }
 

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitInfo, CircuitState, CircuitTransition, circuit_breaker};
+use breaker_runtime::{
+    CircuitInfo, CircuitState, CircuitTransition, FailureKind, TransitionCause, circuit_breaker,
+};
 use devstack::circuits::manual_config;
 
 /// The recovery timeout of every circuit here.
@@ -147,17 +149,28 @@ async fn on_transition_sees_every_transition_once_and_nothing_else() {
     assert!(hooked(false).await.is_err(), "rejected while open");
     HOOK_CLOCK.advance(Duration::from_secs(10));
     hooked(false).await.unwrap();
-    let transition = |from_state, to_state, opened_at| CircuitTransition {
+    let transition = |from_state, to_state, opened_at, cause| CircuitTransition {
         circuit_name: "hooked".into(),
         from_state,
         to_state,
         opened_at,
+        cause,
     };
     let seen = TRANSITIONS.lock().unwrap().clone();
     assert_eq!(seen.len(), 3, "{seen:?}");
+    // The one failure tripped the circuit: an error, counted once.
+    let cause = TransitionCause::Failures {
+        kind: FailureKind::Error,
+        count: 1,
+    };
     assert_eq!(
         seen[0],
-        transition(CircuitState::Closed, CircuitState::Open, Some(opened_at))
+        transition(
+            CircuitState::Closed,
+            CircuitState::Open,
+            Some(opened_at),
+            Some(cause)
+        )
     );
     assert_eq!(
         (seen[1].from_state, seen[1].to_state),

@@ -1,0 +1,252 @@
+//! `FleetReports`: what one environment tells the fleet's counters about its failures, and
+//! when.
+//!
+//! Successes are never written: the closed path only counts calls
+//! ([`ClosedCounts`](super::closed_counts::ClosedCounts)), and a report goes out when a counted failure finds the previous report at least
+//! `report_interval` old. It carries the failures not reported yet and the calls made
+//! since the last report within the recent past (marked at cache refreshes, at most a
+//! fleet window apart), so the fleet can weigh failures against calls.
+//!
+//! A busy environment whose own policy will trip within the report interval holds its
+//! first failures back: its trip comes sooner than the fleet's and costs the fleet's
+//! counters nothing. What it holds goes out with its next failure once the interval has
+//! passed. A quiet environment (the normal shape of a Lambda fleet) reports each failure
+//! at once: it may not call again for a minute.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+use breaker_rules::TTL_GRACE_SECS;
+
+use crate::config::{FleetPolicy, millis};
+use crate::protocol::FailureReport;
+use crate::protocol::fleet::window_start;
+
+/// The reports of one circuit of this environment.
+pub(super) struct FleetReports {
+    policy: Option<FleetPolicy>,
+    /// The store keeps no fleet counters: nothing is reported.
+    unsupported: AtomicBool,
+    /// After a failed report, no report is sent before this (unix millis).
+    retry_at: AtomicU64,
+    state: Mutex<Pending>,
+}
+
+/// What is not reported yet, and what the next report counts from.
+#[derive(Debug, Default)]
+struct Pending {
+    failures: u32,
+    /// When the oldest unreported failure happened (unix millis).
+    first_failure: u64,
+    /// When the last report went out (unix millis); 0: never.
+    last_report: u64,
+    /// The window of the last report: a later one in the same window is no new reporter.
+    last_window: Option<u64>,
+    /// The call count at the last report.
+    calls_at_report: u64,
+    /// A recent instant and the call count then: the calls a report carries start no
+    /// earlier, and the call rate is estimated from it.
+    mark: (u64, u64),
+}
+
+impl FleetReports {
+    pub(super) fn new(policy: Option<FleetPolicy>) -> Self {
+        Self {
+            policy,
+            unsupported: AtomicBool::new(false),
+            retry_at: AtomicU64::new(0),
+            state: Mutex::default(),
+        }
+    }
+
+    fn active(&self) -> Option<&FleetPolicy> {
+        self.policy
+            .as_ref()
+            .filter(|_| !self.unsupported.load(Ordering::Relaxed))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The cache was refreshed at `now`, after `calls` closed calls: the span the next
+    /// report counts calls over starts again if it is a fleet window old.
+    pub(super) fn on_refresh(&self, now: u64, calls: u64) {
+        let Some(policy) = self.active() else {
+            return;
+        };
+        let mut pending = self.lock();
+        if now.saturating_sub(pending.mark.0) >= millis(policy.window) {
+            pending.mark = (now, calls);
+        }
+    }
+
+    /// A counted failure at `now`, the environment's `calls`-th closed call, that did not
+    /// trip its own policy, whose consecutive failures are `consecutive` (`None` under a
+    /// rate policy) of `failure_threshold`. `abandoned_after`: the call was abandoned at
+    /// its deadline, and the call count was this when it started. Returns the report to
+    /// send, if one is due.
+    ///
+    /// An abandoned call weighs against the calls that ended while it ran, not those of
+    /// the span before: a call that hung for nine seconds is one of one in a Lambda
+    /// environment, which runs one invocation at a time, however many calls succeeded
+    /// before it started. Nor is it held back: the environment's own calls come one per
+    /// timeout.
+    pub(super) fn on_failure(
+        &self,
+        now: u64,
+        calls: u64,
+        consecutive: Option<u32>,
+        failure_threshold: u32,
+        abandoned_after: Option<u64>,
+    ) -> Option<FailureReport> {
+        let policy = self.active()?;
+        let interval = millis(policy.report_interval);
+        let mut pending = self.lock();
+        if pending.failures == 0 {
+            pending.first_failure = now;
+        }
+        pending.failures = pending.failures.saturating_add(1);
+        if pending.last_report != 0 && now.saturating_sub(pending.last_report) < interval {
+            return None;
+        }
+        let (mark_at, mark_calls) = pending.mark;
+        let since = match abandoned_after {
+            Some(at_start) => at_start.max(pending.calls_at_report),
+            None => pending.calls_at_report.max(mark_calls),
+        };
+        // The gaps between the calls since the mark give the call rate (one call alone
+        // gives none), and the failures the own policy still needs give its time to trip.
+        let elapsed = now.saturating_sub(mark_at).max(1);
+        let gaps = calls.saturating_sub(mark_calls).saturating_sub(1);
+        let to_trip = consecutive.map(|c| u64::from(failure_threshold.saturating_sub(c)));
+        let trips_first = to_trip
+            .is_some_and(|left| gaps.saturating_mul(interval) >= left.saturating_mul(elapsed));
+        let held = trips_first && now.saturating_sub(pending.first_failure) < interval;
+        if held && abandoned_after.is_none() {
+            return None;
+        }
+        let window_secs = policy.window.as_secs().max(1);
+        let window = window_start(now / 1000, window_secs);
+        let failures = pending.failures;
+        let counted = calls.saturating_sub(since).max(u64::from(failures));
+        let report = FailureReport {
+            window_start: window,
+            window_secs,
+            failures,
+            calls: u32::try_from(counted).unwrap_or(u32::MAX),
+            new_reporter: u32::from(pending.last_window != Some(window)),
+            expiration: window + window_secs + TTL_GRACE_SECS,
+        };
+        pending.failures = 0;
+        pending.last_report = now;
+        pending.last_window = Some(window);
+        pending.calls_at_report = calls;
+        Some(report)
+    }
+
+    /// Whether reports are held back after a failed one.
+    pub(super) fn backing_off(&self, now: u64) -> bool {
+        now < self.retry_at.load(Ordering::Relaxed)
+    }
+
+    /// A report failed: the next waits until `retry_at` (unix millis).
+    pub(super) fn back_off_until(&self, retry_at: u64) {
+        self.retry_at.store(retry_at, Ordering::Relaxed);
+    }
+
+    /// The store answered that it keeps no fleet counters: stop reporting.
+    pub(super) fn unsupported(&self) {
+        self.unsupported.store(true, Ordering::Relaxed);
+    }
+
+    /// The circuit changed state: failures held back belong to a closed spell that ended.
+    pub(super) fn reset(&self) {
+        if self.active().is_some() {
+            self.lock().failures = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn reports() -> FleetReports {
+        FleetReports::new(Some(FleetPolicy::default()))
+    }
+
+    #[test]
+    fn a_quiet_environment_reports_its_first_failure_at_once() {
+        let r = reports();
+        r.on_refresh(100_000, 0);
+        let report = r
+            .on_failure(100_000, 1, Some(1), 5, None)
+            .expect("reported");
+        assert_eq!(
+            (report.failures, report.calls, report.new_reporter),
+            (1, 1, 1)
+        );
+        assert_eq!(report.window_start, 100);
+    }
+
+    #[test]
+    fn failures_within_the_interval_wait_for_the_next_report() {
+        let r = reports();
+        r.on_refresh(0, 0);
+        for (calls, at) in [(1, 10_000), (2, 10_400), (3, 10_900)] {
+            let report = r.on_failure(at, calls, Some(1), 5, None);
+            assert_eq!(report.is_some(), at == 10_000, "at {at}");
+        }
+        let report = r
+            .on_failure(11_000, 4, Some(1), 5, None)
+            .expect("the interval passed");
+        assert_eq!(
+            (report.failures, report.calls, report.new_reporter),
+            (3, 3, 0)
+        );
+    }
+
+    #[test]
+    fn a_busy_environment_about_to_trip_holds_its_failures_back() {
+        let r = reports();
+        r.on_refresh(0, 0);
+        // 10 calls a second for 5 s, then failures: its own policy trips in 0.4 s.
+        assert_eq!(r.on_failure(5_000, 51, Some(1), 5, None), None);
+        assert_eq!(r.on_failure(5_100, 52, Some(2), 5, None), None);
+    }
+
+    #[test]
+    fn the_calls_of_a_report_start_at_the_last_mark() {
+        let r = reports();
+        r.on_refresh(0, 0);
+        // A refresh a window later starts the span again.
+        r.on_refresh(Duration::from_secs(10).as_millis() as u64, 1_000);
+        let report = r
+            .on_failure(20_000, 1_003, Some(1), 5, None)
+            .expect("reported");
+        assert_eq!(report.calls, 3);
+    }
+
+    #[test]
+    fn an_abandoned_call_counts_against_the_calls_that_ended_while_it_ran() {
+        let r = reports();
+        r.on_refresh(0, 0);
+        // Nine successes, then a call that hung from the tenth call on.
+        let report = r
+            .on_failure(19_000, 10, Some(1), 5, Some(9))
+            .expect("reported");
+        assert_eq!((report.failures, report.calls), (1, 1));
+    }
+
+    #[test]
+    fn without_a_policy_or_a_store_that_counts_nothing_is_reported() {
+        let none = FleetReports::new(None);
+        assert_eq!(none.on_failure(1_000, 1, Some(1), 5, None), None);
+        let r = reports();
+        r.unsupported();
+        assert_eq!(r.on_failure(1_000, 1, Some(1), 5, None), None);
+    }
+}
