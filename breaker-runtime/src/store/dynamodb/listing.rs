@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::Item;
+use super::report::is_report_item;
 use super::{DynamoDbStore, Shared};
 use crate::protocol::CircuitRecord;
 use crate::store::StoreError;
@@ -42,7 +43,8 @@ impl StoredCircuit {
 impl DynamoDbStore {
     /// Every circuit in the table, sorted by name: a Scan (`dynamodb:Scan`), or with a
     /// composite key a Query of the static partition key (`dynamodb:Query`). Strongly
-    /// consistent, paginated.
+    /// consistent, paginated. The fleet's failure counters are not circuits: their items
+    /// are left out.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
@@ -95,6 +97,7 @@ impl DynamoDbStore {
                 items
                     .unwrap_or_default()
                     .iter()
+                    .filter(|i| !is_report_item(i))
                     .filter_map(|i| shared.stored(i)),
             );
             match next {
@@ -106,7 +109,9 @@ impl DynamoDbStore {
         Ok(circuits)
     }
 
-    /// One circuit's item, strongly consistent; `None` if it has none.
+    /// One circuit's item, strongly consistent; `None` if it has none. A name that is the
+    /// key of the fleet's failure counters is an error: they are no circuit, and an
+    /// operator's write must not land on them.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
@@ -118,7 +123,13 @@ impl DynamoDbStore {
     /// ```
     pub async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
         let item = self.shared.get_item(circuit, true).await?;
-        Ok(item.and_then(|item| self.shared.stored(&item)))
+        match item {
+            Some(item) if is_report_item(&item) => Err(StoreError::new(format!(
+                "item '{circuit}' in table '{}' holds fleet failure counters, not a circuit",
+                self.shared.table
+            ))),
+            item => Ok(item.and_then(|item| self.shared.stored(&item))),
+        }
     }
 }
 

@@ -21,7 +21,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use tokio::sync::OnceCell;
 
 use super::{StateStore, StoreError, StoreFuture};
-use crate::protocol::{CircuitRecord, Override, OverrideKind, Transition, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, FailureReport, FleetTally, Override, OverrideKind, Transition, WriteOutcome,
+};
 
 mod batch;
 mod builder;
@@ -29,6 +31,7 @@ mod client;
 mod conditions;
 mod item;
 mod listing;
+mod report;
 
 pub use builder::DynamoDbStoreBuilder;
 use client::ClientSource;
@@ -42,7 +45,9 @@ pub use listing::StoredCircuit;
 /// The table needs a string partition key (`id` by default), or a string partition key
 /// and a string sort key (see [`DynamoDbStoreBuilder::sort_key_attr`]); enable TTL on
 /// `expiration`. The function needs `dynamodb:GetItem`, `PutItem` and `UpdateItem` on it,
-/// and `BatchGetItem` to [warm up](crate::warm_up) at init. Cheap to clone (clones share
+/// and `BatchGetItem` to [warm up](crate::warm_up) at init. Fleet-wide failure counts live
+/// in items of their own, one per circuit and fleet window (`{circuit}#fleet@{window}`),
+/// which the TTL removes. Cheap to clone (clones share
 /// one client).
 ///
 /// ```no_run
@@ -428,5 +433,13 @@ impl StateStore for DynamoDbStore {
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         Box::pin(self.shared.apply(circuit, transition))
+    }
+
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        Box::pin(self.shared.report(circuit, report))
     }
 }

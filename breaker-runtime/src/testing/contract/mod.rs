@@ -5,7 +5,9 @@
 //! [`Transition::applied_to`] the record before it) and where it fails (it must lose,
 //! change nothing, and return the record that made it lose); each outcome is checked
 //! against [`Transition::allowed`], the reference `InMemoryStore` evaluates. Races run many
-//! writers at once and demand exactly one winner, round after round.
+//! writers at once and demand exactly one winner, round after round. Fleet reports either
+//! answer `None` (the store keeps no fleet counters) or add up exactly under concurrent
+//! reporters, window by window, without touching the circuit's record.
 //!
 //! [`Transition::applied_to`]: crate::store::Transition::applied_to
 //! [`Transition::allowed`]: crate::store::Transition::allowed
@@ -30,11 +32,13 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use crate::store::StateStore;
 
 mod cases;
+mod fleet;
 mod overrides;
 mod races;
 mod support;
 
 use cases::*;
+use fleet::*;
 use overrides::*;
 use races::*;
 
@@ -42,6 +46,8 @@ use races::*;
 pub const RACERS: usize = 24;
 /// Rounds of each race.
 pub const RACE_ROUNDS: usize = 20;
+/// Fleet reports each of the `RACERS` concurrent reporters sends, one after another.
+pub const REPORTS_PER_RACER: usize = 5;
 
 /// A running contract case.
 type CaseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -108,6 +114,7 @@ fn cases() -> Vec<Case> {
         case!(race concurrent_elections_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
         case!(race close_and_takeover_race_has_exactly_one_winner),
+        case!(race reports_add_up_exactly_in_their_own_window_or_are_not_kept),
     ]
 }
 
