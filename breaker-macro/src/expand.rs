@@ -91,6 +91,19 @@ impl Expansion<'_> {
                 let recovery = option(t.recovery_timeout_secs);
                 let cache = option(t.local_cache_max_age_secs);
                 let inline = quote!(#private::inline_config(#failure, #success, #recovery, #cache));
+                let inline = match t.deadline_and_fleet.any() {
+                    false => inline,
+                    true => {
+                        let d = &t.deadline_and_fleet;
+                        let timeout = option(d.call_timeout_ms);
+                        let threshold = option(d.fleet_failure_threshold);
+                        let rate = option(d.fleet_failure_rate);
+                        let detection = option(d.fleet_detection);
+                        quote!(#private::deadline_and_fleet(
+                            #inline, #timeout, #threshold, #rate, #detection
+                        ))
+                    }
+                };
                 match t.rate.any() {
                     false => inline,
                     true => {

@@ -2,9 +2,10 @@
 //! breaker-runtime's `attribute_docs.md` ("Compile-time checks"), each error at the user's token.
 
 use breaker_rules::{
-    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_COUNT,
-    MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS,
-    default_jitter_fits, minimum_fits_window, one_trip_policy, window_has_rate,
+    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
+    MIN_CALL_TIMEOUT_MILLIS, MIN_COUNT, MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS,
+    MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS, default_jitter_fits, minimum_fits_window,
+    one_trip_policy, window_has_rate,
 };
 use syn::{Expr, ExprPath, Ident, LitStr, Path};
 
@@ -14,8 +15,11 @@ mod literals;
 mod signature;
 
 use literals::{
-    at_least_one, bounded, circuit_name, crate_path, fn_path, percentage, whole_seconds,
+    at_least_one, boolean, bounded, circuit_name, crate_path, fn_path, percentage, whole_seconds,
 };
+
+/// The shortest call timeout the `call_timeout` key (whole seconds) takes.
+const MIN_CALL_TIMEOUT_SECS: u64 = 1;
 pub(crate) use signature::guardable;
 
 /// Every key the attribute accepts, in the order the docs list them.
@@ -33,6 +37,11 @@ const KEYS: &[&str] = &[
     "success_threshold",
     "recovery_timeout",
     "local_cache_max_age",
+    "call_timeout",
+    "call_timeout_ms",
+    "fleet_failure_threshold",
+    "fleet_failure_rate",
+    "fleet_detection",
     "on_circuit_open",
     "on_transition",
     "handled",
@@ -40,8 +49,8 @@ const KEYS: &[&str] = &[
     "crate",
 ];
 
-/// The inline tunables: the keys of `KEYS` from `failure_threshold` to `local_cache_max_age`.
-const INLINE_TUNABLES: &[&str] = KEYS.split_at(3).1.split_at(10).0;
+/// The inline tunables: the keys of `KEYS` from `failure_threshold` to `fleet_detection`.
+const INLINE_TUNABLES: &[&str] = KEYS.split_at(3).1.split_at(15).0;
 
 /// The keys of a rate policy: a circuit trips on one of them or on `failure_threshold`.
 /// The inline tunables from `failure_rate` to `minimum_calls`.
@@ -73,6 +82,25 @@ pub(crate) struct Tunables {
     pub(crate) recovery_timeout_secs: Option<u64>,
     pub(crate) local_cache_max_age_secs: Option<u64>,
     pub(crate) rate: RateTunables,
+    pub(crate) deadline_and_fleet: DeadlineAndFleet,
+}
+
+/// Inline keys of the call timeout and the fleet-wide policy; all `None`: the defaults.
+#[derive(Default)]
+pub(crate) struct DeadlineAndFleet {
+    pub(crate) call_timeout_ms: Option<u64>,
+    pub(crate) fleet_failure_threshold: Option<u32>,
+    pub(crate) fleet_failure_rate: Option<u8>,
+    pub(crate) fleet_detection: Option<bool>,
+}
+
+impl DeadlineAndFleet {
+    pub(crate) fn any(&self) -> bool {
+        self.call_timeout_ms.is_some()
+            || self.fleet_failure_threshold.is_some()
+            || self.fleet_failure_rate.is_some()
+            || self.fleet_detection.is_some()
+    }
 }
 
 /// Inline keys of a rate policy; all `None`: consecutive failures.
@@ -144,6 +172,9 @@ impl Options {
         let mut threshold_key: Option<Ident> = None;
         let mut rate_keys: Vec<Ident> = Vec::new();
         let mut minimum_value: Option<Expr> = None;
+        let mut timeout_key: Option<Ident> = None;
+        let mut fleet_keys: Vec<Ident> = Vec::new();
+        let mut fleet_off: Option<Ident> = None;
 
         for KeyValue { key, value } in args.pairs {
             let text = key.to_string();
@@ -240,6 +271,47 @@ impl Options {
                     tunables.local_cache_max_age_secs =
                         Some(whole_seconds(&key, &value, MIN_LOCAL_CACHE_MAX_AGE_SECS)?);
                 }
+                "call_timeout" | "call_timeout_ms" => {
+                    if let Some(first) = &timeout_key {
+                        return Err(syn::Error::new_spanned(
+                            &key,
+                            format!(
+                                "`{key}` cannot be combined with `{first}`; give the call \
+                                 timeout once, in seconds or in milliseconds"
+                            ),
+                        ));
+                    }
+                    let millis = if text == "call_timeout" {
+                        whole_seconds(&key, &value, MIN_CALL_TIMEOUT_SECS)? * 1000
+                    } else {
+                        let most = MAX_DURATION_SECS * 1000;
+                        bounded(&key, &value, MIN_CALL_TIMEOUT_MILLIS, most, "milliseconds")?
+                    };
+                    tunables.deadline_and_fleet.call_timeout_ms = Some(millis);
+                    timeout_key = Some(key);
+                }
+                "fleet_failure_threshold" | "fleet_failure_rate" => {
+                    if let Some(off) = &fleet_off {
+                        return Err(fleet_key_without_detection(&key, off));
+                    }
+                    let fleet = &mut tunables.deadline_and_fleet;
+                    if text == "fleet_failure_threshold" {
+                        fleet.fleet_failure_threshold = Some(at_least_one(&key, &value)?);
+                    } else {
+                        fleet.fleet_failure_rate = Some(percentage(&key, &value)?);
+                    }
+                    fleet_keys.push(key);
+                }
+                "fleet_detection" => {
+                    let enabled = boolean(&key, &value)?;
+                    if !enabled {
+                        if let Some(first) = fleet_keys.first() {
+                            return Err(fleet_key_without_detection(first, &key));
+                        }
+                        fleet_off = Some(key);
+                    }
+                    tunables.deadline_and_fleet.fleet_detection = Some(enabled);
+                }
                 "on_circuit_open" => on_circuit_open = Some(fn_path(&key, value)?),
                 "on_transition" => on_transition = Some(fn_path(&key, value)?),
                 "handled" => {
@@ -307,6 +379,17 @@ fn jitter_too_long(key: &Ident, value: &Expr, secs: u64) -> syn::Error {
              jitter ({DEFAULT_JITTER_FACTOR} × the timeout) must stay within \
              {MAX_DURATION_SECS} seconds; set a longer timeout on the \
              `CircuitBreakerConfig` builder with a `recovery_jitter`"
+        ),
+    )
+}
+
+/// A fleet policy's key beside `fleet_detection = false`, which turns the policy off.
+fn fleet_key_without_detection(key: &Ident, off: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        key,
+        format!(
+            "`{key}` cannot be combined with `{off} = false`; the fleet-wide policy is off, \
+             so its settings would never apply"
         ),
     )
 }

@@ -16,7 +16,7 @@ pub use crate::breaker::{
     fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
 };
 pub use crate::config::CircuitBreakerConfig;
-use crate::config::CircuitBreakerConfigBuilder;
+use crate::config::{CircuitBreakerConfigBuilder, FleetPolicy};
 pub use crate::default_store::default_store;
 pub use crate::error::CircuitBreakerOpenError;
 use crate::policy::SlidingWindow;
@@ -191,6 +191,37 @@ pub fn rate_policy(
     }
     if let Some(calls) = minimum_calls {
         builder = builder.minimum_calls(calls);
+    }
+    checked(builder)
+}
+
+/// `config` (the attribute's inline config) with the call timeout and the fleet-wide
+/// policy's inline keys applied, through the validated builder. The macro checked them at
+/// compile time (a timeout of at least 1 ms, a fleet threshold ≥ 1, a fleet rate 1 to 100,
+/// no fleet key with `fleet_detection = false`), so the build cannot fail here.
+pub fn deadline_and_fleet(
+    config: CircuitBreakerConfig,
+    call_timeout_ms: Option<u64>,
+    fleet_failure_threshold: Option<u32>,
+    fleet_failure_rate: Option<u8>,
+    fleet_detection: Option<bool>,
+) -> CircuitBreakerConfig {
+    let mut builder = config.into_builder();
+    if let Some(millis) = call_timeout_ms {
+        builder = builder.call_timeout(Duration::from_millis(millis));
+    }
+    if let Some(enabled) = fleet_detection {
+        builder = builder.fleet_detection(enabled);
+    }
+    if fleet_failure_threshold.is_some() || fleet_failure_rate.is_some() {
+        let mut fleet = FleetPolicy::default();
+        if let Some(failures) = fleet_failure_threshold {
+            fleet.failure_threshold = failures;
+        }
+        if let Some(percent) = fleet_failure_rate {
+            fleet.failure_rate = percent;
+        }
+        builder = builder.fleet_policy(fleet);
     }
     checked(builder)
 }

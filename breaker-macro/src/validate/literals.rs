@@ -92,6 +92,20 @@ pub(super) fn at_least_one(key: &Ident, value: &Expr) -> syn::Result<u32> {
     }
 }
 
+/// A `true` or `false` literal.
+pub(super) fn boolean(key: &Ident, value: &Expr) -> syn::Result<bool> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(flag),
+            ..
+        }) => Ok(flag.value),
+        other => Err(syn::Error::new_spanned(
+            other,
+            format!("expected `true` or `false` for `{key}`"),
+        )),
+    }
+}
+
 /// A percentage from 1 to 100.
 pub(super) fn percentage(key: &Ident, value: &Expr) -> syn::Result<u8> {
     let (least, most) = (u64::from(MIN_PERCENT), u64::from(MAX_PERCENT));

@@ -6,6 +6,7 @@
 mod async_fns;
 mod async_trait;
 mod callbacks;
+mod deadlines;
 mod disabled;
 mod handled;
 mod lambda;
