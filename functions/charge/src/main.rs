@@ -13,6 +13,7 @@
 
 mod charge;
 
+use breaker_runtime::deadline;
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
 use payment_pipeline::{Order, Pipeline};
 use serde_json::{Value, json};
@@ -23,8 +24,10 @@ use crate::charge::charge;
 async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], Pipeline::from_env).await?;
     let app = &app;
+    // Guarded calls are abandoned before the invocation's deadline, so a hung payment API
+    // counts as a failure (and its trip is written) instead of dying with the invocation.
     run(service_fn(move |event: LambdaEvent<Value>| {
-        handle(app, event.payload)
+        deadline::scope(event.context.deadline, handle(app, event.payload))
     }))
     .await
 }

@@ -12,6 +12,7 @@
 //! | `CIRCUIT_SUCCESS_THRESHOLD` | probe successes that close it | 3 | 1–1000 |
 //! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 | 0–3600 |
 //! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery | 0–86400 |
+//! | `CIRCUIT_CALL_TIMEOUT_MS` | milliseconds after which a guarded async call is abandoned and counts as a failure | none | 1–900000 |
 //!
 //! `main` calls [`start`] (or [`init`]) first, so a bad value stops the function before its
 //! first invocation; [`circuit_config`] then hands the checked config to `#[circuit_breaker]`.
@@ -99,6 +100,11 @@ pub fn config_from(
             setting::number_from("CIRCUIT_RECOVERY_JITTER_SECS", Some(value), 0, 0..=86_400)?;
         builder = builder.recovery_jitter(std::time::Duration::from_secs(jitter));
     }
+    // Unset: no call timeout; calls are still abandoned near the invocation's deadline.
+    if let Some(value) = var("CIRCUIT_CALL_TIMEOUT_MS") {
+        let timeout = setting::number_from("CIRCUIT_CALL_TIMEOUT_MS", Some(value), 0, 1..=900_000)?;
+        builder = builder.call_timeout(std::time::Duration::from_millis(timeout));
+    }
     builder
         .build()
         .map_err(|error| SettingError::new("CIRCUIT_*", "", error.to_string()))
@@ -131,6 +137,7 @@ mod tests {
             ("CIRCUIT_RECOVERY_TIMEOUT_SECS", "3"),
             ("CIRCUIT_CACHE_MAX_AGE_SECS", "0"),
             ("CIRCUIT_RECOVERY_JITTER_SECS", "1"),
+            ("CIRCUIT_CALL_TIMEOUT_MS", "2500"),
         ]))
         .unwrap();
         assert_eq!(config.failure_threshold(), 2);
@@ -138,6 +145,7 @@ mod tests {
         assert_eq!(config.recovery_timeout(), Duration::from_secs(3));
         assert_eq!(config.local_cache_max_age(), Duration::ZERO);
         assert_eq!(config.recovery_jitter(), Duration::from_secs(1));
+        assert_eq!(config.call_timeout(), Some(Duration::from_millis(2500)));
     }
 
     #[test]
@@ -145,6 +153,7 @@ mod tests {
         let config = config_from(vars(&[])).unwrap();
         assert_eq!(config.failure_threshold(), 5);
         assert_eq!(config.recovery_timeout(), Duration::from_secs(30));
+        assert_eq!(config.call_timeout(), None);
     }
 
     #[test]
@@ -174,6 +183,11 @@ mod tests {
                 "CIRCUIT_RECOVERY_JITTER_SECS",
                 "1s",
                 "CIRCUIT_RECOVERY_JITTER_SECS=1s: not a whole number",
+            ),
+            (
+                "CIRCUIT_CALL_TIMEOUT_MS",
+                "0",
+                "CIRCUIT_CALL_TIMEOUT_MS=0: must be between 1 and 900000",
             ),
         ] {
             let error = config_from(vars(&[(name, value)])).unwrap_err();

@@ -18,7 +18,7 @@ mod snapshot;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use breaker_runtime::{CircuitInfo, circuit_breaker};
+use breaker_runtime::{CircuitInfo, circuit_breaker, deadline};
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -43,8 +43,10 @@ async fn main() -> Result<(), Error> {
         prime_on_init(&app).await;
     }
     let app = &app;
+    // The invocation's deadline, for guarded calls inside it. The `cost-explorer` call has
+    // a callback, so it is never abandoned: Cost Explorer's client timeouts bound it.
     run(service_fn(move |event: LambdaEvent<Value>| {
-        handle(app, event.payload)
+        deadline::scope(event.context.deadline, handle(app, event.payload))
     }))
     .await
 }

@@ -19,6 +19,7 @@
 mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use breaker_runtime::deadline;
 use lambda_runtime::{Error, LambdaEvent, run, service_fn};
 use payment_pipeline::Pipeline;
 
@@ -29,8 +30,11 @@ async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], app_from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        let deadline = event.context.deadline();
-        let outcome = app.replay(&event.payload.records, deadline).await;
+        // Guarded charges are abandoned before the invocation's deadline (counted, their
+        // outcome parked as unknown) rather than dying with it.
+        let records = &event.payload.records;
+        let replay = app.replay(records, event.context.deadline());
+        let outcome = deadline::scope(event.context.deadline, replay).await;
         tracing::info!(
             settled = outcome.done,
             deferred = outcome.deferred,

@@ -69,6 +69,10 @@ impl PaymentClient {
                 String::new(),
                 Charged::CircuitOpen(open),
             ),
+            Err(error @ GuardedPaymentError::Abandoned(_)) => {
+                tracing::error!(order_id = %order.order_id, %error, "charge abandoned at its deadline, outcome unknown: parked in the ledger");
+                (Settlement::Unknown, error.to_string(), Charged::Unknown)
+            }
             Err(GuardedPaymentError::Payment(error @ PaymentError::Refused { .. })) => (
                 Settlement::Declined,
                 error.to_string(),

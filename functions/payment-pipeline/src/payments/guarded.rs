@@ -18,11 +18,27 @@ pub enum GuardedPaymentError {
     /// The circuit is open: the payment API was not called. Each caller decides what to
     /// do with the order meanwhile (`charge` buffers it, `overflow-replay` defers it).
     #[error(transparent)]
-    CircuitOpen(#[from] CircuitBreakerOpenError),
+    CircuitOpen(CircuitBreakerOpenError),
+    /// The charge was sent, then abandoned at its deadline (the call timeout or the
+    /// invocation's deadline): the request may have reached the API, so its outcome is
+    /// unknown. Never buffered or repeated as if the API had not been called.
+    #[error("charge outcome unknown: {0}")]
+    Abandoned(CircuitBreakerOpenError),
     /// The payment API was called and the charge failed or was refused; only
     /// [downstream failures](PaymentError::is_downstream_failure) counted toward opening.
     #[error(transparent)]
     Payment(#[from] PaymentError),
+}
+
+/// The breaker's error sorted by what it says about the payment API: a rejection never
+/// called it, an abandoned call may have charged.
+impl From<CircuitBreakerOpenError> for GuardedPaymentError {
+    fn from(error: CircuitBreakerOpenError) -> Self {
+        match error.abandoned {
+            Some(_) => Self::Abandoned(error),
+            None => Self::CircuitOpen(error),
+        }
+    }
 }
 
 /// The circuit's classifier: only an unwell payment API (5xx, 429, timeout, unreachable)
@@ -55,6 +71,8 @@ mod tests {
     use serde_json::json;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
+
+    use breaker_runtime::{Abandoned, FailureKind};
 
     use super::*;
 
@@ -98,6 +116,38 @@ mod tests {
             .and_then(|(_, value)| value.trim().parse::<usize>().ok())
             .unwrap_or(0);
         body.len() >= length
+    }
+
+    fn circuit() -> breaker_runtime::CircuitInfo {
+        breaker_runtime::CircuitInfo {
+            name: CIRCUIT.into(),
+            state: breaker_runtime::CircuitState::Closed,
+            failure_count: 1,
+            opened_at: None,
+        }
+    }
+
+    #[test]
+    fn an_abandoned_charge_is_outcome_unknown_a_rejection_was_never_sent() {
+        let rejected = CircuitBreakerOpenError::rejected(circuit());
+        assert!(matches!(
+            GuardedPaymentError::from(rejected),
+            GuardedPaymentError::CircuitOpen(_)
+        ));
+        for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
+            let abandoned = Abandoned {
+                kind,
+                after: Duration::from_secs(3),
+            };
+            let error = CircuitBreakerOpenError::abandoned(circuit(), abandoned);
+            assert!(
+                matches!(
+                    GuardedPaymentError::from(error),
+                    GuardedPaymentError::Abandoned(_)
+                ),
+                "an abandoned charge may have reached the API ({kind:?})"
+            );
+        }
     }
 
     // One test: the circuit is per process, every call here shares it. It runs on the
