@@ -9,14 +9,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::ErrorMetadata;
 use aws_sdk_dynamodb::operation::get_item::{GetItemError, GetItemOutput};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::operation::update_item::{UpdateItemError, UpdateItemOutput};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::types::error::{
     ConditionalCheckFailedException, ProvisionedThroughputExceededException, ThrottlingException,
 };
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
-use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{
+    CircuitRecord, DynamoDbStore, FailureReport, StateStore, Transition, WriteOutcome,
+};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use devstack::fixtures::sdk::local_sdk_config;
 
@@ -89,6 +93,62 @@ async fn throttling_is_a_store_error_naming_operation_table_and_cause() {
     assert!(
         write.contains("PutItem") && write.contains("Throttling"),
         "{write}"
+    );
+}
+
+fn failure_report() -> FailureReport {
+    FailureReport {
+        window_start: T0,
+        window_secs: 10,
+        failures: 1,
+        calls: 1,
+        new_reporter: 1,
+        expiration: T0 + 3610,
+    }
+}
+
+#[tokio::test]
+async fn a_throttled_report_is_a_throttled_store_error() {
+    let throttled = mock!(Client::update_item).then_error(|| {
+        // The code, as the service's response carries it: throttling is told apart by it.
+        let code = "ProvisionedThroughputExceededException";
+        UpdateItemError::ProvisionedThroughputExceededException(
+            ProvisionedThroughputExceededException::builder()
+                .message("rate exceeded")
+                .meta(ErrorMetadata::builder().code(code).build())
+                .build(),
+        )
+    });
+    let store = mocked(&[&throttled]);
+    let error = store
+        .report("ce", &failure_report())
+        .await
+        .expect_err("throttled");
+    assert!(error.is_throttled(), "{error}");
+    let text = error.to_string();
+    assert!(
+        text.contains("UpdateItem") && text.contains("'circuits'"),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn a_report_answered_without_its_counters_is_a_store_error() {
+    let bare = mock!(Client::update_item).then_output(|| {
+        UpdateItemOutput::builder()
+            .attributes("fleet_failures", AttributeValue::N("1".into()))
+            .attributes("fleet_calls", AttributeValue::S("one".into()))
+            .build()
+    });
+    let store = mocked(&[&bare]);
+    let error = store
+        .report("ce", &failure_report())
+        .await
+        .expect_err("malformed")
+        .to_string();
+    assert!(
+        error.contains("malformed fleet tally") && error.contains("fleet_calls"),
+        "{error}"
     );
 }
 

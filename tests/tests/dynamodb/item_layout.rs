@@ -15,25 +15,25 @@ use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
-type Item = HashMap<String, AttributeValue>;
+pub(crate) type Item = HashMap<String, AttributeValue>;
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-fn s(value: &str) -> AttributeValue {
+pub(crate) fn s(value: &str) -> AttributeValue {
     AttributeValue::S(value.to_owned())
 }
 
-fn n(value: u64) -> AttributeValue {
+pub(crate) fn n(value: u64) -> AttributeValue {
     AttributeValue::N(value.to_string())
 }
 
-fn item(attributes: &[(&str, AttributeValue)]) -> Item {
+pub(crate) fn item(attributes: &[(&str, AttributeValue)]) -> Item {
     attributes
         .iter()
         .map(|(name, value)| ((*name).to_owned(), value.clone()))
         .collect()
 }
 
-async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
+pub(crate) async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
     dynalite
         .client()
         .get_item()

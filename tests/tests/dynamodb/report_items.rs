@@ -1,0 +1,151 @@
+//! Fleet reports on dynalite: each circuit's counters for one fleet window are an item of
+//! their own, `{circuit}#fleet@{window_start}`, with exactly the fleet attributes and the
+//! TTL, on either key layout; the circuit's item is left as it was, listings leave the
+//! counters out, and `inspect` refuses them.
+
+use breaker_runtime::store::{
+    DynamoDbStore, FailureReport, FleetTally, StateStore, Transition, WriteOutcome,
+};
+use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::shared_table;
+
+use crate::item_layout::{Item, item, n, raw, s};
+
+const T0: u64 = 1_700_000_000;
+
+fn report(failures: u32, calls: u32, new_reporter: u32) -> FailureReport {
+    FailureReport {
+        window_start: T0,
+        window_secs: 10,
+        failures,
+        calls,
+        new_reporter,
+        expiration: T0 + 3_610,
+    }
+}
+
+/// Trips `ce`, reports to it twice and checks the answers, the circuit's item (unchanged)
+/// and the listing; returns nothing, the caller checks the report item's layout.
+async fn two_reports_beside_a_tripped_circuit(
+    dynalite: &Dynalite,
+    store: &DynamoDbStore,
+    table: &str,
+    circuit_key: Item,
+) {
+    let trip = Transition::Trip {
+        failure_count: 3,
+        opened_at: T0,
+        expiration: T0 + 3_630,
+    };
+    assert_eq!(store.apply("ce", &trip).await, Ok(WriteOutcome::Won));
+    let circuit_item = raw(dynalite, table, circuit_key.clone()).await;
+
+    let tally = |failures, calls, reporters| {
+        Ok(Some(FleetTally {
+            failures,
+            calls,
+            reporters,
+        }))
+    };
+    assert_eq!(store.report("ce", &report(2, 3, 1)).await, tally(2, 3, 1));
+    assert_eq!(store.report("ce", &report(1, 1, 0)).await, tally(3, 4, 1));
+
+    assert_eq!(
+        raw(dynalite, table, circuit_key).await,
+        circuit_item,
+        "reports leave the circuit's item as it was"
+    );
+    let listed: Vec<String> = store
+        .list()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|c| c.name)
+        .collect();
+    assert_eq!(listed, ["ce"], "the counters are no circuit");
+    let refused = store
+        .inspect("ce#fleet@1700000000")
+        .await
+        .expect_err("inspect refuses the counters");
+    assert!(
+        refused.to_string().contains("fleet failure counters"),
+        "{refused}"
+    );
+}
+
+#[tokio::test]
+async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key() {
+    let (dynalite, store) = crate::simple_table().await;
+    two_reports_beside_a_tripped_circuit(&dynalite, &store, "circuits", item(&[("id", s("ce"))]))
+        .await;
+    let key = item(&[("id", s("ce#fleet@1700000000"))]);
+    assert_eq!(
+        raw(&dynalite, "circuits", key).await,
+        item(&[
+            ("id", s("ce#fleet@1700000000")),
+            ("fleet_failures", n(3)),
+            ("fleet_calls", n(4)),
+            ("fleet_reporters", n(1)),
+            ("fleet_window", n(T0)),
+            ("expiration", n(T0 + 3_610)),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    let store = shared_table::create(&dynalite)
+        .await
+        .expect("table")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    let pk = s(shared_table::STATIC_PK);
+    let circuit_key = item(&[("pk", pk.clone()), ("sk", s("ce"))]);
+    two_reports_beside_a_tripped_circuit(&dynalite, &store, shared_table::TABLE, circuit_key).await;
+    let key = item(&[("pk", pk.clone()), ("sk", s("ce#fleet@1700000000"))]);
+    assert_eq!(
+        raw(&dynalite, shared_table::TABLE, key).await,
+        item(&[
+            ("pk", pk),
+            ("sk", s("ce#fleet@1700000000")),
+            ("fleet_failures", n(3)),
+            ("fleet_calls", n(4)),
+            ("fleet_reporters", n(1)),
+            ("fleet_window", n(T0)),
+            ("expiration", n(T0 + 3_610)),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn a_report_uses_the_renamed_key_and_ttl_attributes() {
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_table("renamed", "circuit", None)
+        .await
+        .expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("renamed")
+        .key_attr("circuit")
+        .state_attr("status")
+        .expiry_attr("ttl")
+        .client(dynalite.client())
+        .build()
+        .expect("valid store");
+    let circuit_key = item(&[("circuit", s("ce"))]);
+    two_reports_beside_a_tripped_circuit(&dynalite, &store, "renamed", circuit_key).await;
+    let key = item(&[("circuit", s("ce#fleet@1700000000"))]);
+    assert_eq!(
+        raw(&dynalite, "renamed", key).await,
+        item(&[
+            ("circuit", s("ce#fleet@1700000000")),
+            ("fleet_failures", n(3)),
+            ("fleet_calls", n(4)),
+            ("fleet_reporters", n(1)),
+            ("fleet_window", n(T0)),
+            ("ttl", n(T0 + 3_610)),
+        ])
+    );
+}
