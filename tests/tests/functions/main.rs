@@ -5,5 +5,6 @@
 
 mod charge;
 mod cost_report;
+mod deadlines;
 mod pipeline;
 mod support;
