@@ -1,10 +1,11 @@
 //! The `breaker` binary against dynalite: every subcommand's output and exit status, bad
 //! input, the live view; breaker environments honouring an operator's override within their
-//! cache age and never erasing it; and Powertools for AWS Lambda (Python) rejecting a
-//! circuit forced open.
+//! cache age and never erasing it; Powertools for AWS Lambda (Python) rejecting a
+//! circuit forced open; and the fleet's failure counters kept out of every command.
 
 mod bad_input;
 mod commands;
+mod fleet_counters;
 mod layouts;
 mod powertools;
 mod protocol;
