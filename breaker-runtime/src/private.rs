@@ -367,3 +367,21 @@ where
 {
     body().await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_deadline_and_fleet_keys_reach_the_config() {
+        let defaults = CircuitBreakerConfig::default();
+        let config = deadline_and_fleet(defaults.clone(), Some(2_500), Some(20), None, None);
+        assert_eq!(config.call_timeout(), Some(Duration::from_millis(2_500)));
+        let fleet = config.fleet_policy().expect("fleet detection stays on");
+        assert_eq!((fleet.failure_threshold, fleet.failure_rate), (20, 50));
+
+        let local_only = deadline_and_fleet(defaults, None, None, None, Some(false));
+        assert_eq!(local_only.call_timeout(), None);
+        assert_eq!(local_only.fleet_policy(), None);
+    }
+}
