@@ -59,6 +59,7 @@ async fn commands_given_the_counters_key_refuse_it_and_write_nothing() {
         vec!["disable", counters.as_str()],
         vec!["close", counters.as_str()],
         vec!["release", counters.as_str()],
+        vec!["watch", counters.as_str(), "--once"],
     ] {
         table
             .breaker(&args)

@@ -2,12 +2,18 @@
 //! loopback downstream through a `CircuitBreaker` on the default store
 //! (`CIRCUIT_BREAKER_TABLE`: a `DynamoDbStore` from the standard AWS environment), in a loop,
 //! and reports on stdout. Commands on stdin: `stats`, `reset`. Exits when stdin closes.
+//!
+//! The fleet-wide failure policy is off unless `FLEET_DETECTION=1`: a fleet whose workers
+//! must learn of a trip only through the store keeps it out of their reach.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
+use breaker_runtime::store::{
+    CircuitRecord, FailureReport, FleetTally, StateStore, StoreFuture, Transition, WriteOutcome,
+};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
 use devstack::circuits::{BoxError as Error, is_rejection};
 use devstack::doubles::{Behaviour, ScriptedStore};
@@ -63,7 +69,15 @@ async fn main() -> anyhow::Result<()> {
         format!("{default_store:?}").starts_with("DynamoDbStore"),
         "CIRCUIT_BREAKER_TABLE did not select a DynamoDbStore"
     );
-    let store = Arc::new(ScriptedStore::wrapping(default_store, Behaviour::Healthy));
+    let store = Arc::new(ScriptedStore::wrapping(
+        Arc::clone(&default_store),
+        Behaviour::Healthy,
+    ));
+    let fleet_detection = std::env::var("FLEET_DETECTION").is_ok_and(|v| v == "1");
+    let breaker_store = Arc::new(ReportsToTable {
+        counted: Arc::clone(&store),
+        table: default_store,
+    });
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
         .success_threshold(1)
@@ -72,9 +86,10 @@ async fn main() -> anyhow::Result<()> {
         .probe_lease(millis("FLEET_LEASE_MS")?)
         .store_timeout(millis("FLEET_STORE_TIMEOUT_MS")?)
         .store_error_backoff(millis("FLEET_BACKOFF_MS")?)
+        .fleet_detection(fleet_detection)
         .build()?;
     let interval = millis("FLEET_INTERVAL_MS")?;
-    let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, store.clone(), config)
+    let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, breaker_store, config)
         .with_on_transition(|t| {
             let opened_at = t.opened_at.unwrap_or(0);
             println!(
@@ -130,6 +145,43 @@ async fn main() -> anyhow::Result<()> {
             println!("{what} {}", unix_millis());
         }
         tokio::time::sleep(interval).await;
+    }
+}
+
+/// The counted store for reads and writes of the circuit, and the table itself for fleet
+/// reports (which the counters do not see: they count the circuit's own traffic).
+#[derive(Debug)]
+struct ReportsToTable {
+    counted: Arc<ScriptedStore>,
+    table: Arc<dyn StateStore>,
+}
+
+impl StateStore for ReportsToTable {
+    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.counted.read(circuit)
+    }
+    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.counted.read_consistent(circuit)
+    }
+    fn read_many<'a>(
+        &'a self,
+        circuits: &'a [&'a str],
+    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
+        self.counted.read_many(circuits)
+    }
+    fn apply<'a>(
+        &'a self,
+        circuit: &'a str,
+        transition: &'a Transition,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        self.counted.apply(circuit, transition)
+    }
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        self.table.report(circuit, report)
     }
 }
 

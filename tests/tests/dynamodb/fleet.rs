@@ -4,7 +4,10 @@
 //! a DynamoDB outage and the fleet converging after it.
 //!
 //! Worker 0 trips after 3 failures; the others never trip on their own (their threshold is
-//! out of reach), so they can only learn that the circuit opened through the store.
+//! out of reach), so they can only learn that the circuit opened through the store. The
+//! fleet-wide policy is out of every worker's reach too: `fleet-worker` runs with
+//! `fleet_detection(false)` unless told otherwise, which this test never does (the fleet
+//! opening together is `fleet_policy.rs`).
 //! Figures measured along the way are printed (run with `--no-capture`).
 
 use std::sync::{Arc, Mutex, PoisonError};
@@ -16,7 +19,7 @@ use devstack::harness::fleet::{
 };
 use devstack::wall_clock::unix_millis;
 
-const FLEET: usize = 16;
+pub(crate) const FLEET: usize = 16;
 const CACHE_MS: u64 = 250;
 const RECOVERY_MS: u64 = 1_000;
 const LEASE_MS: u64 = 2_000;
@@ -104,7 +107,7 @@ impl Harness {
     }
 }
 
-fn transitions<'a>(
+pub(crate) fn transitions<'a>(
     reports: &'a [Report],
     from: &'a str,
     to: &'a str,
@@ -120,7 +123,7 @@ fn transitions<'a>(
 }
 
 /// The first time each worker reported `event` after `since`, if it did.
-fn first_after(reports: &[Report], event: &Event, since: u64) -> Vec<Option<u64>> {
+pub(crate) fn first_after(reports: &[Report], event: &Event, since: u64) -> Vec<Option<u64>> {
     (0..FLEET)
         .map(|w| {
             reports

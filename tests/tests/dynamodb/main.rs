@@ -8,6 +8,7 @@ use devstack::fixtures::dynalite::Dynalite;
 
 mod error_paths;
 mod fleet;
+mod fleet_policy;
 mod item_layout;
 mod malformed;
 mod report_items;
