@@ -1,0 +1,203 @@
+//! Fleet-wide failure detection on the manual clock, with environments sharing an in-memory
+//! store that keeps the fleet's counters: quiet environments, none of which would trip alone,
+//! open the circuit together; background errors of busy environments do not; one
+//! environment alone never trips through the fleet policy; a busy environment's reports stay
+//! within one per report interval.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+use breaker_runtime::store::{
+    CircuitRecord, FailureReport, FleetTally, InMemoryStore, StateStore, StoreFuture, Transition,
+    WriteOutcome,
+};
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, TransitionCause};
+use devstack::circuits::{BoxError, fail};
+
+/// The fleet's store, counting the reports it is sent.
+#[derive(Debug)]
+struct CountingReports {
+    inner: InMemoryStore,
+    reports: AtomicU32,
+}
+
+impl CountingReports {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            inner: InMemoryStore::with_fleet_counters(),
+            reports: AtomicU32::new(0),
+        })
+    }
+}
+
+impl StateStore for CountingReports {
+    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.inner.read(circuit)
+    }
+
+    fn apply<'a>(
+        &'a self,
+        circuit: &'a str,
+        transition: &'a Transition,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        self.inner.apply(circuit, transition)
+    }
+
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        self.reports.fetch_add(1, Ordering::SeqCst);
+        self.inner.report(circuit, report)
+    }
+}
+
+/// Environment `i` of a fleet on `store`: its own policy trips on 5 consecutive failures.
+fn environment(i: u32, store: Arc<dyn StateStore>, clock: &ManualClock) -> CircuitBreaker {
+    let config = CircuitBreakerConfig::builder()
+        .environment_id(format!("env-{i}"))
+        .local_cache_max_age(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
+    CircuitBreaker::new("downstream", store, config)
+}
+
+async fn succeed(breaker: &CircuitBreaker) {
+    let result: Result<(), BoxError> = breaker.call(|| async { Ok(()) }).await;
+    result.expect("admitted and answered");
+}
+
+#[tokio::test]
+async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_together() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let fleet: Vec<_> = (0..12)
+        .map(|i| environment(i, store.clone(), &clock))
+        .collect();
+    for env in &fleet {
+        succeed(env).await;
+    }
+    clock.advance(Duration::from_secs(20));
+    // One failure each, 100 ms apart: no environment's own count gets near 5.
+    let mut tripped_after = None;
+    for (i, env) in fleet.iter().enumerate() {
+        fail(env).await.expect_err("the downstream failed");
+        clock.advance(Duration::from_millis(100));
+        if env.state() == CircuitState::Open && tripped_after.is_none() {
+            tripped_after = Some(i + 1);
+        }
+    }
+    assert_eq!(
+        tripped_after,
+        Some(10),
+        "the 10th failure meets the fleet policy"
+    );
+    let record = store.read("downstream").await.unwrap().expect("tripped");
+    assert_eq!(record.state, CircuitState::Open);
+    assert_eq!(
+        store.reports.load(Ordering::SeqCst),
+        10,
+        "once the store is open, nobody reports"
+    );
+}
+
+#[tokio::test]
+async fn the_fleet_trip_says_it_was_the_fleet() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let fleet: Vec<_> = (0..10)
+        .map(|i| {
+            let hook = Arc::clone(&seen);
+            environment(i, store.clone(), &clock)
+                .with_on_transition(move |t| hook.lock().unwrap().push(t))
+        })
+        .collect();
+    for env in &fleet {
+        fail(env).await.expect_err("failed");
+    }
+    let seen = seen.lock().unwrap();
+    assert_eq!(
+        seen.len(),
+        1,
+        "one environment committed the trip: {seen:?}"
+    );
+    assert_eq!(
+        seen[0].cause,
+        Some(TransitionCause::Fleet {
+            failures: 10,
+            calls: 10
+        })
+    );
+}
+
+#[tokio::test]
+async fn background_errors_of_busier_environments_do_not_trip() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let fleet: Vec<_> = (0..40)
+        .map(|i| environment(i, store.clone(), &clock))
+        .collect();
+    // Each environment: five good calls two seconds apart, then one failure.
+    for _ in 0..5 {
+        for env in &fleet {
+            succeed(env).await;
+        }
+        clock.advance(Duration::from_secs(2));
+    }
+    for env in &fleet {
+        fail(env).await.expect_err("failed");
+    }
+    assert!(
+        store.reports.load(Ordering::SeqCst) >= 10,
+        "the failures were reported"
+    );
+    for env in &fleet {
+        assert_eq!(
+            env.state(),
+            CircuitState::Closed,
+            "1 failure in 6 calls is not an outage"
+        );
+    }
+    assert_eq!(
+        store.read("downstream").await.unwrap(),
+        None,
+        "nothing written but reports"
+    );
+}
+
+#[tokio::test]
+async fn one_environment_alone_never_trips_through_the_fleet_policy() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let env = environment(0, store.clone(), &clock);
+    // Fail, succeed, fail ...: 50 % failing, never 5 in a row, over a minute.
+    for _ in 0..30 {
+        fail(&env).await.expect_err("failed");
+        clock.advance(Duration::from_secs(1));
+        succeed(&env).await;
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(env.state(), CircuitState::Closed);
+    assert!(store.reports.load(Ordering::SeqCst) > 0, "it reported");
+}
+
+#[tokio::test]
+async fn a_busy_environment_reports_at_most_once_per_interval() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let env = environment(0, store.clone(), &clock);
+    // 10 s at 20 calls a second, every other call failing: 100 failures.
+    for _ in 0..100 {
+        fail(&env).await.expect_err("failed");
+        clock.advance(Duration::from_millis(50));
+        succeed(&env).await;
+        clock.advance(Duration::from_millis(50));
+    }
+    let reports = store.reports.load(Ordering::SeqCst);
+    assert!(reports <= 10 + 1, "{reports} reports in 10 s");
+}
