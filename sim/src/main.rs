@@ -50,6 +50,13 @@ struct Args {
     /// Write no charts.
     #[arg(long)]
     no_charts: bool,
+    /// Each environment trips on its own counts only: no fleet-wide failure reports.
+    #[arg(long)]
+    no_fleet_detection: bool,
+    /// Handlers do not pass the invocation deadline on to the breaker (calls still
+    /// running at the function timeout die with their invocation).
+    #[arg(long)]
+    no_deadline: bool,
 }
 
 fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
@@ -83,6 +90,12 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
         }
         if let Some(duration) = args.duration {
             scenario.duration_ms = duration * 1000;
+        }
+        if args.no_fleet_detection {
+            scenario.breaker.fleet_policy = None;
+        }
+        if args.no_deadline {
+            scenario.deadline_aware = false;
         }
     }
     Ok(scenarios)

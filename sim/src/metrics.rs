@@ -78,6 +78,9 @@ pub struct Metrics {
     seconds: Vec<Second>,
     failed_non_probe_calls: u64,
     report_writes: u64,
+    /// The environment and instant of the last report answered, to tell the trips it led to.
+    last_report: Option<(u32, u64)>,
+    fleet_trips_won: u64,
     abandoned_calls: u64,
     killed_invocations: u64,
     cold_starts: u64,
@@ -132,6 +135,8 @@ impl Metrics {
             recovered_at_ms,
             failed_non_probe_calls: 0,
             report_writes: 0,
+            last_report: None,
+            fleet_trips_won: 0,
             abandoned_calls: 0,
             killed_invocations: 0,
             cold_starts: 0,
@@ -322,7 +327,14 @@ impl Metrics {
         if r.kind == RequestKind::Elect {
             self.count_election(r);
         }
+        if r.kind == RequestKind::Report && r.outcome == RequestOutcome::Won {
+            self.last_report = Some((r.env, t));
+        }
         if r.outcome == RequestOutcome::Won {
+            if r.kind == RequestKind::Trip && self.last_report == Some((r.env, t)) {
+                // A trip in the same poll as its environment's report: the fleet policy's.
+                self.fleet_trips_won += 1;
+            }
             self.landed(r.kind, t);
         }
     }
@@ -471,6 +483,7 @@ impl Metrics {
                 .max()
                 .unwrap_or(0),
             report_writes: self.report_writes,
+            fleet_trips_won: self.fleet_trips_won,
             abandoned_calls: self.abandoned_calls,
             killed_invocations: self.killed_invocations,
             cold_starts: self.cold_starts,

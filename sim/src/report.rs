@@ -69,8 +69,8 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             thousands(u64::from(s.max_probes_in_flight)),
         ),
         (
-            "trips landed / closes landed",
-            format!("{} / {}", s.trips_won, s.closes_won),
+            "trips landed (by the fleet policy) / closes landed",
+            format!("{} ({}) / {}", s.trips_won, s.fleet_trips_won, s.closes_won),
         ),
         ("recovery windows", thousands(s.windows as u64)),
         (

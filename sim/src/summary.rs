@@ -109,6 +109,9 @@ pub struct Summary {
     pub max_report_wcu_per_s: u32,
     /// Write attempts carrying a failure report.
     pub report_writes: u64,
+    /// Trips that landed from the fleet-wide policy (right after their environment's
+    /// report), of `trips_won`.
+    pub fleet_trips_won: u64,
     /// Calls the breaker abandoned at their deadline.
     pub abandoned_calls: u64,
     /// Invocations Lambda ended at the function timeout.

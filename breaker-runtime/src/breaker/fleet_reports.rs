@@ -111,9 +111,14 @@ impl FleetReports {
             return None;
         }
         let (mark_at, mark_calls) = pending.mark;
-        let since = match abandoned_after {
-            Some(at_start) => at_start.max(pending.calls_at_report),
-            None => pending.calls_at_report.max(mark_calls),
+        // The failures not reported yet came since the last report: so do their calls, if
+        // that report is recent; else since the mark, so that calls long past do not count.
+        let recent_report = pending.last_report != 0
+            && now.saturating_sub(pending.last_report) <= millis(policy.window);
+        let since = match (abandoned_after, recent_report) {
+            (Some(at_start), _) => at_start.max(pending.calls_at_report),
+            (None, true) => pending.calls_at_report,
+            (None, false) => pending.calls_at_report.max(mark_calls),
         };
         // The gaps between the calls since the mark give the call rate (one call alone
         // gives none), and the failures the own policy still needs give its time to trip.
@@ -228,6 +233,18 @@ mod tests {
             .on_failure(20_000, 1_003, Some(1), 5, None)
             .expect("reported");
         assert_eq!(report.calls, 3);
+    }
+
+    #[test]
+    fn failures_since_a_recent_report_count_the_calls_since_it() {
+        let r = reports();
+        r.on_refresh(0, 0);
+        r.on_failure(1_000, 10, Some(1), 5, None)
+            .expect("the first report");
+        // A refresh marks the span again; the next report still counts from the last one.
+        r.on_refresh(15_000, 100);
+        let report = r.on_failure(12_000, 110, Some(1), 5, None).expect("due");
+        assert_eq!((report.failures, report.calls), (1, 100));
     }
 
     #[test]
