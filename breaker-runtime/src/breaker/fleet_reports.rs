@@ -239,11 +239,12 @@ mod tests {
     fn failures_since_a_recent_report_count_the_calls_since_it() {
         let r = reports();
         r.on_refresh(0, 0);
-        r.on_failure(1_000, 10, Some(1), 5, None)
+        // Under a rate policy (no consecutive count), nothing is held back.
+        r.on_failure(1_000, 10, None, 5, None)
             .expect("the first report");
         // A refresh marks the span again; the next report still counts from the last one.
-        r.on_refresh(15_000, 100);
-        let report = r.on_failure(12_000, 110, Some(1), 5, None).expect("due");
+        r.on_refresh(10_500, 100);
+        let report = r.on_failure(10_800, 110, None, 5, None).expect("due");
         assert_eq!((report.failures, report.calls), (1, 100));
     }
 
