@@ -75,15 +75,20 @@ fn enter(deadline_unix_millis: u64) -> Restore {
 /// Runs `future` with guarded calls inside it abandoned before `deadline_unix_millis` (the
 /// invocation's deadline, as `lambda_runtime`'s `Context::deadline` gives it). A nested
 /// scope takes the earlier of the two deadlines.
+///
+/// An invocation's start is also where breaker reads the clock afresh: after Lambda thaws
+/// a frozen environment, the first call in the scope judges its cached copy by the time now.
 pub fn scope<F: Future>(deadline_unix_millis: u64, future: F) -> Scoped<F> {
     Scoped {
         deadline: deadline_unix_millis,
+        started: false,
         future,
     }
 }
 
 /// Runs `body` in the scope of `deadline_unix_millis`, for sync handlers.
 pub fn scope_blocking<T>(deadline_unix_millis: u64, body: impl FnOnce() -> T) -> T {
+    crate::clock::refresh_recent();
     let _restore = enter(earlier(deadline_unix_millis, raw()));
     body()
 }
@@ -101,6 +106,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless awaited"]
     pub struct Scoped<F> {
         deadline: u64,
+        started: bool,
         #[pin]
         future: F,
     }
@@ -111,6 +117,10 @@ impl<F: Future> Future for Scoped<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
+        if !*this.started {
+            *this.started = true;
+            crate::clock::refresh_recent();
+        }
         let _restore = enter(earlier(*this.deadline, raw()));
         this.future.poll(cx)
     }

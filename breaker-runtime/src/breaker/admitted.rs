@@ -74,8 +74,10 @@ pub(super) enum SlowPhase<'a, O> {
 pub(super) struct CallDeadline {
     pub(super) timer: Timer,
     pub(super) kind: FailureKind,
-    /// When the call was admitted (unix millis on the circuit's clock).
+    /// When the deadline was armed (unix millis on the circuit's clock).
     pub(super) started: u64,
+    /// The deadline (unix millis on the circuit's clock).
+    pub(super) at: u64,
     /// The circuit's closed calls counted then.
     pub(super) calls_at_start: u64,
 }

@@ -118,11 +118,6 @@ where
                     return complete(this.slow, permit, Err(panic), &*this.classify, cx).map(Ok);
                 }
             }
-            // One thread-local load and one field: no deadline, no timer.
-            let circuit = &*this.breaker.circuit;
-            if deadline::raw() | circuit.call_timeout_millis() != 0 {
-                arm_deadline(circuit, this.slow);
-            }
             permit
         } else {
             match this.permit.take() {
@@ -139,9 +134,9 @@ where
             cx,
         );
         match polled {
-            Poll::Pending if matches!(this.slow.as_deref(), Some(SlowPhase::Running(_))) => {
-                poll_deadline(this.breaker, this.running, this.permit, this.slow, cx)
-            }
+            // A call that waits may outlive its deadline; one done in its first poll did
+            // not wait, and the closed path pays nothing for deadlines.
+            Poll::Pending => poll_deadline(this.breaker, this.running, this.permit, this.slow, cx),
             polled => polled.map(Ok),
         }
     }
@@ -153,8 +148,9 @@ where
 pub enum Stopped {
     /// Rejected: the circuit is open (what a rejection reports).
     Rejected(CircuitInfo),
-    /// Admitted, then abandoned at its deadline; counted as a failure.
-    Abandoned(CircuitInfo, Abandoned),
+    /// Admitted, then abandoned at its deadline; counted as a failure. Boxed: the closed
+    /// path moves this type's size with every output.
+    Abandoned(Box<(CircuitInfo, Abandoned)>),
 }
 
 impl Stopped {
@@ -162,7 +158,8 @@ impl Stopped {
     pub fn into_error(self) -> CircuitBreakerOpenError {
         match self {
             Self::Rejected(circuit) => CircuitBreakerOpenError::rejected(circuit),
-            Self::Abandoned(circuit, abandoned) => {
+            Self::Abandoned(abandoned) => {
+                let (circuit, abandoned) = *abandoned;
                 CircuitBreakerOpenError::abandoned(circuit, abandoned)
             }
         }
@@ -195,12 +192,14 @@ fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
             timer,
             kind,
             started: now,
+            at,
             calls_at_start: circuit.counts().calls(),
         })));
     }
 }
 
-/// The call is still running under its deadline: abandons it if the deadline has come.
+/// The call waits: the first time, arms its deadline if one applies (the call timeout
+/// runs from then); then abandons it if the deadline has come.
 #[inline(never)]
 fn poll_deadline<'a, Fut: Future>(
     breaker: &'a CircuitBreaker,
@@ -209,8 +208,11 @@ fn poll_deadline<'a, Fut: Future>(
     slow: &mut SlowSlot<'a, Fut::Output>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Fut::Output, Stopped>> {
+    if slow.is_none() && deadline::raw() | breaker.circuit.call_timeout_millis() != 0 {
+        arm_deadline(&breaker.circuit, slow);
+    }
     let Some(SlowPhase::Running(deadline)) = slow.as_deref_mut() else {
-        unreachable!("only called while the call runs under a deadline");
+        return Poll::Pending;
     };
     if deadline.timer.poll(cx).is_pending() {
         return Poll::Pending;
@@ -218,7 +220,13 @@ fn poll_deadline<'a, Fut: Future>(
     let circuit = &*breaker.circuit;
     let abandoned = Abandoned {
         kind: deadline.kind,
-        after: Duration::from_millis(circuit.now().saturating_sub(deadline.started)),
+        // The timer fired, so the deadline has passed, whatever a coarse clock says.
+        after: Duration::from_millis(
+            circuit
+                .now()
+                .max(deadline.at)
+                .saturating_sub(deadline.started),
+        ),
     };
     let calls_at_start = deadline.calls_at_start;
     // Dropping the caller's future is the abandonment.
@@ -246,9 +254,9 @@ fn poll_abandoning<O>(
     };
     ready!(Pin::new(recording).poll(cx));
     match slow.take().map(|slow| *slow) {
-        Some(SlowPhase::Abandoning(_, abandoned)) => {
-            Poll::Ready(Err(Stopped::Abandoned(breaker.circuit.info(), abandoned)))
-        }
+        Some(SlowPhase::Abandoning(_, abandoned)) => Poll::Ready(Err(Stopped::Abandoned(
+            Box::new((breaker.circuit.info(), abandoned)),
+        ))),
         _ => unreachable!("checked above"),
     }
 }

@@ -56,6 +56,7 @@ impl Circuit {
             Some(id) => Arc::clone(id),
             None => environment::id().into(),
         };
+        config.clock.keep_recent();
         let jitter_millis =
             environment::jitter_millis(config.recovery_jitter(), &environment_id, &name);
         let thresholds = Thresholds {
@@ -152,6 +153,22 @@ impl Circuit {
         self.config.clock.now_millis()
     }
 
+    /// A recent time (see [`Clock::recent_millis`](crate::clock::Clock)), for the closed
+    /// and open paths.
+    #[inline]
+    pub(super) fn recent_now(&self) -> u64 {
+        self.config.clock.recent_millis()
+    }
+
+    /// `recent`, or the clock's time if the recent time is not known.
+    #[cold]
+    pub(super) fn known(&self, recent: u64) -> u64 {
+        match recent {
+            crate::clock::UNKNOWN => self.now(),
+            recent => recent,
+        }
+    }
+
     pub(super) fn lock(&self) -> MutexGuard<'_, RecordCache> {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -171,8 +188,10 @@ impl Circuit {
     /// in this process is left out: it only adds rejections, which the locked path makes.
     pub(super) fn publish(&self, cache: &RecordCache) {
         let now = self.now();
+        // The closed path judges by a recent time, which lags the clock by up to a tick.
+        let lag = self.config.clock.recent_lag_millis();
         let closed_until = match machine::runs_closed(cache.record(), now) {
-            true => cache.trusted_until(),
+            true => cache.trusted_until().saturating_sub(lag),
             false => 0,
         };
         self.closed_until.store(closed_until, Ordering::Release);

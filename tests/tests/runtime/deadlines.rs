@@ -49,6 +49,11 @@ async fn hang(breaker: &CircuitBreaker) -> tokio::task::JoinHandle<Result<(), Bo
     let running = Arc::clone(&started);
     let call = tokio::spawn(async move { breaker.call(|| never_answers(running)).await });
     while !started.load(Ordering::SeqCst) {
+        assert!(
+            !call.is_finished(),
+            "the call ended before it ran: {:?}",
+            call.await
+        );
         tokio::time::sleep(Duration::from_millis(1)).await;
     }
     settle().await;

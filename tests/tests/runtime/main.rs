@@ -12,6 +12,7 @@ mod disabled;
 mod fail_open;
 mod fleet_detection;
 mod fleet_rules;
+mod freeze;
 mod model;
 mod policies;
 mod policy_model;
