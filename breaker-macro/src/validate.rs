@@ -2,17 +2,22 @@
 //! breaker-runtime's `attribute_docs.md` ("Compile-time checks"), each error at the user's token.
 
 use breaker_rules::{
-    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
-    MIN_CALL_TIMEOUT_MILLIS, MIN_COUNT, MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS,
-    MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS, default_jitter_fits, minimum_fits_window,
-    one_trip_policy, window_has_rate,
+    MAX_DURATION_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_CALL_TIMEOUT_MILLIS, MIN_COUNT,
+    MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS,
+    default_jitter_fits, one_trip_policy,
 };
 use syn::{Expr, ExprPath, Ident, LitStr, Path};
 
 use crate::parse::{AttributeArgs, KeyValue, attribute_span};
 
+mod conflicts;
 mod literals;
 mod signature;
+
+use conflicts::{
+    check_rate_policy, fleet_key_without_detection, handled_with_ignored, jitter_too_long,
+    rate_with_threshold, tunable_with_config,
+};
 
 use literals::{
     at_least_one, boolean, bounded, circuit_name, crate_path, fn_path, percentage, whole_seconds,
@@ -357,105 +362,4 @@ impl Options {
             counts,
         })
     }
-}
-
-fn tunable_with_config(tunable: &Ident, config: &Ident) -> syn::Error {
-    syn::Error::new_spanned(
-        tunable,
-        format!(
-            "`{tunable}` cannot be combined with `{config}`; set it on the \
-             `CircuitBreakerConfig` builder instead"
-        ),
-    )
-}
-
-/// A recovery timeout whose default jitter would exceed the longest duration.
-fn jitter_too_long(key: &Ident, value: &Expr, secs: u64) -> syn::Error {
-    let most = MAX_DURATION_SECS / u64::from(DEFAULT_JITTER_FACTOR);
-    syn::Error::new_spanned(
-        value,
-        format!(
-            "expected at most {most} seconds for `{key}`, got {secs}: its default recovery \
-             jitter ({DEFAULT_JITTER_FACTOR} × the timeout) must stay within \
-             {MAX_DURATION_SECS} seconds; set a longer timeout on the \
-             `CircuitBreakerConfig` builder with a `recovery_jitter`"
-        ),
-    )
-}
-
-/// A fleet policy's key beside `fleet_detection = false`, which turns the policy off.
-fn fleet_key_without_detection(key: &Ident, off: &Ident) -> syn::Error {
-    syn::Error::new_spanned(
-        key,
-        format!(
-            "`{key}` cannot be combined with `{off} = false`; the fleet-wide policy is off, \
-             so its settings would never apply"
-        ),
-    )
-}
-
-fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
-    syn::Error::new_spanned(
-        second,
-        format!(
-            "`{second}` cannot be combined with `{first}`; a circuit trips on consecutive \
-             failures (`failure_threshold`) or on a rate (`failure_rate`, `slow_call_rate`)"
-        ),
-    )
-}
-
-/// A rate policy is whole: a rate for its window, both halves of the slow-call rate, and a
-/// minimum the window can reach. Each error at the key (or value) that breaks it.
-fn check_rate_policy(
-    rate: &RateTunables,
-    keys: &[Ident],
-    minimum_value: Option<&Expr>,
-) -> syn::Result<()> {
-    let key = |name: &str| keys.iter().find(|k| *k == name);
-    if let (Some(k), None) = (key("slow_call_rate"), key("slow_call_duration_ms")) {
-        return Err(syn::Error::new_spanned(
-            k,
-            "`slow_call_rate` needs `slow_call_duration_ms`: the duration from which a call \
-             is slow",
-        ));
-    }
-    if let (Some(k), None) = (key("slow_call_duration_ms"), key("slow_call_rate")) {
-        return Err(syn::Error::new_spanned(
-            k,
-            "`slow_call_duration_ms` needs `slow_call_rate`: the percentage of slow calls \
-             that opens the circuit",
-        ));
-    }
-    let rate_given = rate.failure_rate.is_some() || rate.slow_call_rate.is_some();
-    if !window_has_rate(!keys.is_empty(), rate_given)
-        && let Some(k) = keys.first()
-    {
-        return Err(syn::Error::new_spanned(
-            k,
-            format!("`{k}` needs a rate: `failure_rate` or `slow_call_rate`"),
-        ));
-    }
-    if let (Some(minimum), Some(calls), Some(value)) =
-        (rate.minimum_calls, rate.window_calls, minimum_value)
-        && !minimum_fits_window(minimum, calls)
-    {
-        return Err(syn::Error::new_spanned(
-            value,
-            format!(
-                "expected `minimum_calls` of at most `window_calls` ({calls}), got {minimum}: \
-                 the window never holds that many calls"
-            ),
-        ));
-    }
-    Ok(())
-}
-
-fn handled_with_ignored(second: &Ident, first: &Ident) -> syn::Error {
-    syn::Error::new_spanned(
-        second,
-        format!(
-            "`{second}` cannot be combined with `{first}`; expected one predicate: \
-             `handled` (errors that count) or `ignored` (errors that don't)"
-        ),
-    )
 }

@@ -29,9 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, StoreError, Transition, WriteOutcome,
-};
+use breaker_runtime::store::{CircuitRecord, FleetTally, StoreError, Transition, WriteOutcome};
 
 use crate::rng::Rng;
 
@@ -326,21 +324,6 @@ impl ItemModel {
         })
     }
 
-    /// A failure report at `now_ms`: an UpdateItem of the report's own item (one per
-    /// circuit and fleet window, with its own capacity), answered with the totals.
-    pub fn report(
-        &mut self,
-        circuit: &str,
-        report: &FailureReport,
-        now_ms: u64,
-    ) -> Served<Option<FleetTally>> {
-        let key = report_key(circuit, report.window_start);
-        self.request(&key, now_ms, Cost::Write, |item| {
-            item.tally = item.tally.plus(report);
-            (Ok(Some(item.tally)), RequestOutcome::Won)
-        })
-    }
-
     fn item(&mut self, circuit: &str) -> &mut Item {
         if !self.items.contains_key(circuit) {
             self.items.insert(circuit.to_owned(), Item::default());
@@ -443,10 +426,9 @@ impl ItemModel {
     }
 }
 
-/// The key of a circuit's report item for the fleet window starting at `window_start`.
-pub fn report_key(circuit: &str, window_start: u64) -> String {
-    format!("{circuit}#fleet@{window_start}")
-}
+mod report;
+
+pub use report::report_key;
 
 #[cfg(test)]
 mod tests;

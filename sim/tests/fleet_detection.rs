@@ -5,17 +5,11 @@
 //! it, and a healthy fleet writes nothing.
 
 use breaker_sim::fleet::run;
-use breaker_sim::metrics::Summary;
 use breaker_sim::scenario::Scenario;
 
-const SEEDS: [u64; 3] = [1, 2, 3];
+mod support;
 
-fn summary(name: &str, envs: u32, duration_s: u64, seed: u64) -> Summary {
-    let mut scenario = Scenario::named(name).expect("a scenario").scaled_to(envs);
-    scenario.duration_ms = duration_s * 1000;
-    scenario.seed = seed;
-    run(&scenario).expect("valid config").metrics.summary()
-}
+use support::{SEEDS, summary};
 
 #[test]
 fn a_sparse_fleet_stops_within_a_handful_of_failures() {

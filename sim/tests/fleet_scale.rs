@@ -5,18 +5,9 @@
 //! does not multiply probes; a fleet cut off from the store probes on its own, spread out,
 //! and closes soon after the store returns.
 
-use breaker_sim::fleet::run;
-use breaker_sim::metrics::Summary;
-use breaker_sim::scenario::Scenario;
+mod support;
 
-const SEEDS: [u64; 3] = [1, 2, 3];
-
-fn summary(name: &str, envs: u32, duration_s: u64, seed: u64) -> Summary {
-    let mut scenario = Scenario::named(name).expect("a scenario").scaled_to(envs);
-    scenario.duration_ms = duration_s * 1000;
-    scenario.seed = seed;
-    run(&scenario).expect("valid config").metrics.summary()
-}
+use support::{SEEDS, summary};
 
 #[test]
 fn an_outage_has_one_probe_and_few_election_writes_per_window() {

@@ -1,0 +1,109 @@
+//! The errors of keys that contradict each other, each at the second key of the pair.
+
+use breaker_rules::{
+    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, minimum_fits_window, window_has_rate,
+};
+use syn::{Expr, Ident};
+
+use super::*;
+
+pub(super) fn tunable_with_config(tunable: &Ident, config: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        tunable,
+        format!(
+            "`{tunable}` cannot be combined with `{config}`; set it on the \
+             `CircuitBreakerConfig` builder instead"
+        ),
+    )
+}
+
+/// A recovery timeout whose default jitter would exceed the longest duration.
+pub(super) fn jitter_too_long(key: &Ident, value: &Expr, secs: u64) -> syn::Error {
+    let most = MAX_DURATION_SECS / u64::from(DEFAULT_JITTER_FACTOR);
+    syn::Error::new_spanned(
+        value,
+        format!(
+            "expected at most {most} seconds for `{key}`, got {secs}: its default recovery \
+             jitter ({DEFAULT_JITTER_FACTOR} × the timeout) must stay within \
+             {MAX_DURATION_SECS} seconds; set a longer timeout on the \
+             `CircuitBreakerConfig` builder with a `recovery_jitter`"
+        ),
+    )
+}
+
+/// A fleet policy's key beside `fleet_detection = false`, which turns the policy off.
+pub(super) fn fleet_key_without_detection(key: &Ident, off: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        key,
+        format!(
+            "`{key}` cannot be combined with `{off} = false`; the fleet-wide policy is off, \
+             so its settings would never apply"
+        ),
+    )
+}
+
+pub(super) fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        second,
+        format!(
+            "`{second}` cannot be combined with `{first}`; a circuit trips on consecutive \
+             failures (`failure_threshold`) or on a rate (`failure_rate`, `slow_call_rate`)"
+        ),
+    )
+}
+
+/// A rate policy is whole: a rate for its window, both halves of the slow-call rate, and a
+/// minimum the window can reach. Each error at the key (or value) that breaks it.
+pub(super) fn check_rate_policy(
+    rate: &RateTunables,
+    keys: &[Ident],
+    minimum_value: Option<&Expr>,
+) -> syn::Result<()> {
+    let key = |name: &str| keys.iter().find(|k| *k == name);
+    if let (Some(k), None) = (key("slow_call_rate"), key("slow_call_duration_ms")) {
+        return Err(syn::Error::new_spanned(
+            k,
+            "`slow_call_rate` needs `slow_call_duration_ms`: the duration from which a call \
+             is slow",
+        ));
+    }
+    if let (Some(k), None) = (key("slow_call_duration_ms"), key("slow_call_rate")) {
+        return Err(syn::Error::new_spanned(
+            k,
+            "`slow_call_duration_ms` needs `slow_call_rate`: the percentage of slow calls \
+             that opens the circuit",
+        ));
+    }
+    let rate_given = rate.failure_rate.is_some() || rate.slow_call_rate.is_some();
+    if !window_has_rate(!keys.is_empty(), rate_given)
+        && let Some(k) = keys.first()
+    {
+        return Err(syn::Error::new_spanned(
+            k,
+            format!("`{k}` needs a rate: `failure_rate` or `slow_call_rate`"),
+        ));
+    }
+    if let (Some(minimum), Some(calls), Some(value)) =
+        (rate.minimum_calls, rate.window_calls, minimum_value)
+        && !minimum_fits_window(minimum, calls)
+    {
+        return Err(syn::Error::new_spanned(
+            value,
+            format!(
+                "expected `minimum_calls` of at most `window_calls` ({calls}), got {minimum}: \
+                 the window never holds that many calls"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+pub(super) fn handled_with_ignored(second: &Ident, first: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        second,
+        format!(
+            "`{second}` cannot be combined with `{first}`; expected one predicate: \
+             `handled` (errors that count) or `ignored` (errors that don't)"
+        ),
+    )
+}

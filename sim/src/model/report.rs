@@ -1,0 +1,27 @@
+//! Failure reports: an UpdateItem of an item of their own per circuit and fleet window.
+
+use breaker_runtime::store::{FailureReport, FleetTally};
+
+use super::{Cost, ItemModel, RequestOutcome, Served};
+
+impl ItemModel {
+    /// A failure report at `now_ms`: an UpdateItem of the report's own item (one per
+    /// circuit and fleet window, with its own capacity), answered with the totals.
+    pub fn report(
+        &mut self,
+        circuit: &str,
+        report: &FailureReport,
+        now_ms: u64,
+    ) -> Served<Option<FleetTally>> {
+        let key = report_key(circuit, report.window_start);
+        self.request(&key, now_ms, Cost::Write, |item| {
+            item.tally = item.tally.plus(report);
+            (Ok(Some(item.tally)), RequestOutcome::Won)
+        })
+    }
+}
+
+/// The key of a circuit's report item for the fleet window starting at `window_start`.
+pub fn report_key(circuit: &str, window_start: u64) -> String {
+    format!("{circuit}#fleet@{window_start}")
+}
