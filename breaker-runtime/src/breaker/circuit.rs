@@ -73,7 +73,11 @@ impl Circuit {
         };
         Self {
             counts: ClosedCounts::new(&config),
-            reports: FleetReports::new(config.fleet_policy()),
+            reports: FleetReports::new(
+                config
+                    .fleet_policy()
+                    .filter(|_| store.keeps_fleet_counters()),
+            ),
             call_timeout_millis: config.call_timeout.map_or(0, millis),
             deadline_margin_millis: millis(config.deadline_margin()),
             access: StoreAccess::new(store, name, &config),

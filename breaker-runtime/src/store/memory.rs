@@ -81,6 +81,10 @@ impl StateStore for InMemoryStore {
         Box::pin(std::future::ready(Ok(outcome)))
     }
 
+    fn keeps_fleet_counters(&self) -> bool {
+        self.fleet.is_some()
+    }
+
     fn report<'a>(
         &'a self,
         circuit: &'a str,

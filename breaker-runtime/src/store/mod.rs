@@ -160,6 +160,14 @@ pub trait StateStore: fmt::Debug + Send + Sync {
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome>;
 
+    /// Whether this store may keep fleet counters ([`report`](Self::report)); `false`
+    /// spares the circuits of a store that cannot (an environment's own
+    /// `InMemoryStore`) even the first report. Default `true`: a store without counters
+    /// answers the first report with `None`, and no more are sent.
+    fn keeps_fleet_counters(&self) -> bool {
+        true
+    }
+
     /// Adds `report` to `circuit`'s counters for the report's fleet window, atomically,
     /// and returns the window's totals after it; `Ok(None)` if this store keeps no fleet
     /// counters (the default), and the circuit then trips on each environment's own counts
@@ -194,6 +202,9 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
         transition: &'a Transition,
     ) -> StoreFuture<'a, WriteOutcome> {
         (**self).apply(circuit, transition)
+    }
+    fn keeps_fleet_counters(&self) -> bool {
+        (**self).keeps_fleet_counters()
     }
     fn report<'a>(
         &'a self,
