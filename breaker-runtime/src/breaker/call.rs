@@ -176,10 +176,17 @@ fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
         0 => None,
         timeout => Some((now.saturating_add(timeout), FailureKind::CallTimeout)),
     };
-    let by_deadline = deadline::current().map(|deadline| {
-        let at = deadline.saturating_sub(circuit.deadline_margin_millis());
-        (at, FailureKind::InvocationDeadline)
-    });
+    // A deadline already past is not this call's to enforce (an emulator's, or a skewed
+    // clock's); one nearer than the margin leaves the call until the deadline itself.
+    let by_deadline = deadline::current()
+        .filter(|deadline| *deadline > now)
+        .map(|deadline| {
+            let at = match deadline.saturating_sub(circuit.deadline_margin_millis()) {
+                at if at > now => at,
+                _ => deadline,
+            };
+            (at, FailureKind::InvocationDeadline)
+        });
     let Some((at, kind)) = [by_timeout, by_deadline]
         .into_iter()
         .flatten()

@@ -149,8 +149,12 @@ impl<'a> Permit<'a> {
             timeout => now.saturating_sub(self.started) >= timeout,
         };
         let margin = self.circuit.deadline_margin_millis();
-        let near_deadline =
-            deadline::current().is_some_and(|deadline| now >= deadline.saturating_sub(margin));
+        // Late: it ran into the margin before the deadline, having started before it (a
+        // call that starts inside the margin had no room to begin with).
+        let near_deadline = deadline::current().is_some_and(|deadline| {
+            let at = deadline.saturating_sub(margin);
+            now >= at && (self.started == 0 || self.started < at)
+        });
         let late = match (timed_out, near_deadline) {
             (true, _) => Some(FailureKind::CallTimeout),
             (false, true) => Some(FailureKind::InvocationDeadline),
