@@ -3,6 +3,7 @@
 //! TTL, on either key layout; the circuit's item is left as it was, listings leave the
 //! counters out, and `inspect` refuses them.
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{
     DynamoDbStore, FailureReport, FleetTally, StateStore, Transition, WriteOutcome,
 };
@@ -22,6 +23,20 @@ fn report(failures: u32, calls: u32, new_reporter: u32) -> FailureReport {
         new_reporter,
         expiration: T0 + 3_610,
     }
+}
+
+/// The counters' item after the two reports of [`two_reports_beside_a_tripped_circuit`]:
+/// `key`'s attributes, the window's totals and the TTL in `expiry_attr`.
+fn counters_after_two_reports(key: &[(&str, AttributeValue)], expiry_attr: &str) -> Item {
+    let mut counters = item(key);
+    counters.extend(item(&[
+        ("fleet_failures", n(3)),
+        ("fleet_calls", n(4)),
+        ("fleet_reporters", n(1)),
+        ("fleet_window", n(T0)),
+        (expiry_attr, n(T0 + 3_610)),
+    ]));
+    counters
 }
 
 /// Trips `ce`, reports to it twice and checks the answers, the circuit's item (unchanged)
@@ -81,14 +96,7 @@ async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key() {
     let key = item(&[("id", s("ce#fleet@1700000000"))]);
     assert_eq!(
         raw(&dynalite, "circuits", key).await,
-        item(&[
-            ("id", s("ce#fleet@1700000000")),
-            ("fleet_failures", n(3)),
-            ("fleet_calls", n(4)),
-            ("fleet_reporters", n(1)),
-            ("fleet_window", n(T0)),
-            ("expiration", n(T0 + 3_610)),
-        ])
+        counters_after_two_reports(&[("id", s("ce#fleet@1700000000"))], "expiration")
     );
 }
 
@@ -107,15 +115,10 @@ async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key() {
     let key = item(&[("pk", pk.clone()), ("sk", s("ce#fleet@1700000000"))]);
     assert_eq!(
         raw(&dynalite, shared_table::TABLE, key).await,
-        item(&[
-            ("pk", pk),
-            ("sk", s("ce#fleet@1700000000")),
-            ("fleet_failures", n(3)),
-            ("fleet_calls", n(4)),
-            ("fleet_reporters", n(1)),
-            ("fleet_window", n(T0)),
-            ("expiration", n(T0 + 3_610)),
-        ])
+        counters_after_two_reports(
+            &[("pk", pk), ("sk", s("ce#fleet@1700000000"))],
+            "expiration"
+        )
     );
 }
 
@@ -139,13 +142,6 @@ async fn a_report_uses_the_renamed_key_and_ttl_attributes() {
     let key = item(&[("circuit", s("ce#fleet@1700000000"))]);
     assert_eq!(
         raw(&dynalite, "renamed", key).await,
-        item(&[
-            ("circuit", s("ce#fleet@1700000000")),
-            ("fleet_failures", n(3)),
-            ("fleet_calls", n(4)),
-            ("fleet_reporters", n(1)),
-            ("fleet_window", n(T0)),
-            ("ttl", n(T0 + 3_610)),
-        ])
+        counters_after_two_reports(&[("circuit", s("ce#fleet@1700000000"))], "ttl")
     );
 }
