@@ -19,12 +19,33 @@ install_python() {
     python3 -m venv "$LOCAL/venv"
   fi
   if [[ ! -f "$LOCAL/venv/.installed-v2" ]]; then
-    echo "installing moto, cfn-lint, aws-sam-cli, cargo-lambda, aws-lambda-powertools into .local/venv" >&2
+    echo "installing moto, cfn-lint, aws-sam-cli, cargo-lambda into .local/venv" >&2
     "$LOCAL/venv/bin/pip" install --quiet --disable-pip-version-check \
-      'moto[server]==5.1.*' 'cfn-lint==1.*' 'aws-sam-cli==1.*' 'cargo-lambda==1.*' \
-      'aws-lambda-powertools==3.*' >&2
+      'moto[server]==5.1.*' 'cfn-lint==1.*' 'aws-sam-cli==1.*' 'cargo-lambda==1.*' >&2
     touch "$LOCAL/venv/.installed-v2"
   fi
+  install_powertools
+}
+
+# Each Powertools for AWS Lambda (Python) release the CLI's interop tests run, pinned, in a
+# directory of its own (.local/powertools-VERSION) that the tests put first on the venv's
+# PYTHONPATH. Its dependencies (jmespath, typing-extensions; boto3 for the tests) come from
+# the venv, whose packages already require them. 3.34.0 is the first release with
+# utilities.circuit_breaker (3.31 had it as circuit_breaker_alpha); 3.37.0 the newest the
+# package index serves.
+POWERTOOLS_VERSIONS=(3.34.0 3.37.0)
+install_powertools() {
+  local version target
+  for version in "${POWERTOOLS_VERSIONS[@]}"; do
+    target="$LOCAL/powertools-$version"
+    if [[ ! -f "$target/.installed" ]]; then
+      echo "installing aws-lambda-powertools $version into .local/powertools-$version" >&2
+      rm -rf "$target"
+      "$LOCAL/venv/bin/pip" install --quiet --disable-pip-version-check \
+        --no-deps --target "$target" "aws-lambda-powertools==$version" >&2
+      touch "$target/.installed"
+    fi
+  done
 }
 
 case "$what" in

@@ -1,9 +1,13 @@
 """Powertools for AWS Lambda (Python) sharing the circuit table the `breaker` CLI operates.
 
-Usage: powertools.py ENDPOINT TABLE CIRCUIT CALLS ok|fail
-Makes CALLS calls through Powertools' circuit breaker (failure threshold 2, recovery 1 s,
-no local cache) to a downstream that succeeds or fails, and prints one JSON object: how
-many calls reached the downstream, and each call's outcome (ran, failed, rejected).
+Usage: powertools.py ENDPOINT TABLE CIRCUIT
+Prints {"version": ...} (the Powertools release that runs), then reads one line per call
+from stdin, `ok` or `fail`, and makes that call through Powertools' circuit breaker
+(failure threshold 2, recovery 1 s, success threshold 3, no local cache) to a downstream
+that succeeds or fails; after each it prints {"outcome": "ran" | "failed" | "rejected",
+"reached": calls that reached the downstream so far}. One process is one execution
+environment: Powertools keeps its failure and probe-success counts in the module between
+calls, as between the invocations of a warm environment.
 """
 
 import json
@@ -11,6 +15,7 @@ import os
 import sys
 
 import boto3
+from aws_lambda_powertools.shared.version import VERSION
 from aws_lambda_powertools.utilities.circuit_breaker import (
     CircuitBreakerConfig,
     CircuitBreakerOpenError,
@@ -20,11 +25,14 @@ from aws_lambda_powertools.utilities.circuit_breaker.persistence import (
     CircuitBreakerDynamoDBPersistence,
 )
 
-endpoint, table, circuit, calls, mode = sys.argv[1:6]
+endpoint, table, circuit = sys.argv[1:4]
 client = boto3.client("dynamodb", endpoint_url=endpoint, region_name=os.environ["AWS_REGION"])
 store = CircuitBreakerDynamoDBPersistence(table_name=table, boto3_client=client)
-config = CircuitBreakerConfig(failure_threshold=2, recovery_timeout=1, local_cache_max_age=0)
+config = CircuitBreakerConfig(
+    failure_threshold=2, recovery_timeout=1, success_threshold=3, local_cache_max_age=0
+)
 reached = 0
+mode = "ok"
 
 
 @circuit_breaker(name=circuit, persistence_store=store, config=config)
@@ -36,13 +44,20 @@ def downstream():
     return "paid"
 
 
-outcomes = []
-for _ in range(int(calls)):
+def say(message):
+    print(json.dumps(message), flush=True)
+
+
+say({"version": VERSION})
+for line in sys.stdin:
+    mode = line.strip()
+    if mode not in ("ok", "fail"):
+        sys.exit(f"unknown call {mode!r}: ok or fail")
     try:
         downstream()
-        outcomes.append("ran")
+        outcome = "ran"
     except CircuitBreakerOpenError:
-        outcomes.append("rejected")
+        outcome = "rejected"
     except RuntimeError:
-        outcomes.append("failed")
-print(json.dumps({"reached": reached, "outcomes": outcomes}))
+        outcome = "failed"
+    say({"outcome": outcome, "reached": reached})
