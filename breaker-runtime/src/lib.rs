@@ -43,7 +43,7 @@ pub mod tower;
 
 pub use breaker::CircuitBreaker;
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy};
-pub use default_store::{default_store, set_default_store};
+pub use default_store::{DefaultStoreError, default_store, set_default_store, try_default_store};
 pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use policy::SlidingWindow;
 pub use state::{CircuitInfo, CircuitState, CircuitTransition, FailureKind, TransitionCause};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use crate::breaker::CircuitBreaker;
 use crate::config::CircuitBreakerConfig;
-use crate::default_store::default_store;
+use crate::default_store::{DefaultStoreError, default_store, try_default_store};
 use crate::store::{StateStore, StoreError, same_store};
 use crate::{environment, store_runtime};
 
@@ -24,6 +24,12 @@ use crate::{environment, store_runtime};
 /// It fails open: a store that errs or does not answer within the timeout (1 s, see
 /// [`WarmUp::timeout`]) is logged and the error returned; the circuits then read the
 /// store on their first call, as without a warm-up. Returns how many records were read.
+///
+/// Inside a Lambda function a default store that is missing or invalid
+/// ([`DefaultStoreError`]: `CIRCUIT_BREAKER_TABLE` unset, blank or not a table name,
+/// without `CIRCUIT_BREAKER_STORE=memory`) is an error too, whose message names the
+/// variable: stop the function on it, or each execution environment keeps a circuit of
+/// its own. [`try_default_store`] tells the two errors apart.
 /// For `CircuitBreaker` values, circuits on other stores and a timeout of your own, see
 /// [`WarmUp`].
 ///
@@ -69,6 +75,8 @@ pub struct WarmUp {
     /// Circuits by store, in the order their stores were first named.
     groups: Vec<Group>,
     timeout: Option<Duration>,
+    /// Circuits were named on a default store unfit for a Lambda function.
+    default_store_problem: Option<DefaultStoreError>,
 }
 
 /// What one store is asked for.
@@ -85,13 +93,18 @@ impl WarmUp {
         Self::default()
     }
 
-    /// Adds circuits on the [default store](crate::default_store) by name.
-    pub fn circuits<I>(self, circuits: I) -> Self
+    /// Adds circuits on the [default store](crate::default_store) by name. A default
+    /// store unfit for a Lambda function makes [`run`](Self::run) fail.
+    pub fn circuits<I>(mut self, circuits: I) -> Self
     where
         I: IntoIterator,
         I::Item: AsRef<str>,
     {
-        self.circuits_in(&default_store(), circuits)
+        let store = try_default_store().unwrap_or_else(|problem| {
+            self.default_store_problem = Some(problem);
+            default_store()
+        });
+        self.circuits_in(&store, circuits)
     }
 
     /// Adds circuits on `store` by name: the call sites whose `persistence_store` is this
@@ -130,9 +143,15 @@ impl WarmUp {
     /// Reads every circuit's record, one batched read per store, and hands each to its
     /// circuit. Returns how many records were read; on an error (logged), the circuits
     /// of the stores that answered are warm and the others read on their first call.
+    /// A [`DefaultStoreError`] is returned before any read, as a `StoreError` with its
+    /// message.
     pub async fn run(self) -> Result<usize, StoreError> {
         if environment::breakers_disabled() {
             return Ok(0);
+        }
+        if let Some(problem) = self.default_store_problem {
+            // Logged at ERROR once already, when the default store was resolved.
+            return Err(StoreError::new(problem));
         }
         let timeout = self
             .timeout

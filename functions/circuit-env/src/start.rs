@@ -1,13 +1,16 @@
 //! The start every sample function shares: logging, the AWS config, every setting checked
 //! under the one policy (a bad value is logged and stops the function before its first
-//! invocation), then the function's circuits warmed up.
+//! invocation), then the function's circuits warmed up on the shared table, which must be
+//! there: without it each execution environment would keep a circuit of its own.
 
 use std::fmt::Display;
 
 /// Starts a function: Lambda's log subscriber, the AWS config, the circuit tunables
 /// ([`init`](crate::init)), then `build` with the function's own settings; finally one
 /// batched read warms `circuits` up. A setting that `init` or `build` rejects is logged
-/// and returned, so `main` stops before polling for work.
+/// and returned, so `main` stops before polling for work; so is a default store the
+/// warm-up finds unfit inside Lambda (`CIRCUIT_BREAKER_TABLE` missing or invalid, without
+/// `CIRCUIT_BREAKER_STORE=memory`), the error naming the variable.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), lambda_runtime::Error> {
@@ -30,7 +33,12 @@ pub async fn start<A, E: Display>(
         tracing::error!(%error, "invalid configuration: the function stops");
         error
     })?;
-    // A cold cache is no error: the first call reads the item itself.
-    let _ = breaker_runtime::warm_up(circuits).await;
+    if breaker_runtime::warm_up(circuits).await.is_err()
+        && let Err(problem) = breaker_runtime::try_default_store()
+    {
+        tracing::error!(variable = problem.variable(), error = %problem, "invalid configuration: the function stops");
+        return Err(problem.to_string().into());
+    }
+    // Any other warm-up error is a cold cache: the first call reads the item itself.
     Ok(app)
 }

@@ -108,3 +108,21 @@ async fn after_the_warm_up_the_first_calls_send_nothing() {
         "both first calls were cache hits"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inside_lambda_the_table_named_by_the_environment_is_warmed_up() {
+    let (dynalite, store) = simple_table().await;
+    store.apply("probe", &trip(unix_secs())).await.unwrap();
+    let mut env = dynalite.env();
+    env.extend([
+        ("AWS_LAMBDA_FUNCTION_NAME", "charge".to_owned()),
+        ("CIRCUIT_BREAKER_TABLE", "circuits".to_owned()),
+    ]);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_default-store-probe"))
+        .env_clear()
+        .envs(env)
+        .output()
+        .expect("run default-store-probe");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(stdout.trim(), "warmed=1", "{output:?}");
+}

@@ -166,3 +166,77 @@ async fn attribute_call_sites_are_warmed_by_name() {
         "the batched reads only: the first calls were cache hits"
     );
 }
+
+/// What `warm_up` answers in a fresh process with exactly `env` set.
+pub(crate) fn warm_up_in_fresh_process(env: &[(&str, &str)]) -> String {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_default-store-probe"))
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().copied())
+        .output()
+        .expect("run default-store-probe");
+    assert!(output.status.success(), "{output:?}");
+    String::from_utf8(output.stdout)
+        .expect("utf-8")
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn inside_lambda_warm_up_reports_a_missing_or_invalid_table_naming_it() {
+    let lambda = ("AWS_LAMBDA_FUNCTION_NAME", "charge");
+    for env in [
+        vec![lambda],
+        vec![lambda, ("CIRCUIT_BREAKER_TABLE", " ")],
+        vec![lambda, ("CIRCUIT_BREAKER_TABLE", "no such/table")],
+    ] {
+        let answer = warm_up_in_fresh_process(&env);
+        assert!(
+            answer.starts_with("error=CIRCUIT_BREAKER_TABLE "),
+            "{env:?}: {answer}"
+        );
+        assert!(answer.contains("CIRCUIT_BREAKER_STORE=memory"), "{answer}");
+    }
+}
+
+#[test]
+fn an_explicit_in_memory_store_or_no_lambda_warms_up_as_before() {
+    for env in [
+        vec![
+            ("AWS_LAMBDA_FUNCTION_NAME", "charge"),
+            ("CIRCUIT_BREAKER_STORE", "memory"),
+        ],
+        vec![],
+    ] {
+        assert_eq!(warm_up_in_fresh_process(&env), "warmed=1", "{env:?}");
+    }
+}
+
+#[tokio::test]
+async fn a_sample_function_without_its_table_stops_at_init_naming_the_variable() {
+    use devstack::harness::function_process::{FunctionProcess, LogEcho};
+    let start = |extra: Option<(&'static str, String)>| {
+        let mut env = vec![("SNAPSHOT_TABLE", "snapshots".to_owned())];
+        env.extend(extra);
+        async move {
+            FunctionProcess::start("cost-report", &env, LogEcho::Stderr)
+                .await
+                .expect("cost-report is built")
+        }
+    };
+    let missing = start(None).await;
+    let status = missing
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the function stops at init");
+    assert!(!status.success(), "{status:?}");
+    let logs = missing.logs().join("\n");
+    assert!(
+        logs.contains("CIRCUIT_BREAKER_TABLE is not set"),
+        "the error names the variable: {logs}"
+    );
+
+    // Chosen explicitly, the in-memory store starts and polls for work.
+    let memory = start(Some(("CIRCUIT_BREAKER_STORE", "memory".into()))).await;
+    assert_eq!(memory.wait_exit(Duration::from_secs(3)).await, None);
+}
