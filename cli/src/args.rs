@@ -39,6 +39,11 @@ pub(crate) struct TableArgs {
     /// Composite keys: the sort key attribute, which holds the circuit's name (needs `--pk`).
     #[arg(long, global = true, value_name = "NAME", requires = "pk")]
     pub(crate) sort_key_attr: Option<String>,
+    /// Refuse to write when this machine's clock and the store's (its answers' `Date`)
+    /// differ by more than this: an override's end and the checks of `close` and
+    /// `release` are computed from this clock.
+    #[arg(long, global = true, default_value = "30s", value_name = "DURATION", value_parser = positive_duration)]
+    pub(crate) max_clock_skew: Duration,
     #[command(flatten)]
     pub(crate) renamed: RenamedAttributes,
 }
@@ -109,11 +114,20 @@ pub(crate) struct Output {
 
 #[derive(Debug, Args)]
 pub(crate) struct OverrideArgs {
-    /// The circuit's name (created if it has no item yet).
+    /// The circuit's name.
     pub(crate) name: String,
+    /// Create the circuit's item if it has none. A circuit that never failed has no item;
+    /// without this flag such a name (or a mistyped one) is refused.
+    #[arg(long)]
+    pub(crate) create: bool,
     /// How long the override holds (`30m`, `2h`, `1h 30m`); without it, until released.
     #[arg(long = "for", value_name = "DURATION", value_parser = positive_duration)]
     pub(crate) duration: Option<Duration>,
+    /// With `--for`: the circuit's recovery timeout, if longer than the default. The item
+    /// is kept (TTL) until the override's end plus this plus an hour, so that a circuit
+    /// forced open still probes before it closes.
+    #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = positive_duration, requires = "duration")]
+    pub(crate) recovery: Duration,
     /// Why, recorded on the item.
     #[arg(long)]
     pub(crate) reason: Option<String>,

@@ -17,8 +17,6 @@ use crate::view;
 /// Seconds an item keeps after an operator's close or release (the breaker's own writes
 /// set their TTL from the recovery timeout, which the CLI does not know).
 const TTL_AFTER_OPERATOR_WRITE: u64 = 24 * 3600;
-/// Seconds an item outlives a timed override.
-const TTL_AFTER_OVERRIDE: u64 = 3600;
 
 pub(crate) fn now() -> u64 {
     SystemTime::now()
@@ -53,6 +51,9 @@ pub(crate) async fn set_override(
     args: &OverrideArgs,
 ) -> anyhow::Result<()> {
     let name = checked_name(&args.name)?;
+    if args.by.as_ref().is_some_and(|by| by.trim().is_empty()) {
+        bail!("--by must not be empty");
+    }
     let before = table.store.inspect(name).await?;
     let replaces = match before.as_ref().map(|c| &c.record) {
         Some(Ok(record)) => record.operator_override.clone(),
@@ -61,11 +62,17 @@ pub(crate) async fn set_override(
             "circuit '{name}' has a malformed item ({problem}), which the breaker reads as \
              closed; replace it with a closed one first: breaker close {name}"
         ),
+        None if !args.create => bail!(
+            "no circuit '{name}' in table '{}': a circuit that never failed has no item, and \
+             neither has a mistyped name (breaker list shows every circuit); nothing was \
+             written. Pass --create to create its item and set the override anyway",
+            table.store.table_name()
+        ),
         None => None,
     };
+    table.check_clock()?;
     let by = match &args.by {
-        Some(by) if !by.trim().is_empty() => by.clone(),
-        Some(_) => bail!("--by must not be empty"),
+        Some(by) => by.clone(),
         None => identity::caller(&table.sdk).await,
     };
     let now = now();
@@ -76,9 +83,13 @@ pub(crate) async fn set_override(
     if let Some(reason) = args.reason.as_deref().filter(|r| !r.trim().is_empty()) {
         set = set.reason(reason);
     }
-    let expiration = set
-        .until
-        .map(|until| until.saturating_add(TTL_AFTER_OVERRIDE));
+    // Kept past the end for a recovery timeout and the grace of the breaker's own writes:
+    // deleted sooner, the circuit would close without the probe the end is owed.
+    let expiration = set.until.map(|until| {
+        until
+            .saturating_add(whole_secs(args.recovery))
+            .saturating_add(breaker_rules::TTL_GRACE_SECS)
+    });
     let transition = Transition::Override {
         set,
         replaces: replaces.clone(),
@@ -101,6 +112,7 @@ pub(crate) async fn set_override(
 pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
     let CircuitArgs { name, output } = args;
     let circuit = existing(table, name).await?;
+    table.check_clock()?;
     let now = now();
     if let Ok(record) = &circuit.record
         && record.live_override(now).is_some()
@@ -133,6 +145,7 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
     let Some(released) = record.operator_override.clone() else {
         bail!("circuit '{name}' has no override to release");
     };
+    table.check_clock()?;
     let now = now();
     let transition = Transition::Release {
         released: released.clone(),

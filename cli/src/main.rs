@@ -22,6 +22,7 @@ use clap::Parser;
 mod args;
 mod commands;
 mod identity;
+mod store_clock;
 mod table;
 mod view;
 mod watch;

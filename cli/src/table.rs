@@ -6,12 +6,16 @@ use aws_config::{BehaviorVersion, Region, SdkConfig};
 use breaker_runtime::store::{DynamoDbStore, DynamoDbStoreBuilder};
 
 use crate::args::{RenamedAttributes, TableArgs};
+use crate::store_clock::StoreClock;
 
 /// The store and the AWS configuration behind it.
 #[derive(Debug)]
 pub(crate) struct Table {
     pub(crate) store: DynamoDbStore,
     pub(crate) sdk: SdkConfig,
+    /// The store's clock, from its answers.
+    clock: StoreClock,
+    max_clock_skew: std::time::Duration,
 }
 
 impl Table {
@@ -29,7 +33,8 @@ impl Table {
         if sdk.region().is_none_or(|r| r.as_ref().trim().is_empty()) {
             bail!("no AWS region: pass --region or set AWS_REGION (or a profile's region)");
         }
-        let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(&sdk);
+        let clock = StoreClock::default();
+        let mut dynamodb = aws_sdk_dynamodb::config::Builder::from(&sdk).interceptor(clock.clone());
         if let Some(endpoint) = &args.endpoint_url {
             dynamodb = dynamodb.endpoint_url(endpoint);
         }
@@ -45,7 +50,18 @@ impl Table {
             builder = builder.static_pk_value(pk).sort_key_attr(sort_key);
         }
         let store = builder.build().context("invalid table layout")?;
-        Ok(Self { store, sdk })
+        Ok(Self {
+            store,
+            sdk,
+            clock,
+            max_clock_skew: args.max_clock_skew,
+        })
+    }
+
+    /// Refuses a write computed from this machine's clock when it is off the store's (as
+    /// of the store's last answer) by more than `--max-clock-skew`.
+    pub(crate) fn check_clock(&self) -> anyhow::Result<()> {
+        self.clock.check(self.max_clock_skew)
     }
 }
 

@@ -99,14 +99,87 @@ async fn open_for_a_while_forces_open_and_records_who_when_why() {
         Some("INC-42 provider down")
     );
     assert!((before..=after).contains(&n(&item, "override_at").expect("a time")));
-    assert!(n(&item, "expiration").expect("a TTL") >= until);
+    // Past the end: the default recovery bound (24 h) and the breaker's TTL grace (1 h).
+    assert_eq!(n(&item, "expiration"), Some(until + 86_400 + 3_600));
+}
+
+#[tokio::test]
+async fn a_timed_override_keeps_its_item_past_its_end_for_the_recovery_and_the_grace() {
+    let table = Table::new().await;
+    table.trip("payments", 5).await;
+    table
+        .breaker(&[
+            "open",
+            "payments",
+            "--for",
+            "10m",
+            "--recovery",
+            "2h",
+            "--by",
+            "a",
+        ])
+        .await
+        .ok();
+    let item = table.raw("payments").await.expect("the item");
+    let until = n(&item, "override_until").expect("an end");
+    assert_eq!(
+        n(&item, "expiration"),
+        Some(until + 7_200 + 3_600),
+        "{item:?}"
+    );
+
+    table
+        .breaker(&[
+            "disable",
+            "payments",
+            "--for",
+            "10m",
+            "--recovery",
+            "3h",
+            "--by",
+            "a",
+        ])
+        .await
+        .ok();
+    let item = table.raw("payments").await.expect("the item");
+    let until = n(&item, "override_until").expect("an end");
+    assert_eq!(
+        n(&item, "expiration"),
+        Some(until + 10_800 + 3_600),
+        "{item:?}"
+    );
+
+    // A recovery timeout only matters for an override that ends.
+    table
+        .breaker(&["open", "payments", "--recovery", "2h", "--by", "a"])
+        .await
+        .failed(2, "--for");
+}
+
+#[tokio::test]
+async fn open_or_disable_of_a_circuit_without_an_item_is_refused_unless_asked() {
+    let table = Table::new().await;
+    for command in ["open", "disable"] {
+        let run = table.breaker(&[command, "paymnets", "--by", "a"]).await;
+        run.failed(1, "no circuit 'paymnets' in table 'circuits'");
+        run.failed(1, "a circuit that never failed has no item");
+        run.failed(1, "--create");
+        assert_eq!(table.raw("paymnets").await, None, "{command} wrote nothing");
+    }
+    let created = table
+        .breaker(&["open", "paymnets", "--create", "--by", "a"])
+        .await;
+    assert!(created.ok().contains("(new item)"), "{created:?}");
+    assert!(table.raw("paymnets").await.is_some());
 }
 
 #[tokio::test]
 async fn an_override_until_released_creates_the_item_and_removes_its_ttl() {
     let table = Table::new().await;
     // Without --by: the caller's identity, here the local user (STS is unreachable).
-    let run = table.breaker(&["open", "fresh", "--json"]).await;
+    let run = table
+        .breaker(&["open", "fresh", "--create", "--json"])
+        .await;
     let json = run.json();
     assert_eq!(json["override"]["by"], USER);
     assert_eq!(json["override"]["until"], serde_json::Value::Null);
@@ -214,7 +287,9 @@ async fn close_resets_like_a_successful_probe_and_is_refused_under_an_override()
 async fn releasing_a_forced_open_that_ended_leaves_the_probe_that_followed() {
     let table = Table::new().await;
     table
-        .breaker(&["open", "payments", "--for", "1s", "--by", "carol"])
+        .breaker(&[
+            "open", "payments", "--create", "--for", "1s", "--by", "carol",
+        ])
         .await
         .ok();
     let until = n(

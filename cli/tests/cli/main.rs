@@ -4,6 +4,7 @@
 //! circuit forced open; and the fleet's failure counters kept out of every command.
 
 mod bad_input;
+mod clock;
 mod commands;
 mod fleet_counters;
 mod layouts;

@@ -59,7 +59,7 @@ async fn a_forced_open_is_honoured_within_the_cache_age_and_nobody_probes() {
     call(&env, &ran, true).await.expect("closed: the call runs");
 
     table
-        .breaker(&["open", "svc", "--for", "1m", "--by", "ops"])
+        .breaker(&["open", "svc", "--create", "--for", "1m", "--by", "ops"])
         .await
         .ok();
     sleep(SEEN).await;
@@ -108,7 +108,7 @@ async fn a_stale_environments_trip_does_not_erase_a_forced_open() {
     let ran = AtomicU32::new(0);
     call(&stale, &ran, true).await.expect("closed");
     table
-        .breaker(&["open", "svc", "--for", "10m", "--by", "ops"])
+        .breaker(&["open", "svc", "--create", "--for", "10m", "--by", "ops"])
         .await
         .ok();
     let forced = table.raw("svc").await.expect("the item");
@@ -198,7 +198,7 @@ async fn a_state_stored_under_a_forced_open_is_not_the_state_reported() {
     let table = Table::new().await;
     let env = environment(&table, "env-a", Duration::ZERO);
     table
-        .breaker(&["open", "svc", "--for", "10m", "--by", "ops"])
+        .breaker(&["open", "svc", "--create", "--for", "10m", "--by", "ops"])
         .await
         .ok();
     // A Powertools prober's unconditional close under the override.
