@@ -75,7 +75,10 @@ async fn rejects_forced_open_and_trips_over_a_disable(version: &str) {
     assert_eq!((reached, outcomes), (0, vec!["rejected".to_owned(); 3]));
 
     // Forced open until released, on a circuit that had no item.
-    table.breaker(&["open", "fresh", "--by", "ops"]).await.ok();
+    table
+        .breaker(&["open", "fresh", "--create", "--by", "ops"])
+        .await
+        .ok();
     let (reached, outcomes) = powertools(version, &table, "fresh", 3, true).await;
     assert_eq!((reached, outcomes), (0, vec!["rejected".to_owned(); 3]));
     let item = table.raw("fresh").await.expect("the item");
