@@ -94,6 +94,10 @@ pub(crate) enum Command {
     Release(CircuitArgs),
     /// A live view, refreshed every `--interval`; changes are marked and logged.
     Watch(WatchArgs),
+    /// The read and write units one circuit's item takes from a fleet, healthy and open,
+    /// their cost, and the cache age that keeps it within DynamoDB's per-item limits (no
+    /// table needed).
+    Capacity(crate::capacity::output::CapacityArgs),
 }
 
 /// One existing circuit.

@@ -8,6 +8,7 @@
 //! breaker release payment-backend                     # back to normal operation
 //! breaker close payment-backend                       # closed now
 //! breaker watch                                       # live view during an incident
+//! breaker capacity --envs 10000 --calls-per-second 100000   # the item's load and cost
 //! ```
 //!
 //! Exit status: 0 done, 1 the command failed (unknown circuit, no table, a write that
@@ -20,6 +21,7 @@ use breaker_runtime::store::OverrideKind;
 use clap::Parser;
 
 mod args;
+mod capacity;
 mod commands;
 mod identity;
 mod store_clock;
@@ -54,6 +56,9 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Command::Capacity(args) = &cli.command {
+        return capacity::output::run(args);
+    }
     let table = Table::open(&cli.table).await?;
     let done = match &cli.command {
         Command::List(output) => commands::list(&table, output).await,
@@ -65,6 +70,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Close(circuit) => commands::close(&table, circuit).await,
         Command::Release(circuit) => commands::release(&table, circuit).await,
         Command::Watch(args) => watch::run(&table, args).await,
+        Command::Capacity(_) => unreachable!("answered without a table"),
     };
     done.map_err(|error| table.explain(error))
 }
