@@ -176,6 +176,13 @@ mod tests {
         }
     }
 
+    fn fleet(environments: u32, calls_per_second: f64) -> Fleet {
+        Fleet {
+            environments,
+            calls_per_second,
+        }
+    }
+
     fn close(actual: f64, expected: f64, tolerance: f64) -> bool {
         (actual - expected).abs() <= tolerance
     }
@@ -183,10 +190,7 @@ mod tests {
     #[test]
     fn a_busy_fleet_reads_once_per_cache_age_and_call_gap() {
         // The simulator's `outage`: 10,000 environments at 10 calls/s each.
-        let fleet = Fleet {
-            environments: 10_000,
-            calls_per_second: 100_000.0,
-        };
+        let fleet = fleet(10_000, 100_000.0);
         let e = estimate(&fleet, &defaults());
         assert_eq!(e.calls_per_environment, 10.0);
         assert!(close(e.healthy.reads_per_s, 10_000.0 / 5.1, 1e-6), "{e:?}");
@@ -202,17 +206,14 @@ mod tests {
             (e.trip_writes, e.trip_writes_throttled),
             (10_000.0, 9_000.0)
         );
-        // Busy environments hold their reports back, below one a second each.
+        // The ceiling is a report per environment a second; busy ones hold theirs back.
         assert_eq!(e.counter_write_units_per_s, 10_000.0);
         assert!(e.reports_held_back);
     }
 
     #[test]
     fn open_costs_an_election_and_a_reopen_per_window() {
-        let fleet = Fleet {
-            environments: 10_000,
-            calls_per_second: 100_000.0,
-        };
+        let fleet = fleet(10_000, 100_000.0);
         let e = estimate(&fleet, &defaults());
         // The due second comes every 30 s; the call after it, within that second.
         assert!(close(e.recovery_window_s, 30.0, 1e-4), "{e:?}");
@@ -224,10 +225,7 @@ mod tests {
     #[test]
     fn the_cost_example_of_the_dynamodb_page() {
         // 50 environments, one million calls in an hour: at most 36,000 reads an hour.
-        let fleet = Fleet {
-            environments: 50,
-            calls_per_second: 1e6 / 3600.0,
-        };
+        let fleet = fleet(50, 1e6 / 3600.0);
         let e = estimate(&fleet, &defaults());
         let reads_an_hour = e.healthy.reads_per_s * 3600.0;
         assert!(
@@ -246,10 +244,7 @@ mod tests {
     fn a_hundred_thousand_environments_need_a_longer_cache_age() {
         // docs/scale.md: 100,000 environments at 1 call/s read 10,000 RCU/s at 5 s, and
         // need about environments / 3,000 s to stay under half the item's reads.
-        let fleet = Fleet {
-            environments: 100_000,
-            calls_per_second: 100_000.0,
-        };
+        let fleet = fleet(100_000, 100_000.0);
         let e = estimate(&fleet, &defaults());
         assert!(close(
             e.healthy.read_units_per_s,
@@ -276,10 +271,7 @@ mod tests {
 
     #[test]
     fn without_a_cache_every_call_reads() {
-        let fleet = Fleet {
-            environments: 50,
-            calls_per_second: 278.0,
-        };
+        let fleet = fleet(50, 278.0);
         let no_cache = Settings {
             local_cache_max_age_s: 0.0,
             ..defaults()
@@ -290,10 +282,7 @@ mod tests {
     #[test]
     fn a_quiet_fleet_reports_each_failure_and_trips_through_the_counters() {
         // The simulator's `sparse`: 1,000 environments, one call per 20 s each.
-        let fleet = Fleet {
-            environments: 1_000,
-            calls_per_second: 50.0,
-        };
+        let fleet = fleet(1_000, 50.0);
         let e = estimate(&fleet, &defaults());
         assert_eq!(e.counter_write_units_per_s, 50.0, "one report per failure");
         assert!(!e.reports_held_back);
