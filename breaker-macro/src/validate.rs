@@ -15,8 +15,8 @@ mod literals;
 mod signature;
 
 use conflicts::{
-    check_rate_policy, fleet_key_without_detection, handled_with_ignored, jitter_too_long,
-    rate_with_threshold, tunable_with_config,
+    check_call_timeout_fits_lease, check_rate_policy, fleet_key_without_detection,
+    handled_with_ignored, jitter_too_long, rate_with_threshold, tunable_with_config,
 };
 
 use literals::{
@@ -292,6 +292,7 @@ impl Options {
                         let most = MAX_DURATION_SECS * 1000;
                         bounded(&key, &value, MIN_CALL_TIMEOUT_MILLIS, most, "milliseconds")?
                     };
+                    check_call_timeout_fits_lease(&key, &value, millis)?;
                     tunables.deadline_and_fleet.call_timeout_ms = Some(millis);
                     timeout_key = Some(key);
                 }

@@ -43,6 +43,39 @@ pub const MIN_PROBE_LEASE_SECS: u64 = 1;
 /// The shortest call timeout, in milliseconds.
 pub const MIN_CALL_TIMEOUT_MILLIS: u64 = 1;
 
+/// The default probe lease, in seconds.
+pub const DEFAULT_PROBE_LEASE_SECS: u64 = 30;
+/// The default store timeout, in milliseconds.
+pub const DEFAULT_STORE_TIMEOUT_MILLIS: u64 = 1000;
+
+/// The rule of a probe lease: the probe owner holds it from its election on, through the
+/// election's write, the guarded call and the write of the call's outcome, so it must
+/// cover the call timeout and two store calls. A lease that ends under a running probe
+/// lets a second environment elect itself and probe too.
+pub const fn probe_lease_covers_call(
+    lease_millis: u64,
+    call_timeout_millis: u64,
+    store_timeout_millis: u64,
+) -> bool {
+    call_timeout_millis.saturating_add(store_timeout_millis.saturating_mul(2)) <= lease_millis
+}
+
+/// The longest call timeout a probe lease covers with a store timeout (see
+/// [`probe_lease_covers_call`]), in milliseconds.
+pub const fn longest_call_timeout_millis(lease_millis: u64, store_timeout_millis: u64) -> u64 {
+    lease_millis.saturating_sub(store_timeout_millis.saturating_mul(2))
+}
+
+/// The rule of a deadline margin: a call is abandoned this long before the invocation's
+/// deadline so that the store write its failure causes lands first, and that write may
+/// take the store timeout.
+pub const fn deadline_margin_covers_store_call(
+    margin_millis: u64,
+    store_timeout_millis: u64,
+) -> bool {
+    store_timeout_millis <= margin_millis
+}
+
 /// The shortest fleet window, in seconds.
 pub const MIN_FLEET_WINDOW_SECS: u64 = 1;
 /// The longest fleet window, in seconds.
@@ -118,5 +151,11 @@ mod tests {
         assert!(
             report_interval_fits_window(10_000, 10) && !report_interval_fits_window(10_001, 10)
         );
+        assert!(probe_lease_covers_call(30_000, 28_000, 1_000));
+        assert!(!probe_lease_covers_call(30_000, 28_001, 1_000));
+        assert!(!probe_lease_covers_call(30_000, 30_000, 1));
+        assert_eq!(longest_call_timeout_millis(30_000, 1_000), 28_000);
+        assert!(deadline_margin_covers_store_call(1_000, 1_000));
+        assert!(!deadline_margin_covers_store_call(999, 1_000));
     }
 }

@@ -1,7 +1,9 @@
 //! The errors of keys that contradict each other, each at the second key of the pair.
 
 use breaker_rules::{
-    DEFAULT_JITTER_FACTOR, MAX_DURATION_SECS, minimum_fits_window, window_has_rate,
+    DEFAULT_JITTER_FACTOR, DEFAULT_PROBE_LEASE_SECS, DEFAULT_STORE_TIMEOUT_MILLIS,
+    MAX_DURATION_SECS, longest_call_timeout_millis, minimum_fits_window, probe_lease_covers_call,
+    window_has_rate,
 };
 use syn::{Expr, Ident};
 
@@ -29,6 +31,34 @@ pub(super) fn jitter_too_long(key: &Ident, value: &Expr, secs: u64) -> syn::Erro
              `CircuitBreakerConfig` builder with a `recovery_jitter`"
         ),
     )
+}
+
+/// A call timeout the default probe lease does not cover (the attribute has no key for the
+/// lease or the store timeout: both keep their defaults), at the timeout's value.
+pub(super) fn check_call_timeout_fits_lease(
+    key: &Ident,
+    value: &Expr,
+    millis: u64,
+) -> syn::Result<()> {
+    let lease = DEFAULT_PROBE_LEASE_SECS * 1000;
+    let store = DEFAULT_STORE_TIMEOUT_MILLIS;
+    if probe_lease_covers_call(lease, millis, store) {
+        return Ok(());
+    }
+    let (most, unit) = match key == "call_timeout" {
+        true => (longest_call_timeout_millis(lease, store) / 1000, "seconds"),
+        false => (longest_call_timeout_millis(lease, store), "milliseconds"),
+    };
+    Err(syn::Error::new_spanned(
+        value,
+        format!(
+            "expected at most {most} {unit} for `{key}`: the probe lease \
+             (`probe_lease`, {DEFAULT_PROBE_LEASE_SECS} s by default) must cover the call \
+             timeout and two store timeouts ({store} ms each); for a longer call timeout \
+             build a `CircuitBreakerConfig` with a longer `probe_lease` and pass it with \
+             `config`"
+        ),
+    ))
 }
 
 /// A fleet policy's key beside `fleet_detection = false`, which turns the policy off.

@@ -6,7 +6,8 @@ use breaker_rules::{
     MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
     MIN_CALL_TIMEOUT_MILLIS, MIN_FLEET_WINDOW_SECS, MIN_PROBE_LEASE_SECS,
     MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_STORE_TIMEOUT_MILLIS, MIN_WINDOW_SECS,
-    TTL_GRACE, minimum_fits_window, one_trip_policy, report_interval_fits_window, window_has_rate,
+    TTL_GRACE, deadline_margin_covers_store_call, minimum_fits_window, one_trip_policy,
+    probe_lease_covers_call, report_interval_fits_window, window_has_rate,
 };
 
 use super::limits::{at_least, at_least_one, at_most, percent};
@@ -149,7 +150,25 @@ impl CircuitBreakerConfigBuilder {
     }
 
     /// How long the probe owner holds the probe before another environment may take it
-    /// over (≥ 1 s; default 30 s). Make it longer than your slowest protected call.
+    /// over (≥ 1 s, ≤ 1 h; default 30 s). Make it longer than your slowest protected call:
+    /// with a [`call_timeout`](Self::call_timeout) it must cover that timeout and two
+    /// store timeouts (the election's write and the outcome's), or `build` fails.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let error = CircuitBreakerConfig::builder()
+    ///     .call_timeout(Duration::from_secs(30))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(error.to_string().starts_with("probe_lease (30s) must cover call_timeout (30s)"));
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .call_timeout(Duration::from_secs(30))
+    ///     .probe_lease(Duration::from_secs(32))
+    ///     .build()?;
+    /// assert_eq!(config.probe_lease(), Duration::from_secs(32));
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
     pub fn probe_lease(mut self, lease: Duration) -> Self {
         self.config.probe_lease = lease;
         self
@@ -178,7 +197,17 @@ impl CircuitBreakerConfigBuilder {
 
     /// How long before the invocation deadline ([`deadline::scope`](crate::deadline::scope))
     /// a guarded async call is abandoned (default: the store timeout), so the trip or
-    /// report its failure causes is written before Lambda ends the invocation.
+    /// report its failure causes is written before Lambda ends the invocation. At least the
+    /// store timeout, which that write may take.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let error = breaker_runtime::CircuitBreakerConfig::builder()
+    ///     .deadline_margin(Duration::from_millis(500))
+    ///     .build()
+    ///     .unwrap_err();
+    /// assert!(error.to_string().starts_with("deadline_margin (500ms) must be at least store_timeout (1s)"));
+    /// ```
     pub fn deadline_margin(mut self, margin: Duration) -> Self {
         self.config.deadline_margin = Some(margin);
         self
@@ -273,11 +302,38 @@ impl CircuitBreakerConfigBuilder {
             at_most("call_timeout", timeout, MAX_DURATION)?;
         }
         at_most("deadline_margin", c.deadline_margin(), MAX_DURATION)?;
+        check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
             check_fleet_policy(&fleet)?;
         }
         Ok(self.config)
     }
+}
+
+/// The settings that bound one another: the probe lease covers a guarded call and its
+/// store writes, the deadline margin a store write. Each error names both settings.
+fn check_against_each_other(c: &CircuitBreakerConfig) -> Result<(), CircuitBreakerConfigError> {
+    let store = c.store_timeout;
+    if let Some(call) = c.call_timeout
+        && !probe_lease_covers_call(millis(c.probe_lease), millis(call), millis(store))
+    {
+        return Err(CircuitBreakerConfigError::Conflict(format!(
+            "probe_lease ({:?}) must cover call_timeout ({call:?}) and two store_timeout \
+             ({store:?}) calls, the election's write and the outcome's: at least {:?}; a \
+             lease that ends under a running probe lets a second environment probe too",
+            c.probe_lease,
+            call.saturating_add(store.saturating_mul(2)),
+        )));
+    }
+    let margin = c.deadline_margin();
+    if !deadline_margin_covers_store_call(millis(margin), millis(store)) {
+        return Err(CircuitBreakerConfigError::Conflict(format!(
+            "deadline_margin ({margin:?}) must be at least store_timeout ({store:?}): a call \
+             is abandoned that long before the invocation's deadline so that the store write \
+             its failure causes lands first, and that write may take the store timeout"
+        )));
+    }
+    Ok(())
 }
 
 /// A fleet policy's counts in range and its report interval within its window.

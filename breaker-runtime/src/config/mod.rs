@@ -4,7 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker_rules::DEFAULT_JITTER_FACTOR;
+use breaker_rules::{
+    DEFAULT_JITTER_FACTOR, DEFAULT_PROBE_LEASE_SECS, DEFAULT_STORE_TIMEOUT_MILLIS,
+};
 
 use crate::clock::Clock;
 use crate::policy::SlidingWindow;
@@ -78,9 +80,9 @@ impl Default for CircuitBreakerConfig {
             recovery_timeout: Duration::from_secs(30),
             local_cache_max_age: Duration::from_secs(5),
             recovery_jitter: None,
-            store_timeout: Duration::from_millis(1000),
+            store_timeout: Duration::from_millis(DEFAULT_STORE_TIMEOUT_MILLIS),
             store_error_backoff: Duration::from_secs(5),
-            probe_lease: Duration::from_secs(30),
+            probe_lease: Duration::from_secs(DEFAULT_PROBE_LEASE_SECS),
             call_timeout: None,
             deadline_margin: None,
             fleet: Some(FleetPolicy::default()),

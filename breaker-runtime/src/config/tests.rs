@@ -60,6 +60,54 @@ fn every_bad_field_is_named_with_its_value() {
 }
 
 #[test]
+fn settings_that_bound_each_other_are_checked_together_naming_both() {
+    let b = CircuitBreakerConfig::builder;
+    let secs = Duration::from_secs;
+    let cases = [
+        (
+            b().call_timeout(secs(29)),
+            "probe_lease (30s) must cover call_timeout (29s) and two store_timeout (1s) \
+             calls, the election's write and the outcome's: at least 31s",
+        ),
+        (
+            b().call_timeout(secs(10))
+                .store_timeout(secs(5))
+                .probe_lease(secs(19)),
+            "probe_lease (19s) must cover call_timeout (10s) and two store_timeout (5s) \
+             calls, the election's write and the outcome's: at least 20s",
+        ),
+        (
+            b().deadline_margin(Duration::from_millis(200)),
+            "deadline_margin (200ms) must be at least store_timeout (1s)",
+        ),
+        (
+            b().store_timeout(secs(2)).deadline_margin(secs(1)),
+            "deadline_margin (1s) must be at least store_timeout (2s)",
+        ),
+    ];
+    for (builder, message) in cases {
+        let error = builder.build().unwrap_err().to_string();
+        assert!(error.starts_with(message), "{error}");
+    }
+    // At the bounds, and without a call timeout (the lease then bounds nothing).
+    let exact = b()
+        .call_timeout(secs(28))
+        .deadline_margin(secs(1))
+        .build()
+        .unwrap();
+    assert_eq!(exact.call_timeout(), Some(secs(28)));
+    assert!(b().probe_lease(secs(1)).build().is_ok());
+    assert_eq!(
+        b().store_timeout(secs(3))
+            .build()
+            .unwrap()
+            .deadline_margin(),
+        secs(3),
+        "the default margin follows the store timeout"
+    );
+}
+
+#[test]
 fn rate_policies_are_checked_whole() {
     let b = CircuitBreakerConfig::builder;
     let cases = [

@@ -13,6 +13,11 @@
 //! | `CIRCUIT_CACHE_MAX_AGE_SECS` | seconds an environment trusts its copy of the state | 5 | 0–3600 |
 //! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery | 0–86400 |
 //! | `CIRCUIT_CALL_TIMEOUT_MS` | milliseconds after which a guarded async call is abandoned and counts as a failure | none | 1–900000 |
+//! | `CIRCUIT_PROBE_LEASE_SECS` | seconds the probing environment holds the probe | 30 | 1–3600 |
+//!
+//! The probe lease must cover the call timeout and two store timeouts (1 s each: the
+//! election's write and the outcome's); a call timeout it does not cover stops the function
+//! naming both variables.
 //!
 //! `main` calls [`start`] (or [`init`]) first, so a bad value stops the function before its
 //! first invocation; [`circuit_config`] then hands the checked config to `#[circuit_breaker]`.
@@ -100,14 +105,61 @@ pub fn config_from(
             setting::number_from("CIRCUIT_RECOVERY_JITTER_SECS", Some(value), 0, 0..=86_400)?;
         builder = builder.recovery_jitter(std::time::Duration::from_secs(jitter));
     }
+    let lease = number(
+        "CIRCUIT_PROBE_LEASE_SECS",
+        defaults.probe_lease().as_secs(),
+        1..=breaker_rules::TTL_GRACE_SECS,
+    )?;
+    builder = builder.probe_lease(std::time::Duration::from_secs(lease));
     // Unset: no call timeout; calls are still abandoned near the invocation's deadline.
     if let Some(value) = var("CIRCUIT_CALL_TIMEOUT_MS") {
-        let timeout = setting::number_from("CIRCUIT_CALL_TIMEOUT_MS", Some(value), 0, 1..=900_000)?;
+        let timeout = setting::number_from(
+            "CIRCUIT_CALL_TIMEOUT_MS",
+            Some(value.clone()),
+            0,
+            1..=900_000,
+        )?;
+        check_lease_covers_call(
+            lease,
+            var("CIRCUIT_PROBE_LEASE_SECS").is_some(),
+            &value,
+            timeout,
+        )?;
         builder = builder.call_timeout(std::time::Duration::from_millis(timeout));
     }
     builder
         .build()
         .map_err(|error| SettingError::new("CIRCUIT_*", "", error.to_string()))
+}
+
+/// `CIRCUIT_CALL_TIMEOUT_MS` against `CIRCUIT_PROBE_LEASE_SECS` (`lease`, `lease_set`: given
+/// rather than the default), with the default store timeout: the config builder's rule,
+/// worded with the two variables.
+fn check_lease_covers_call(
+    lease: u64,
+    lease_set: bool,
+    timeout_value: &str,
+    timeout_millis: u64,
+) -> Result<(), SettingError> {
+    let store = CircuitBreakerConfig::default().store_timeout();
+    let store = u64::try_from(store.as_millis()).unwrap_or(u64::MAX);
+    let lease_millis = lease.saturating_mul(1000);
+    if breaker_rules::probe_lease_covers_call(lease_millis, timeout_millis, store) {
+        return Ok(());
+    }
+    let needed = timeout_millis.saturating_add(2 * store).div_ceil(1000);
+    let most = breaker_rules::longest_call_timeout_millis(lease_millis, store);
+    let default = if lease_set { "" } else { " (the default)" };
+    Err(SettingError::new(
+        "CIRCUIT_CALL_TIMEOUT_MS",
+        timeout_value,
+        format!(
+            "must leave CIRCUIT_PROBE_LEASE_SECS={lease}{default} room for two store timeouts \
+             ({store} ms each): the probe lease covers the call and the store writes around \
+             it; set CIRCUIT_CALL_TIMEOUT_MS to at most {most} or CIRCUIT_PROBE_LEASE_SECS to \
+             at least {needed}"
+        ),
+    ))
 }
 
 #[cfg(test)]
@@ -138,6 +190,7 @@ mod tests {
             ("CIRCUIT_CACHE_MAX_AGE_SECS", "0"),
             ("CIRCUIT_RECOVERY_JITTER_SECS", "1"),
             ("CIRCUIT_CALL_TIMEOUT_MS", "2500"),
+            ("CIRCUIT_PROBE_LEASE_SECS", "20"),
         ]))
         .unwrap();
         assert_eq!(config.failure_threshold(), 2);
@@ -146,6 +199,37 @@ mod tests {
         assert_eq!(config.local_cache_max_age(), Duration::ZERO);
         assert_eq!(config.recovery_jitter(), Duration::from_secs(1));
         assert_eq!(config.call_timeout(), Some(Duration::from_millis(2500)));
+        assert_eq!(config.probe_lease(), Duration::from_secs(20));
+    }
+
+    #[test]
+    fn a_call_timeout_the_probe_lease_does_not_cover_names_both_variables() {
+        let error = config_from(vars(&[("CIRCUIT_CALL_TIMEOUT_MS", "30000")])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "CIRCUIT_CALL_TIMEOUT_MS=30000: must leave CIRCUIT_PROBE_LEASE_SECS=30 (the \
+             default) room for two store timeouts (1000 ms each): the probe lease covers the \
+             call and the store writes around it; set CIRCUIT_CALL_TIMEOUT_MS to at most 28000 \
+             or CIRCUIT_PROBE_LEASE_SECS to at least 32"
+        );
+        let error = config_from(vars(&[
+            ("CIRCUIT_CALL_TIMEOUT_MS", "9000"),
+            ("CIRCUIT_PROBE_LEASE_SECS", "10"),
+        ]))
+        .unwrap_err();
+        assert!(
+            error.to_string().starts_with(
+                "CIRCUIT_CALL_TIMEOUT_MS=9000: must leave CIRCUIT_PROBE_LEASE_SECS=10 room"
+            ),
+            "{error}"
+        );
+        let longer = config_from(vars(&[
+            ("CIRCUIT_CALL_TIMEOUT_MS", "30000"),
+            ("CIRCUIT_PROBE_LEASE_SECS", "32"),
+        ]))
+        .unwrap();
+        assert_eq!(longer.probe_lease(), Duration::from_secs(32));
+        assert_eq!(longer.call_timeout(), Some(Duration::from_secs(30)));
     }
 
     #[test]
@@ -188,6 +272,11 @@ mod tests {
                 "CIRCUIT_CALL_TIMEOUT_MS",
                 "0",
                 "CIRCUIT_CALL_TIMEOUT_MS=0: must be between 1 and 900000",
+            ),
+            (
+                "CIRCUIT_PROBE_LEASE_SECS",
+                "3601",
+                "CIRCUIT_PROBE_LEASE_SECS=3601: must be between 1 and 3600",
             ),
         ] {
             let error = config_from(vars(&[(name, value)])).unwrap_err();
