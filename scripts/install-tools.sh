@@ -43,6 +43,9 @@ install_powertools() {
       rm -rf "$target"
       "$LOCAL/venv/bin/pip" install --quiet --disable-pip-version-check \
         --no-deps --target "$target" "aws-lambda-powertools==$version" >&2
+      # Fails here, not in the tests, if the venv lacks one of its dependencies.
+      PYTHONPATH="$target" "$LOCAL/venv/bin/python" -c \
+        'import aws_lambda_powertools.utilities.circuit_breaker.persistence' >&2
       touch "$target/.installed"
     fi
   done
