@@ -107,47 +107,20 @@ async fn open_for_a_while_forces_open_and_records_who_when_why() {
 async fn a_timed_override_keeps_its_item_past_its_end_for_the_recovery_and_the_grace() {
     let table = Table::new().await;
     table.trip("payments", 5).await;
-    table
-        .breaker(&[
-            "open",
-            "payments",
-            "--for",
-            "10m",
-            "--recovery",
-            "2h",
-            "--by",
-            "a",
-        ])
-        .await
-        .ok();
-    let item = table.raw("payments").await.expect("the item");
-    let until = n(&item, "override_until").expect("an end");
-    assert_eq!(
-        n(&item, "expiration"),
-        Some(until + 7_200 + 3_600),
-        "{item:?}"
-    );
-
-    table
-        .breaker(&[
-            "disable",
-            "payments",
-            "--for",
-            "10m",
-            "--recovery",
-            "3h",
-            "--by",
-            "a",
-        ])
-        .await
-        .ok();
-    let item = table.raw("payments").await.expect("the item");
-    let until = n(&item, "override_until").expect("an end");
-    assert_eq!(
-        n(&item, "expiration"),
-        Some(until + 10_800 + 3_600),
-        "{item:?}"
-    );
+    for (command, recovery, recovery_secs) in [("open", "2h", 7_200), ("disable", "3h", 10_800)] {
+        let args = [command, "payments", "--for", "10m", "--recovery", recovery];
+        table
+            .breaker(&[&args[..], &["--by", "a"]].concat())
+            .await
+            .ok();
+        let item = table.raw("payments").await.expect("the item");
+        let until = n(&item, "override_until").expect("an end");
+        assert_eq!(
+            n(&item, "expiration"),
+            Some(until + recovery_secs + 3_600),
+            "{command}: {item:?}"
+        );
+    }
 
     // A recovery timeout only matters for an override that ends.
     table
