@@ -1,10 +1,15 @@
-//! One order: charged once through the ledger, or buffered for `overflow-replay` when it
-//! cannot be charged now (circuit open, a transient failure, the ledger unavailable).
+//! One order: charged once through the ledger behind the `payment-backend` circuit, or
+//! buffered for `overflow-replay` when it cannot be charged now (circuit open, a transient
+//! failure, the ledger unavailable). While the circuit is open the attribute's
+//! `on_circuit_open` buffers it: nothing is written to the ledger, the API is not called.
 
 use std::time::Duration;
 
+use breaker_runtime::{CircuitInfo, circuit_breaker};
 use lambda_runtime::Diagnostic;
-use payment_pipeline::{BufferError, BufferReason, Charged, Order, PaymentError, Pipeline};
+use payment_pipeline::{
+    BufferError, BufferReason, Charged, NotCharged, Order, PaymentError, Pipeline, Progress,
+};
 use serde_json::{Value, json};
 
 /// The order could be neither charged nor buffered: the invocation fails, so Lambda
@@ -22,12 +27,69 @@ impl From<ChargeError> for Diagnostic {
     }
 }
 
+/// Why [`charge`] did not answer: the attempt's outcome, or the buffering that failed.
+#[derive(Debug)]
+enum Unsettled {
+    /// Admitted, not charged: what the ledger or the API answered.
+    Attempt(NotCharged),
+    /// Open, and SQS did not take the order.
+    Buffer(BufferError),
+}
+
+/// Only an unwell payment API counts toward opening (5xx, 429, systemic refusals, timeouts,
+/// unreachable); never a decline, a duplicate, the ledger or SQS.
+fn payment_api_unwell(outcome: &Unsettled) -> bool {
+    matches!(outcome, Unsettled::Attempt(attempt) if payment_pipeline::payment_api_unwell(attempt))
+}
+
+/// Charges `order` once: the ledger's claim, the payment call, the record of its outcome,
+/// all only once the circuit admitted the call.
+#[circuit_breaker(
+    name = "payment-backend",
+    on_circuit_open = buffer_order,
+    config = circuit_env::circuit_config(),
+    handled = payment_api_unwell,
+    on_transition = breaker_runtime::emf::log_transition
+)]
+async fn charge(app: &Pipeline, order: &Order) -> Result<Value, Unsettled> {
+    let progress = Progress::default();
+    let receipt = app
+        .payments
+        .charge_admitted(&app.ledger, order, &progress)
+        .await
+        .map_err(Unsettled::Attempt)?;
+    Ok(json!({
+        "statusCode": receipt.status,
+        "order_id": order.order_id,
+        "charged": true,
+        "receipt": receipt.body,
+    }))
+}
+
+/// Runs instead of [`charge`] while the circuit is open: the order is buffered, nothing is lost.
+async fn buffer_order(
+    app: &Pipeline,
+    order: &Order,
+    circuit: CircuitInfo,
+) -> Result<Value, Unsettled> {
+    let buffering = Buffering {
+        opened_at: circuit.opened_at,
+        ..Buffering::now(BufferReason::CircuitOpen)
+    };
+    buffer(app, order, buffering)
+        .await
+        .map_err(Unsettled::Buffer)
+}
+
 /// Charges `order` once, or buffers it; answers in the API-Gateway style.
-pub async fn charge(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
-    let charged = app.payments.charge_once(&app.ledger, order).await;
-    match answer(&order.order_id, charged) {
+pub async fn charge_or_buffer(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
+    match charge(app, order).await {
         Ok(answer) => Ok(answer),
-        Err(buffering) => buffer(app, order, buffering).await,
+        Err(Unsettled::Buffer(error)) => Err(error.into()),
+        Err(Unsettled::Attempt(attempt)) => match answer(app, &order.order_id, attempt.charged) {
+            Ok(answer) => Ok(answer),
+            Err(buffering) => Ok(buffer(app, order, buffering).await?),
+        },
     }
 }
 
@@ -47,10 +109,18 @@ impl Buffering {
             delay: Duration::ZERO,
         }
     }
+
+    fn until(reason: BufferReason, unix_secs: u64) -> Self {
+        let wait = unix_secs.saturating_sub(payment_pipeline::clock::unix_now());
+        Self {
+            delay: Duration::from_secs(wait),
+            ..Self::now(reason)
+        }
+    }
 }
 
-/// The answer to a settled charge, or how to buffer the order.
-fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
+/// The answer to a settled attempt, or how to buffer the order.
+fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering> {
     match charged {
         Charged::Now(receipt) => Ok(json!({
             "statusCode": receipt.status,
@@ -61,32 +131,40 @@ fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
         Charged::Before => {
             Ok(json!({"statusCode": 200, "order_id": id, "charged": true, "duplicate": true}))
         }
-        Charged::Declined(PaymentError::Refused { status, body }) => {
-            Ok(json!({"statusCode": status, "order_id": id, "declined": true, "error": body}))
-        }
+        Charged::Declined(PaymentError::Declined { status, code, body }) => Ok(
+            json!({"statusCode": status, "order_id": id, "declined": true, "code": code, "error": body}),
+        ),
         Charged::Declined(other) => Ok(
             json!({"statusCode": 402, "order_id": id, "declined": true, "error": other.to_string()}),
         ),
         Charged::DeclinedBefore => Ok(
             json!({"statusCode": 409, "order_id": id, "declined": true, "duplicate": true, "error": "the order was declined before"}),
         ),
-        Charged::InFlight { lease_until } => {
-            let wait = lease_until.saturating_sub(payment_pipeline::clock::unix_now());
-            Err(Buffering {
-                delay: Duration::from_secs(wait),
-                ..Buffering::now(BufferReason::InFlight)
-            })
-        }
-        Charged::Unknown => Ok(json!({
-            "statusCode": 502,
+        Charged::Conflict => Ok(json!({
+            "statusCode": 409,
             "order_id": id,
-            "outcome": "unknown",
-            "error": "the payment API's answer was lost; the order is parked for reconciliation and will not be charged again automatically",
+            "conflict": true,
+            "error": "this order id belongs to another order (another amount, currency or customer); nothing was charged",
         })),
+        Charged::InFlight { lease_until } => {
+            Err(Buffering::until(BufferReason::InFlight, lease_until))
+        }
+        Charged::Unknown => Ok(unknown(id)),
+        Charged::Unrecorded { lease_until } => Err(Buffering::until(
+            BufferReason::OutcomeUnrecorded,
+            lease_until,
+        )),
+        // A call with `on_circuit_open` is never abandoned; were it, the claim would be
+        // parked by the copy that meets it once the lease ran out.
+        Charged::Abandoned(_) => Err(Buffering::until(
+            BufferReason::OutcomeUnrecorded,
+            payment_pipeline::clock::unix_now() + app.ledger.lease().as_secs(),
+        )),
         Charged::CircuitOpen(open) => Err(Buffering {
             opened_at: open.circuit.opened_at,
             ..Buffering::now(BufferReason::CircuitOpen)
         }),
+        Charged::OutOfTime => Err(Buffering::now(BufferReason::OutOfTime)),
         Charged::Failed(error) => {
             tracing::warn!(order_id = %id, %error, "payment API failed; buffering the order");
             Err(Buffering::now(BufferReason::PaymentUnavailable))
@@ -98,8 +176,17 @@ fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
     }
 }
 
-/// Buffers the order for `overflow-replay`, answers 202.
-async fn buffer(app: &Pipeline, order: &Order, how: Buffering) -> Result<Value, ChargeError> {
+fn unknown(id: &str) -> Value {
+    json!({
+        "statusCode": 502,
+        "order_id": id,
+        "outcome": "unknown",
+        "error": "the payment API's answer was lost; the order is parked for reconciliation and will not be charged again automatically",
+    })
+}
+
+/// Buffers the order for `overflow-replay`; answers 202 (502 for an outcome unknown).
+async fn buffer(app: &Pipeline, order: &Order, how: Buffering) -> Result<Value, BufferError> {
     let Buffering {
         reason,
         opened_at,
@@ -107,13 +194,14 @@ async fn buffer(app: &Pipeline, order: &Order, how: Buffering) -> Result<Value, 
     } = how;
     let message_id = app.overflow.buffer(order, reason, opened_at, delay).await?;
     tracing::info!(order_id = %order.order_id, reason = reason.as_str(), %message_id, "order buffered");
-    let mut response = json!({
-        "statusCode": 202,
-        "buffered": true,
-        "reason": reason.as_str(),
-        "order_id": order.order_id,
-        "message_id": message_id,
-    });
+    let mut response = match reason {
+        BufferReason::OutcomeUnrecorded => unknown(&order.order_id),
+        _ => json!({"statusCode": 202}),
+    };
+    response["buffered"] = json!(true);
+    response["reason"] = json!(reason.as_str());
+    response["order_id"] = json!(order.order_id);
+    response["message_id"] = json!(message_id);
     if reason == BufferReason::CircuitOpen {
         response["circuit"] = json!(payment_pipeline::CIRCUIT);
     }

@@ -3,19 +3,23 @@
 //! open, or when the invocation's remaining time is too short to start another record, the
 //! record is deferred: sent again with a delay (until the circuit may admit a probe, at
 //! most 900 s) and deleted, so waiting never spends its receive budget. A failed charge
-//! (5xx, 429, unreachable, the ledger unavailable) is deferred too, with a doubling delay,
-//! up to `REPLAY_MAX_FAILURES` times in a row (default 5; meeting the open circuit starts
-//! the count over). A refusal (4xx other than 429) is final: recorded as declined and
-//! deleted. Only a record that fails on its own (not an order, a charge that failed too
-//! often) is reported as a batch item failure, and reaches the DLQ after `maxReceiveCount`.
+//! (5xx, 429, a systemic refusal, unreachable, the ledger unavailable) is deferred too,
+//! with a doubling delay, up to `REPLAY_MAX_FAILURES` times in a row (default 5; meeting the
+//! open circuit starts the count over). An order-level decline (402, 422 with a decline
+//! code) is final: recorded as declined and deleted. A record is deleted only when its
+//! outcome is durable elsewhere; one that fails on its own (not an order, a charge that
+//! failed too often, an order id taken by another order, an order older than
+//! `REPLAY_MAX_ORDER_AGE_SECS`, an outcome unknown the ledger could not park) is reported
+//! as a batch item failure, and reaches the DLQ after `maxReceiveCount`.
 //!
-//! Environment (docs/functions.md): `PAYMENT_API_URL`, `PAYMENT_TIMEOUT_MS`,
-//! `OVERFLOW_QUEUE_URL`, `SQS_OPERATION_TIMEOUT_MS`, `LEDGER_TABLE`, `LEDGER_*`,
-//! `REPLAY_MAX_FAILURES`, `CIRCUIT_BREAKER_TABLE` and the `CIRCUIT_*` tunables of
-//! `circuit-env`. The event source mapping needs `FunctionResponseTypes:
-//! [ReportBatchItemFailures]`.
+//! Environment (docs/functions.md): `PAYMENT_API_URL`, `PAYMENT_API_ALLOW_HTTP_HOST`,
+//! `PAYMENT_TIMEOUT_MS`, `OVERFLOW_QUEUE_URL`, `SQS_OPERATION_TIMEOUT_MS`, `LEDGER_TABLE`,
+//! `LEDGER_*`, `REPLAY_MAX_FAILURES`, `REPLAY_MAX_ORDER_AGE_SECS`, `CIRCUIT_BREAKER_TABLE`
+//! and the `CIRCUIT_*` tunables of `circuit-env`. The event source mapping needs
+//! `FunctionResponseTypes: [ReportBatchItemFailures]`.
 #![forbid(unsafe_code)]
 
+mod record;
 mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
@@ -33,6 +37,21 @@ async fn main() -> Result<(), Error> {
         // Guarded charges are abandoned before the invocation's deadline (counted, their
         // outcome parked as unknown) rather than dying with it.
         let records = &event.payload.records;
+        let left = event
+            .context
+            .deadline()
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        if let Err(error) = app.pipeline.check_lease(left) {
+            // Every record stays in the queue (and reaches the DLQ): none is charged under
+            // settings that could park a running charge as unknown.
+            tracing::error!(%error, "invalid configuration: the batch is not charged");
+            let mut response = SqsBatchResponse::default();
+            for record in records {
+                response.add_failure(record.message_id.clone().unwrap_or_default());
+            }
+            return Ok(response);
+        }
         let replay = app.replay(records, event.context.deadline());
         let outcome = deadline::scope(event.context.deadline, replay).await;
         tracing::info!(
@@ -50,6 +69,12 @@ async fn main() -> Result<(), Error> {
     .await
 }
 
+/// Default `REPLAY_MAX_ORDER_AGE_SECS`: 7 days, half the queues' 14-day retention, so an
+/// order that could not be charged for a week reaches the DLQ with a week to spare.
+const DEFAULT_MAX_ORDER_AGE_SECS: u64 = 7 * 86_400;
+/// Its maximum: 13 days, a day short of the retention, for the receives that move it to the DLQ.
+const MAX_ORDER_AGE_SECS: u64 = 13 * 86_400;
+
 /// The replay's settings, checked before the first invocation.
 fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
     Ok(App {
@@ -57,5 +82,11 @@ fn app_from_env(aws: &aws_config::SdkConfig) -> Result<App, String> {
         circuit: circuit_env::circuit_config(),
         max_failures: circuit_env::setting::number("REPLAY_MAX_FAILURES", 5, 1..=100)
             .map_err(|e| e.to_string())?,
+        max_order_age: circuit_env::setting::secs(
+            "REPLAY_MAX_ORDER_AGE_SECS",
+            DEFAULT_MAX_ORDER_AGE_SECS,
+            60..=MAX_ORDER_AGE_SECS,
+        )
+        .map_err(|e| e.to_string())?,
     })
 }

@@ -11,7 +11,14 @@ use std::time::{Duration, SystemTime};
 use aws_lambda_events::event::sqs::SqsMessage;
 use payment_pipeline::clock::unix_now;
 use payment_pipeline::overflow::MAX_DELAY;
-use payment_pipeline::{Charged, Deferral, FailureCount, Order, Pipeline};
+use payment_pipeline::{Charged, FailureCount, Pipeline};
+
+use crate::record::{age, deferral, order_of};
+
+/// The breaker's store calls one guarded call may make: a read, a write.
+const STORE_CALLS: u32 = 2;
+/// The ledger calls one record may make: put, read, park and read back; settle and read back.
+const LEDGER_CALLS: u32 = 6;
 
 /// What every invocation shares: built once in `main`.
 #[derive(Debug)]
@@ -23,6 +30,9 @@ pub struct App {
     /// `REPLAY_MAX_FAILURES`: failed charges a record is deferred after before it is
     /// reported failed (and so, after `maxReceiveCount` more, reaches the DLQ).
     pub max_failures: u64,
+    /// `REPLAY_MAX_ORDER_AGE_SECS`: an order first buffered longer ago is not charged but
+    /// reported failed, so it reaches the DLQ (alarmed) instead of being deferred forever.
+    pub max_order_age: Duration,
 }
 
 /// What became of one record.
@@ -50,11 +60,14 @@ pub struct BatchOutcome {
 }
 
 impl App {
-    /// The time one record may need in the worst case: claim, charge, settle, and the
-    /// deferral of the rest.
+    /// The time one record may need in the worst case: the breaker's own store calls (a
+    /// read of the circuit's state, a write of a transition), the claim (its put, the read
+    /// of the item it met, parking a stale attempt and reading it back), the charge, its
+    /// settle (and the read back of a park), and the deferral of the rest.
     pub fn record_budget(&self) -> Duration {
-        self.pipeline.payments.timeout()
-            + self.pipeline.ledger.timeout() * 2
+        self.circuit.store_timeout() * STORE_CALLS
+            + self.pipeline.ledger.timeout() * LEDGER_CALLS
+            + self.pipeline.payments.timeout()
             + self.pipeline.overflow.timeout()
     }
 
@@ -127,43 +140,64 @@ impl App {
     /// One record; also returns how long the rest of the batch must wait when the circuit
     /// turned out to be open.
     async fn replay_record(&self, record: &SqsMessage) -> (Fate, Option<Duration>) {
-        let body = record.body.as_deref().unwrap_or_default();
-        let order = match serde_json::from_str(body)
-            .map_err(|e| format!("the message body is not JSON: {e}"))
-            .and_then(|payload| {
-                Order::from_payload(unwrap_destination_record(payload)).map_err(|e| e.to_string())
-            }) {
+        let order = match order_of(record) {
             Ok(order) => order,
             Err(error) => return (Fate::Fail(error), None),
         };
-        match self
+        if let Some(age) = age(record, unix_now()).filter(|age| *age > self.max_order_age.as_secs())
+        {
+            tracing::error!(order_id = %order.order_id, age, "order buffered longer than REPLAY_MAX_ORDER_AGE_SECS: not charged, left for the DLQ");
+            return (
+                Fate::Fail(format!(
+                    "buffered {age} s ago, longer than REPLAY_MAX_ORDER_AGE_SECS={}",
+                    self.max_order_age.as_secs()
+                )),
+                None,
+            );
+        }
+        let charged = self
             .pipeline
             .payments
             .charge_once(&self.pipeline.ledger, &order)
-            .await
-        {
-            Charged::Now(_) => (Fate::Done("charged"), None),
-            Charged::Before => (Fate::Done("already charged: duplicate dropped"), None),
-            Charged::Declined(error) => {
-                tracing::warn!(order_id = %order.order_id, %error, "declined by the payment API: final");
-                (Fate::Done("declined"), None)
-            }
-            Charged::DeclinedBefore => (Fate::Done("already declined: duplicate dropped"), None),
-            Charged::Unknown => (Fate::Done("outcome unknown: parked in the ledger"), None),
-            Charged::InFlight { lease_until } => (
-                Fate::Defer(
-                    Duration::from_secs(lease_until.saturating_sub(unix_now())),
-                    FailureCount::Keep,
-                ),
-                None,
+            .await;
+        if let Charged::Declined(error) = &charged {
+            tracing::warn!(order_id = %order.order_id, %error, "declined by the payment API: final");
+        }
+        self.fate(charged)
+    }
+
+    /// What becomes of a record whose charge ended so. Deleted only when the outcome is
+    /// durable elsewhere (the ledger, the payment API); kept (deferred, or left in the
+    /// queue for the DLQ) otherwise.
+    fn fate(&self, charged: Charged) -> (Fate, Option<Duration>) {
+        let fate = match charged {
+            Charged::Now(_) => Fate::Done("charged"),
+            Charged::Before => Fate::Done("already charged: duplicate dropped"),
+            Charged::Declined(_) => Fate::Done("declined"),
+            Charged::DeclinedBefore => Fate::Done("already declined: duplicate dropped"),
+            Charged::Unknown => Fate::Done("outcome unknown: parked in the ledger"),
+            Charged::InFlight { lease_until } => Fate::Defer(
+                Duration::from_secs(lease_until.saturating_sub(unix_now())),
+                FailureCount::Keep,
             ),
             Charged::CircuitOpen(open) => {
                 let delay = self.wait_for_probe(open.circuit.opened_at);
-                (Fate::Defer(delay, FailureCount::Reset), Some(delay))
+                return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
             }
-            Charged::Failed(error) => (Fate::Retry(error.to_string()), None),
-            Charged::LedgerUnavailable(error) => (Fate::Retry(error.to_string()), None),
-        }
+            Charged::OutOfTime => Fate::Defer(Duration::ZERO, FailureCount::Keep),
+            Charged::Failed(error) => Fate::Retry(error.to_string()),
+            Charged::LedgerUnavailable(error) => Fate::Retry(error.to_string()),
+            Charged::Unrecorded { .. } => Fate::Fail(
+                "outcome unknown and not parked (the ledger failed): kept until a later receive parks it"
+                    .to_owned(),
+            ),
+            Charged::Abandoned(error) => Fate::Fail(format!("charge abandoned: {error}")),
+            Charged::Conflict => Fate::Fail(
+                "the order id belongs to another order (another amount, currency or customer): kept for a human"
+                    .to_owned(),
+            ),
+        };
+        (fate, None)
     }
 
     /// Until the open circuit may admit a probe: its recovery instant, or, once that has
@@ -171,7 +205,9 @@ impl App {
     /// age, a second, jitter). At least a second, at most SQS's 900.
     fn wait_for_probe(&self, opened_at: Option<u64>) -> Duration {
         let now = unix_now();
-        let recovery_at = opened_at.unwrap_or(now) + self.circuit.recovery_timeout().as_secs();
+        let recovery_at = opened_at
+            .unwrap_or(now)
+            .saturating_add(self.circuit.recovery_timeout().as_secs());
         let wait = if recovery_at > now {
             Duration::from_secs(recovery_at - now)
         } else {
@@ -183,60 +219,60 @@ impl App {
     }
 }
 
-/// A record of `charge`'s on-failure destination carries the event in `requestPayload`
-/// (next to `requestContext`, `responsePayload`): moved here as is, it is that order.
-fn unwrap_destination_record(mut payload: serde_json::Value) -> serde_json::Value {
-    let wrapped = payload.get("requestContext").is_some()
-        && payload
-            .get("requestPayload")
-            .is_some_and(serde_json::Value::is_object);
-    if wrapped {
-        payload["requestPayload"].take()
-    } else {
-        payload
-    }
-}
-
-fn deferral(record: &SqsMessage, delay: Duration, failures: FailureCount) -> Deferral {
-    Deferral {
-        message_id: record.message_id.clone().unwrap_or_default(),
-        body: record.body.clone().unwrap_or_default(),
-        attributes: record
-            .message_attributes
-            .iter()
-            .filter_map(|(name, attribute)| {
-                Some((
-                    name.clone(),
-                    (
-                        attribute.data_type.clone()?,
-                        attribute.string_value.clone()?,
-                    ),
-                ))
-            })
-            .collect(),
-        delay,
-        failures,
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use payment_pipeline::{Ledger, OverflowQueue, PaymentClient};
 
     use super::*;
 
+    fn app() -> App {
+        let aws = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let second = Duration::from_secs(1);
+        App {
+            pipeline: Pipeline {
+                payments: PaymentClient::new("https://pay.example.com/charges", second * 2, None)
+                    .unwrap(),
+                ledger: Ledger::new(&aws, "ledger".into(), second * 60, second * 86_400, second),
+                overflow: OverflowQueue::new(&aws, "https://sqs/1/q".into(), second),
+            },
+            circuit: breaker_runtime::CircuitBreakerConfig::builder()
+                .store_timeout(Duration::from_millis(500))
+                .build()
+                .unwrap(),
+            max_failures: 5,
+            max_order_age: second * 86_400,
+        }
+    }
+
     #[test]
-    fn an_on_failure_destination_record_is_the_order_it_carries() {
-        let order = json!({"order_id": "o-1", "amount": 5, "currency": "EUR"});
-        let record = json!({
-            "version": "1.0",
-            "requestContext": {"condition": "RetriesExhausted"},
-            "requestPayload": order,
-            "responsePayload": {"errorType": "BufferFailed"},
-        });
-        assert_eq!(unwrap_destination_record(record), order);
-        // An order that merely has such a field stays as it is.
-        let odd = json!({"order_id": "o-2", "requestPayload": {"x": 1}});
-        assert_eq!(unwrap_destination_record(odd.clone()), odd);
+    fn a_possibly_charged_order_that_is_not_parked_is_never_deleted() {
+        let app = app();
+        let (fate, _) = app.fate(Charged::Unrecorded { lease_until: 1 });
+        assert!(matches!(fate, Fate::Fail(_)), "{fate:?}");
+        // Parked with its metric: the ledger holds it; the record may go.
+        assert!(matches!(app.fate(Charged::Unknown).0, Fate::Done(_)));
+    }
+
+    #[test]
+    fn a_reused_order_id_is_kept_for_a_human_not_dropped_as_a_duplicate() {
+        let (fate, _) = app().fate(Charged::Conflict);
+        assert!(
+            matches!(fate, Fate::Fail(ref why) if why.contains("another order")),
+            "{fate:?}"
+        );
+    }
+
+    #[test]
+    fn the_record_budget_counts_the_breakers_store_calls_and_every_ledger_round_trip() {
+        // 2 × 0.5 s store + 6 × 1 s ledger + 2 s payment + 1 s SQS.
+        assert_eq!(app().record_budget(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn an_opened_at_far_in_the_future_saturates() {
+        let wait = app().wait_for_probe(Some(u64::MAX));
+        assert_eq!(wait, MAX_DELAY);
     }
 }

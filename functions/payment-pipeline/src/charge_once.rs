@@ -1,12 +1,13 @@
-//! The charge both functions make: claim the order in the ledger, charge it through the
-//! `payment-backend` circuit, record the outcome. Whatever delivers an order twice (SQS,
-//! an SDK retry, a Lambda retry, a redelivered batch), only one copy reaches the API.
+//! The charge both functions make: once the `payment-backend` circuit admits it, claim the
+//! order in the ledger, charge it, record the outcome. Whatever delivers an order twice
+//! (SQS, an SDK retry, a Lambda retry, a redelivered batch), only one copy reaches the API;
+//! a copy the circuit rejects writes nothing.
 
 use breaker_runtime::CircuitBreakerOpenError;
 
-use crate::ledger::{Claim, Ledger, LedgerError, Settlement};
+use crate::ledger::{Ledger, LedgerError, Phase, Progress, Settlement};
 use crate::order::Order;
-use crate::payments::{GuardedPaymentError, PaymentClient, PaymentError, Receipt};
+use crate::payments::{PaymentClient, PaymentError, Receipt};
 
 /// How a charge through the ledger ended.
 #[derive(Debug)]
@@ -15,7 +16,7 @@ pub enum Charged {
     Now(Receipt),
     /// Another copy charged it already: nothing sent.
     Before,
-    /// The payment API refused it now (4xx other than 429): recorded as declined. Final.
+    /// The payment API declined this order now: recorded as declined. Final.
     Declined(PaymentError),
     /// Declined before: nothing sent.
     DeclinedBefore,
@@ -24,24 +25,77 @@ pub enum Charged {
         /// When its lease runs out.
         lease_until: u64,
     },
-    /// The outcome of an attempt (this one or an earlier) is unknown: parked with an alarm,
-    /// never charged blindly again.
+    /// The outcome of an attempt (this one or an earlier) is unknown: parked with its
+    /// `PaymentOutcomeUnknown` metric, never charged blindly again.
     Unknown,
-    /// The circuit is open: nothing sent, the claim released.
+    /// The outcome is unknown and could not be parked (the ledger failed): the claim stays
+    /// `in_progress` until `lease_until`. Keep the order (its record, a buffered copy): the
+    /// copy that meets the expired claim parks it, with its metric.
+    Unrecorded {
+        /// When the claim's lease runs out.
+        lease_until: u64,
+    },
+    /// The order id is taken by another order (another amount, currency or customer):
+    /// nothing sent. Not a duplicate; a human decides.
+    Conflict,
+    /// The circuit is open: nothing sent, nothing written.
     CircuitOpen(CircuitBreakerOpenError),
-    /// The payment API failed without charging (5xx, 429, unreachable): the claim released.
+    /// The guarded call was abandoned at its deadline; [`PaymentClient::charge_once`] turns
+    /// it into what the attempt had reached (never returned by it).
+    Abandoned(CircuitBreakerOpenError),
+    /// Too little time was left to send the charge: nothing sent, the claim released.
+    OutOfTime,
+    /// The payment API failed without charging (5xx, 429, a systemic refusal,
+    /// unreachable): the claim released.
     Failed(PaymentError),
     /// The ledger could not be read or written: nothing sent.
     LedgerUnavailable(LedgerError),
 }
 
+/// An admitted attempt that did not charge: the answer, and whether it counts against the
+/// payment API's health (only an unwell API does, never the ledger or a duplicate).
+#[derive(Debug)]
+pub struct NotCharged {
+    /// What became of the order.
+    pub charged: Charged,
+    /// True when the payment API failed: it counts toward opening the circuit.
+    pub api_unwell: bool,
+}
+
+impl NotCharged {
+    fn answer(charged: Charged) -> Self {
+        Self {
+            charged,
+            api_unwell: false,
+        }
+    }
+}
+
+/// The circuit's classifier: only an unwell payment API counts toward opening.
+pub fn payment_api_unwell(outcome: &NotCharged) -> bool {
+    outcome.api_unwell
+}
+
+/// The breaker's error sorted by what it says about the payment API: a rejection never
+/// called it, an abandoned call may have.
+impl From<CircuitBreakerOpenError> for NotCharged {
+    fn from(error: CircuitBreakerOpenError) -> Self {
+        Self::answer(match error.abandoned {
+            Some(_) => Charged::Abandoned(error),
+            None => Charged::CircuitOpen(error),
+        })
+    }
+}
+
 impl PaymentClient {
-    /// Charges `order` at most once across every copy of it, through the ledger.
+    /// Charges `order` at most once across every copy of it, through the ledger, behind
+    /// the `payment-backend` circuit: the claim is written only once the circuit admitted
+    /// the call.
     ///
     /// ```no_run
     /// # async fn demo(payments: payment_pipeline::PaymentClient, ledger: payment_pipeline::Ledger) {
     /// use payment_pipeline::{Charged, Order};
-    /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"})).unwrap();
+    /// let order = Order::parse(r#"{"order_id": "o-1", "amount": 5, "currency": "EUR"}"#).unwrap();
     /// match payments.charge_once(&ledger, &order).await {
     ///     Charged::Now(receipt) => println!("charged: {}", receipt.body),
     ///     Charged::Before => println!("a duplicate: nothing sent"),
@@ -50,49 +104,56 @@ impl PaymentClient {
     /// # }
     /// ```
     pub async fn charge_once(&self, ledger: &Ledger, order: &Order) -> Charged {
-        let attempt = match ledger.claim(&order.order_id).await {
-            Ok(Claim::Claimed(attempt)) => attempt,
-            Ok(Claim::Charged) => return Charged::Before,
-            Ok(Claim::Declined) => return Charged::DeclinedBefore,
-            Ok(Claim::InFlight { lease_until }) => return Charged::InFlight { lease_until },
-            Ok(Claim::Unknown) => return Charged::Unknown,
-            Err(error) => return Charged::LedgerUnavailable(error),
-        };
-        let (outcome, detail, charged) = match self.charge_guarded(order).await {
-            Ok(receipt) => (
-                Settlement::Charged,
-                receipt.body.to_string(),
-                Charged::Now(receipt),
-            ),
-            Err(GuardedPaymentError::CircuitOpen(open)) => (
-                Settlement::NotCharged,
-                String::new(),
-                Charged::CircuitOpen(open),
-            ),
-            Err(error @ GuardedPaymentError::Abandoned(_)) => {
-                tracing::error!(order_id = %order.order_id, %error, "charge abandoned at its deadline, outcome unknown: parked in the ledger");
-                (Settlement::Unknown, error.to_string(), Charged::Unknown)
-            }
-            Err(GuardedPaymentError::Payment(error @ PaymentError::Refused { .. })) => (
-                Settlement::Declined,
-                error.to_string(),
-                Charged::Declined(error),
-            ),
-            Err(GuardedPaymentError::Payment(error)) if error.outcome_known() => (
-                Settlement::NotCharged,
-                error.to_string(),
-                Charged::Failed(error),
-            ),
-            Err(GuardedPaymentError::Payment(error)) => {
-                tracing::error!(order_id = %order.order_id, %error, "charge outcome unknown: parked in the ledger");
-                (Settlement::Unknown, error.to_string(), Charged::Unknown)
-            }
-        };
-        if let Err(error) = ledger.settle(&attempt, outcome, &detail).await {
-            // The claim stays in progress; once its lease runs out the order is parked as
-            // unknown (alarmed), which is safe whatever happened.
-            tracing::error!(order_id = %order.order_id, ?outcome, %error, "could not record the outcome in the ledger");
+        let progress = Progress::default();
+        match self.charge_guarded(ledger, order, &progress).await {
+            Ok(receipt) => Charged::Now(receipt),
+            Err(NotCharged {
+                charged: Charged::Abandoned(error),
+                ..
+            }) => settle_abandoned(ledger, order, &progress, &error).await,
+            Err(not_charged) => not_charged.charged,
         }
-        charged
+    }
+}
+
+/// What an attempt dropped at its deadline left behind, settled: a claim never sent is
+/// released, a charge sent is parked as `unknown`, an answer being recorded is recorded.
+async fn settle_abandoned(
+    ledger: &Ledger,
+    order: &Order,
+    progress: &Progress,
+    error: &CircuitBreakerOpenError,
+) -> Charged {
+    let (attempt, settlement, detail) = match progress.phase() {
+        Phase::Idle => return Charged::OutOfTime,
+        Phase::Claiming(attempt) => (attempt, Settlement::NotCharged, String::new()),
+        Phase::Sending(attempt) => (
+            attempt,
+            Settlement::Unknown,
+            format!("charge outcome unknown: {error}"),
+        ),
+        Phase::Settling(attempt, settlement, detail) => (attempt, settlement, detail),
+    };
+    if settlement == Settlement::Unknown {
+        tracing::error!(order_id = %order.order_id, %error, "charge abandoned at its deadline, outcome unknown: parked in the ledger");
+    }
+    match (
+        ledger.settle(&attempt, settlement, &detail).await,
+        settlement,
+    ) {
+        (Ok(()), Settlement::Charged) => Charged::Before,
+        (Ok(()), Settlement::Declined) => Charged::DeclinedBefore,
+        (Ok(()), Settlement::Unknown) => Charged::Unknown,
+        (Ok(()), Settlement::NotCharged) => Charged::OutOfTime,
+        (Err(error), Settlement::NotCharged) => {
+            tracing::warn!(order_id = %order.order_id, %error, "could not release a claim abandoned before sending");
+            Charged::OutOfTime
+        }
+        (Err(error), _) => {
+            tracing::error!(order_id = %order.order_id, ?settlement, %error, "could not record the outcome of an abandoned charge: the order is kept");
+            Charged::Unrecorded {
+                lease_until: attempt.lease_until,
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ pub fn unix_now() -> u64 {
 }
 
 /// Unix milliseconds now.
-pub(crate) fn unix_millis() -> u64 {
+pub fn unix_millis() -> u64 {
     since_epoch().as_millis() as u64
 }
 

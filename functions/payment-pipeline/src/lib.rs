@@ -3,10 +3,12 @@
 //! client and the one guarded call both make through the `payment-backend` circuit
 //! ([`payments`]), the ledger that charges each order once ([`ledger`]), and the overflow
 //! queue where orders wait while they cannot be charged ([`overflow`]).
-//! [`PaymentClient::charge_once`] ties the first three together; [`Pipeline`] builds all
-//! of them from the environment.
+//! [`PaymentClient::charge_admitted`] ties the first three together once the circuit
+//! admitted a charge, [`PaymentClient::charge_once`] puts the circuit around it; [`Pipeline`]
+//! builds all of them from the environment.
 #![forbid(unsafe_code)]
 
+mod admitted;
 mod charge_once;
 pub mod clock;
 pub mod ledger;
@@ -17,12 +19,13 @@ mod pipeline;
 mod sdk;
 mod text;
 
-pub use charge_once::Charged;
-pub use ledger::{Attempt, Claim, Ledger, LedgerError, Settlement};
-pub use order::{InvalidOrder, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
+pub use admitted::MIN_SEND_TIME;
+pub use charge_once::{Charged, NotCharged, payment_api_unwell};
+pub use ledger::{Attempt, Claim, Ledger, LedgerError, Phase, Progress, Settlement};
+pub use order::{InvalidOrder, MAX_AMOUNT_LEN, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
 pub use payments::{
-    CIRCUIT, GuardedPaymentError, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient,
-    PaymentConfigError, PaymentError, Receipt,
+    CIRCUIT, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError, PaymentError,
+    Receipt,
 };
 pub use pipeline::Pipeline;

@@ -2,15 +2,19 @@
 //! validated fields travel on (to the payment API, to the overflow queue): an unknown field
 //! of the event is never forwarded.
 
-use serde_json::{Map, Number, Value};
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// A validated order.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Order {
     /// The caller's id of the order: the ledger's key and the charge's idempotency key.
     pub order_id: String,
-    /// A positive amount in `currency`, exactly as the caller wrote it.
-    pub amount: Number,
+    /// A positive JSON number in `currency`, its text exactly as the caller wrote it
+    /// (`10.50` stays `10.50`, 30 digits stay 30 digits): never parsed into a float.
+    pub amount: String,
     /// An ISO 4217 code, three upper-case letters.
     pub currency: String,
     /// The caller's customer reference, if given.
@@ -30,47 +34,63 @@ pub const MAX_ID_LEN: usize = 128;
 /// always be sent, and a clear error instead of a payload that fails only while open.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024;
 
+/// Longest accepted `amount`, in characters of its JSON text.
+pub const MAX_AMOUNT_LEN: usize = 64;
+
 impl Order {
-    /// Validates `payload` (a JSON object with `order_id`, `amount`, `currency`, optionally
-    /// `customer`; other fields are ignored) of at most [`MAX_EVENT_BYTES`].
+    /// Validates the JSON text `json` (an object with `order_id`, `amount`, `currency`,
+    /// optionally `customer`; other fields are ignored) of at most [`MAX_EVENT_BYTES`]. The
+    /// amount's text is kept as written.
     ///
     /// ```
     /// use payment_pipeline::Order;
-    /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR", "debug": true})).unwrap();
-    /// assert_eq!(order.to_json(), serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}));
-    /// let error = Order::from_payload(serde_json::json!({"order_id": "o-\u{FFFE}", "amount": 5, "currency": "EUR"})).unwrap_err();
+    /// let order = Order::parse(r#"{"order_id": "o-1", "amount": 10.50, "currency": "EUR", "debug": true}"#).unwrap();
+    /// assert_eq!(order.amount, "10.50");
+    /// assert_eq!(order.to_body(), r#"{"order_id":"o-1","amount":10.50,"currency":"EUR"}"#);
+    /// let error = Order::parse(r#"{"order_id": "o-\uFFFE", "amount": 5, "currency": "EUR"}"#).unwrap_err();
     /// assert!(error.to_string().contains("U+FFFE"), "{error}");
     /// ```
-    pub fn from_payload(payload: Value) -> Result<Self, InvalidOrder> {
-        let size = serde_json::to_vec(&payload).map_or(usize::MAX, |json| json.len());
-        if size > MAX_EVENT_BYTES {
+    pub fn parse(json: &str) -> Result<Self, InvalidOrder> {
+        if json.len() > MAX_EVENT_BYTES {
             return Err(invalid(format!(
-                "the event is {size} bytes; at most {MAX_EVENT_BYTES} are accepted"
+                "the event is {} bytes; at most {MAX_EVENT_BYTES} are accepted",
+                json.len()
             )));
         }
-        let Some(fields) = payload.as_object() else {
-            return Err(invalid("the event must be a JSON object"));
+        let fields: BTreeMap<String, &RawValue> =
+            serde_json::from_str(json).map_err(|_| invalid("the event must be a JSON object"))?;
+        let field = |name: &str| -> Option<Value> {
+            fields
+                .get(name)
+                .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
         };
-        let order_id = match fields.get("order_id") {
-            Some(Value::String(id)) => checked_id("order_id", id)?,
+        let order_id = match field("order_id") {
+            Some(Value::String(id)) => checked_id("order_id", &id)?,
             Some(_) => return Err(invalid("order_id must be a string")),
             None => return Err(invalid("order_id is required")),
         };
-        let customer = match fields.get("customer") {
+        let customer = match field("customer") {
             None | Some(Value::Null) => None,
-            Some(Value::String(c)) => Some(checked_id("customer", c)?),
+            Some(Value::String(c)) => Some(checked_id("customer", &c)?),
             Some(_) => return Err(invalid("customer must be a string")),
         };
-        let amount = match fields.get("amount") {
-            Some(Value::Number(n)) if n.as_f64().is_some_and(|a| a.is_finite() && a > 0.0) => {
-                n.clone()
+        let amount = match (fields.get("amount"), field("amount")) {
+            (Some(raw), Some(Value::Number(n)))
+                if n.as_f64().is_some_and(|a| a.is_finite() && a > 0.0)
+                    && raw.get().len() <= MAX_AMOUNT_LEN =>
+            {
+                raw.get().trim().to_owned()
             }
-            Some(_) => return Err(invalid("amount must be a positive number")),
-            None => return Err(invalid("amount is required")),
+            (Some(_), _) => {
+                return Err(invalid(format!(
+                    "amount must be a positive number of at most {MAX_AMOUNT_LEN} characters"
+                )));
+            }
+            (None, _) => return Err(invalid("amount is required")),
         };
-        let currency = match fields.get("currency") {
+        let currency = match field("currency") {
             Some(Value::String(c)) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => {
-                c.clone()
+                c
             }
             Some(_) => {
                 return Err(invalid("currency must be an ISO 4217 code such as \"EUR\""));
@@ -85,16 +105,67 @@ impl Order {
         })
     }
 
-    /// The validated fields as JSON: the body of the charge and of a buffered order.
-    pub fn to_json(&self) -> Value {
-        let mut fields = Map::new();
-        fields.insert("order_id".into(), Value::String(self.order_id.clone()));
-        fields.insert("amount".into(), Value::Number(self.amount.clone()));
-        fields.insert("currency".into(), Value::String(self.currency.clone()));
+    /// [`parse`](Self::parse) of an already parsed event (its numbers as `serde_json` kept
+    /// them).
+    ///
+    /// ```
+    /// use payment_pipeline::Order;
+    /// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR", "debug": true})).unwrap();
+    /// assert_eq!(order.to_json(), serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}));
+    /// ```
+    pub fn from_payload(payload: Value) -> Result<Self, InvalidOrder> {
+        Self::parse(&payload.to_string())
+    }
+
+    /// The validated fields as JSON text, the amount as written: the body of the charge and
+    /// of a buffered order.
+    pub fn to_body(&self) -> String {
+        let text = |value: &str| Value::String(value.to_owned()).to_string();
+        let mut body = format!(
+            r#"{{"order_id":{},"amount":{},"currency":{}"#,
+            text(&self.order_id),
+            self.amount,
+            text(&self.currency)
+        );
         if let Some(customer) = &self.customer {
-            fields.insert("customer".into(), Value::String(customer.clone()));
+            body.push_str(&format!(r#","customer":{}"#, text(customer)));
         }
-        Value::Object(fields)
+        body.push('}');
+        body
+    }
+
+    /// [`to_body`](Self::to_body) parsed (numbers as `serde_json` keeps them).
+    pub fn to_json(&self) -> Value {
+        serde_json::from_str(&self.to_body()).unwrap_or(Value::Null)
+    }
+
+    /// What two copies of one order must agree on: the amount's value (`10.50` and `10.5`
+    /// are one amount), the currency and the customer. A reused id with another key is
+    /// another order.
+    pub fn contents_key(&self) -> String {
+        format!(
+            "{} {} {}",
+            decimal_key(&self.amount),
+            self.currency,
+            self.customer.as_deref().unwrap_or_default()
+        )
+    }
+}
+
+/// `amount` without the zeros that do not change its value (leading ones, trailing ones
+/// after the point); an exponent form is kept as written.
+fn decimal_key(amount: &str) -> String {
+    if amount.contains(['e', 'E']) {
+        return amount.to_owned();
+    }
+    let (whole, fraction) = amount.split_once('.').unwrap_or((amount, ""));
+    let whole = whole.trim_start_matches('0');
+    let fraction = fraction.trim_end_matches('0');
+    let whole = if whole.is_empty() { "0" } else { whole };
+    if fraction.is_empty() {
+        whole.to_owned()
+    } else {
+        format!("{whole}.{fraction}")
     }
 }
 
@@ -135,7 +206,7 @@ mod tests {
         let payload = json!({"order_id": "o-1", "amount": 12.5, "currency": "EUR", "customer": "c-1", "card": "4111"});
         let order = Order::from_payload(payload).unwrap();
         assert_eq!(order.order_id, "o-1");
-        assert_eq!(order.amount.as_f64(), Some(12.5));
+        assert_eq!(order.amount, "12.5");
         assert_eq!(order.currency, "EUR");
         assert_eq!(
             order.to_json(),
@@ -211,5 +282,55 @@ mod tests {
         .unwrap();
         assert_eq!(order.order_id, "commande-é-日本-😀");
         assert!(!is_noncharacter('\u{FFFD}'));
+    }
+
+    #[test]
+    fn amounts_travel_exactly_as_the_caller_wrote_them() {
+        for amount in [
+            "10.50",
+            "12345678901234567890.123456789",
+            "0.10",
+            "7",
+            "1e2",
+        ] {
+            let order = Order::parse(&format!(
+                r#"{{"order_id": "o-1", "amount": {amount}, "currency": "EUR"}}"#
+            ))
+            .unwrap();
+            assert_eq!(order.amount, amount);
+            assert!(
+                order.to_body().contains(&format!(r#""amount":{amount},"#)),
+                "{}",
+                order.to_body()
+            );
+            // The buffered body parses back to the same order.
+            assert_eq!(Order::parse(&order.to_body()).unwrap(), order);
+        }
+    }
+
+    #[test]
+    fn one_amount_written_two_ways_has_one_contents_key() {
+        let order = |amount: &str, customer: &str| {
+            Order::parse(&format!(
+                r#"{{"order_id": "o-1", "amount": {amount}, "currency": "EUR", "customer": "{customer}"}}"#
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            order("10.50", "c").contents_key(),
+            order("10.5", "c").contents_key()
+        );
+        assert_eq!(
+            order("10", "c").contents_key(),
+            order("10.000", "c").contents_key()
+        );
+        assert_ne!(
+            order("10.5", "c").contents_key(),
+            order("10.51", "c").contents_key()
+        );
+        assert_ne!(
+            order("10.5", "c").contents_key(),
+            order("10.5", "d").contents_key()
+        );
     }
 }

@@ -6,5 +6,6 @@
 mod charge;
 mod cost_report;
 mod deadlines;
+mod outcomes;
 mod pipeline;
 mod support;

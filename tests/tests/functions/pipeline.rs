@@ -253,7 +253,13 @@ async fn duplicates_from_sqs_sdk_retries_lambda_retries_and_redelivered_batches_
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_attempt_killed_mid_call_is_parked_as_unknown_with_an_alarm_never_charged_again() {
     let stack = SampleStack::start().await.unwrap();
-    let short_lease = [("LEDGER_LEASE_SECS", "1".to_owned())];
+    // A lease of 3 s that still outlasts an attempt: a 0.9 s charge between a put and a
+    // settle of up to 1 s each.
+    let short_lease = [
+        ("LEDGER_LEASE_SECS", "3".to_owned()),
+        ("LEDGER_OPERATION_TIMEOUT_MS", "1000".to_owned()),
+        ("PAYMENT_TIMEOUT_MS", "900".to_owned()),
+    ];
     let replay = Arc::new(
         stack
             .start_function("overflow-replay", LogEcho::Stderr, &short_lease)
@@ -264,7 +270,7 @@ async fn an_attempt_killed_mid_call_is_parked_as_unknown_with_an_alarm_never_cha
     let (error_type, status) = crash_mid_charge(&stack, &replay, &event).await;
     assert_eq!(error_type, EXIT_ERROR);
     assert_eq!(status.as_deref(), Some("in_progress"));
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
 
     // The lease ran out: the outcome is unknown. Parked and alarmed, the record deleted.
     let response = replay
@@ -387,8 +393,9 @@ async fn a_slow_api_makes_replay_stop_starting_records_before_its_deadline() {
         .start_function("overflow-replay", LogEcho::Stderr, &[])
         .await
         .unwrap();
-    // Budget per record: payment 2 s + ledger 2 × 1.5 s + SQS 1.5 s = 6.5 s. With 9 s and
-    // a 1 s API, two records start; the other eight are deferred, none fails.
+    // Budget per record: store 2 × 1 s + ledger 6 × 1.5 s + payment 2 s + SQS 1.5 s =
+    // 14.5 s. With 9 s and a 1 s API, the first record starts (its payment call fits); the
+    // others are deferred, none fails.
     replay.set_timeout(Duration::from_secs(9));
     stack.payments.set_latency(Duration::from_secs(1));
     let orders: Vec<Value> = (0..10).map(|n| order("slow", n)).collect();
@@ -455,6 +462,12 @@ async fn an_invalid_setting_stops_each_function_at_start_naming_it() {
     for (function, variable, value) in [
         ("charge", "PAYMENT_TIMEOUT_MS", "0"),
         ("charge", "SQS_OPERATION_TIMEOUT_MS", "soon"),
+        (
+            "charge",
+            "PAYMENT_API_URL",
+            "http://pay.example.com/charges",
+        ),
+        ("overflow-replay", "REPLAY_MAX_ORDER_AGE_SECS", "1300000"),
         ("overflow-replay", "CIRCUIT_FAILURE_THRESHOLD", "five"),
         ("overflow-replay", "REPLAY_MAX_FAILURES", "0"),
         ("cost-report", "CE_MAX_ATTEMPTS", "0"),

@@ -1,12 +1,16 @@
 //! What the function tests ask of the stack again and again: a function started with the
 //! stack's environment, the sample events, queue depths and draining the overflow queue
-//! through `overflow-replay`, as its event source would.
+//! through `overflow-replay`, as its event source would, and a payment API that keeps the
+//! bodies it receives as sent.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use devstack::harness::function_process::{FunctionProcess, LogEcho};
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::Value;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
 
 /// Function `name` against `stack`, its environment as [`SampleStack::function_env`]
 /// sets it, its logs on stderr.
@@ -61,4 +65,64 @@ pub async fn drain(stack: &SampleStack, replay: &FunctionProcess, within: Durati
         failed += stack.replay_once(replay).await.unwrap().failed;
     }
     failed
+}
+
+/// A payment API that keeps each request body as the bytes it received (the stub of
+/// `SampleStack` parses them, which would hide how a number was written) and charges
+/// every request: 201 with a receipt.
+pub struct RawPaymentApi {
+    url: String,
+    bodies: Arc<Mutex<Vec<String>>>,
+}
+
+impl RawPaymentApi {
+    /// Listens on a free loopback port.
+    pub async fn start() -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/charges", listener.local_addr().unwrap());
+        let bodies = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&bodies);
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let seen = Arc::clone(&seen);
+                tokio::spawn(async move {
+                    let mut reader = BufReader::new(stream);
+                    let mut length = 0;
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).await.unwrap_or(0) > 2 {
+                        if let Some((name, value)) = line.split_once(':')
+                            && name.eq_ignore_ascii_case("content-length")
+                        {
+                            length = value.trim().parse().unwrap_or(0);
+                        }
+                        line.clear();
+                    }
+                    let mut body = vec![0; length];
+                    if reader.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    seen.lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&body).into_owned());
+                    let receipt = r#"{"id":"ch_raw"}"#;
+                    let response = format!(
+                        "HTTP/1.1 201 Created\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{receipt}",
+                        receipt.len()
+                    );
+                    let _ = reader.into_inner().write_all(response.as_bytes()).await;
+                });
+            }
+        });
+        Self { url, bodies }
+    }
+
+    /// `PAYMENT_API_URL`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// Every request body received, as sent.
+    pub fn bodies(&self) -> Vec<String> {
+        self.bodies.lock().unwrap().clone()
+    }
 }

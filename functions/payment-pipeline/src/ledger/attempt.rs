@@ -7,6 +7,9 @@ pub struct Attempt {
     pub order_id: String,
     /// This attempt's id.
     pub attempt_id: String,
+    /// When its claim's lease runs out (Unix seconds): the attempt must be settled by then,
+    /// or a later copy takes it for a dead one and parks the order as `unknown`.
+    pub lease_until: u64,
 }
 
 /// How an attempt ended, as the ledger records it: what became of the order, not whether
@@ -15,7 +18,7 @@ pub struct Attempt {
 pub enum Settlement {
     /// The payment API charged the order.
     Charged,
-    /// The payment API refused it: final.
+    /// The payment API declined it: final.
     Declined,
     /// Not charged, and known not to be: the item is deleted so a later copy may charge.
     NotCharged,

@@ -11,9 +11,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::attempt::{Attempt, Settlement};
 use super::claim::{Claim, Found, found};
-use super::item::{MAX_DETAIL_BYTES, n, s};
+use super::item::{MAX_DETAIL_BYTES, n, s, text};
 use super::outcome_unknown::log_outcome_unknown;
+use super::progress::{Phase, Progress};
 use crate::clock::unix_now;
+use crate::order::Order;
 use crate::sdk::operation_timeouts;
 use crate::text::truncate;
 
@@ -34,7 +36,8 @@ const DEFAULT_TTL_DAYS: u64 = 60;
 ///
 /// let ledger = Ledger::new(&sdk, "orders-ledger".into(), Duration::from_secs(60),
 ///     Duration::from_secs(60 * 86_400), Duration::from_secs(3));
-/// if let Claim::Claimed(attempt) = ledger.claim("o-1").await? {
+/// let order = payment_pipeline::Order::parse(r#"{"order_id": "o-1", "amount": 5, "currency": "EUR"}"#)?;
+/// if let Claim::Claimed(attempt) = ledger.claim(&order, &Default::default()).await? {
 ///     // ... charge the order, then:
 ///     ledger.settle(&attempt, Settlement::Charged, "ch_1").await?;
 /// }
@@ -47,6 +50,17 @@ pub struct Ledger {
     lease: Duration,
     ttl: Duration,
     timeout: Duration,
+}
+
+/// The condition every write after the call makes: the item is still this attempt's claim.
+const HELD: &str = "attempt_id = :attempt AND #status = :in_progress";
+
+/// A conditional write that did not hold, or failed.
+enum Conditional {
+    /// The item was no longer this attempt's claim.
+    Failed,
+    /// DynamoDB failed.
+    Error(LedgerError),
 }
 
 /// DynamoDB failed: nothing may be charged without the ledger.
@@ -73,7 +87,8 @@ impl Ledger {
         Self::on_client(Client::from_conf(config), table, lease, ttl, timeout)
     }
 
-    fn on_client(
+    /// The ledger on a DynamoDB client built elsewhere.
+    pub(crate) fn on_client(
         dynamodb: Client,
         table: String,
         lease: Duration,
@@ -120,16 +135,23 @@ impl Ledger {
         self.lease
     }
 
-    /// Claims `order_id` for one attempt, or says why it must not be charged now.
-    pub async fn claim(&self, order_id: &str) -> Result<Claim, LedgerError> {
-        // A claim can vanish between the failed put and the read (its attempt released it):
-        // then put again. Three rounds cover any realistic race.
+    /// Claims `order` for one attempt, or says why it must not be charged now.
+    /// Each attempt is recorded in `progress` before its put, so a caller whose future was
+    /// dropped can release a put that may have landed.
+    pub async fn claim(&self, order: &Order, progress: &Progress) -> Result<Claim, LedgerError> {
+        let order_id = order.order_id.as_str();
+        let contents = order.contents_key();
+        // A claim can vanish between the failed put and the read (its attempt released it),
+        // or a stale attempt can settle while it is being parked: then look again. Three
+        // rounds cover any realistic race.
         for _ in 0..3 {
+            let now = unix_now();
             let attempt = Attempt {
                 order_id: order_id.to_owned(),
                 attempt_id: uuid::Uuid::new_v4().to_string(),
+                lease_until: now + self.lease.as_secs(),
             };
-            let now = unix_now();
+            progress.set(Phase::Claiming(attempt.clone()));
             let put = self
                 .dynamodb
                 .put_item()
@@ -138,8 +160,9 @@ impl Ledger {
                 .item("status", s("in_progress"))
                 .item("attempt_id", s(&attempt.attempt_id))
                 .item("idempotency_key", s(order_id))
+                .item("contents", s(&contents))
                 .item("started_at", n(now))
-                .item("lease_until", n(now + self.lease.as_secs()))
+                .item("lease_until", n(attempt.lease_until))
                 .item("expiration", n(now + self.ttl.as_secs()))
                 .condition_expression("attribute_not_exists(order_id)")
                 .send()
@@ -162,14 +185,15 @@ impl Ledger {
             let Some(item) = self.read(order_id).await? else {
                 continue;
             };
-            match found(&item, &attempt, now) {
+            match found(&item, &attempt, &contents, now) {
                 Found::Answer(claim) => return Ok(claim),
                 Found::Expired(stale) => {
                     // Its attempt died mid-call (killed, timed out): the charge may have
-                    // gone through. Park it; never charge it again blindly.
-                    self.settle(&stale, Settlement::Unknown, "its attempt's lease ran out")
-                        .await?;
-                    return Ok(Claim::Unknown);
+                    // gone through. Park it; never charge it again blindly. If it settled
+                    // or released the order meanwhile, what it wrote is the answer: look again.
+                    if self.park(&stale, "its attempt's lease ran out").await? {
+                        return Ok(Claim::Unknown);
+                    }
                 }
             }
         }
@@ -178,26 +202,80 @@ impl Ledger {
         })
     }
 
+    /// Parks `attempt` as `unknown` and counts `PaymentOutcomeUnknown`; true when the item
+    /// now says `unknown` for this attempt (also when an SDK retry's first try wrote it and
+    /// the retry failed its condition), false when the attempt no longer held it.
+    async fn park(&self, attempt: &Attempt, detail: &str) -> Result<bool, LedgerError> {
+        let parked = match self.update_status(attempt, "unknown", detail).await {
+            Ok(()) => true,
+            Err(Conditional::Failed) => self.read(&attempt.order_id).await?.is_some_and(|item| {
+                text(&item, "status") == "unknown"
+                    && text(&item, "attempt_id") == attempt.attempt_id
+            }),
+            Err(Conditional::Error(error)) => return Err(error),
+        };
+        if parked {
+            log_outcome_unknown(&attempt.order_id, detail);
+        } else {
+            tracing::warn!(order_id = %attempt.order_id, "the claim was no longer this attempt's; its record stands");
+        }
+        Ok(parked)
+    }
+
+    /// Sets `status` and `detail` on the item if it is still `attempt`'s claim.
+    async fn update_status(
+        &self,
+        attempt: &Attempt,
+        status: &str,
+        detail: &str,
+    ) -> Result<(), Conditional> {
+        let updated = self
+            .dynamodb
+            .update_item()
+            .table_name(&self.table)
+            .key("order_id", s(&attempt.order_id))
+            .update_expression("SET #status = :status, detail = :detail, settled_at = :now")
+            .condition_expression(HELD)
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_values(":status", s(status))
+            .expression_attribute_values(":detail", s(&truncate(detail, MAX_DETAIL_BYTES)))
+            .expression_attribute_values(":now", n(unix_now()))
+            .expression_attribute_values(":attempt", s(&attempt.attempt_id))
+            .expression_attribute_values(":in_progress", s("in_progress"))
+            .send()
+            .await;
+        match updated {
+            Ok(_) => Ok(()),
+            Err(SdkError::ServiceError(e))
+                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
+            {
+                Err(Conditional::Failed)
+            }
+            Err(e) => Err(Conditional::Error(self.error(e))),
+        }
+    }
+
     /// Records how `attempt` ended; each write holds only if the item is still this
-    /// attempt's claim (a lease that ran out was parked meanwhile: that stands).
+    /// attempt's claim (a lease that ran out was parked meanwhile: that stands). An error
+    /// means nothing was recorded: for [`Settlement::Unknown`] the order must then be kept
+    /// (its record not deleted) until a later copy parks it.
     pub async fn settle(
         &self,
         attempt: &Attempt,
         settlement: Settlement,
         detail: &str,
     ) -> Result<(), LedgerError> {
-        let condition = "attempt_id = :attempt AND #status = :in_progress";
         let status = match settlement {
             Settlement::Charged => "charged",
             Settlement::Declined => "declined",
-            Settlement::Unknown => "unknown",
+            Settlement::Unknown => return self.park(attempt, detail).await.map(|_| ()),
             Settlement::NotCharged => {
                 let deleted = self
                     .dynamodb
                     .delete_item()
                     .table_name(&self.table)
                     .key("order_id", s(&attempt.order_id))
-                    .condition_expression(condition)
+                    .condition_expression(HELD)
                     .expression_attribute_names("#status", "status")
                     .expression_attribute_values(":attempt", s(&attempt.attempt_id))
                     .expression_attribute_values(":in_progress", s("in_progress"))
@@ -214,35 +292,13 @@ impl Ledger {
                 };
             }
         };
-        let updated = self
-            .dynamodb
-            .update_item()
-            .table_name(&self.table)
-            .key("order_id", s(&attempt.order_id))
-            .update_expression("SET #status = :status, detail = :detail, settled_at = :now")
-            .condition_expression(condition)
-            .expression_attribute_names("#status", "status")
-            .expression_attribute_values(":status", s(status))
-            .expression_attribute_values(":detail", s(&truncate(detail, MAX_DETAIL_BYTES)))
-            .expression_attribute_values(":now", n(unix_now()))
-            .expression_attribute_values(":attempt", s(&attempt.attempt_id))
-            .expression_attribute_values(":in_progress", s("in_progress"))
-            .send()
-            .await;
-        match updated {
-            Ok(_) => {
-                if settlement == Settlement::Unknown {
-                    log_outcome_unknown(&attempt.order_id, detail);
-                }
-                Ok(())
-            }
-            Err(SdkError::ServiceError(e))
-                if matches!(e.err(), UpdateItemError::ConditionalCheckFailedException(_)) =>
-            {
+        match self.update_status(attempt, status, detail).await {
+            Ok(()) => Ok(()),
+            Err(Conditional::Failed) => {
                 tracing::warn!(order_id = %attempt.order_id, status, "the claim was no longer this attempt's; its record stands");
                 Ok(())
             }
-            Err(e) => Err(self.error(e)),
+            Err(Conditional::Error(error)) => Err(error),
         }
     }
 
@@ -276,69 +332,4 @@ impl Ledger {
 }
 
 #[cfg(test)]
-mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use aws_sdk_dynamodb::operation::delete_item::DeleteItemOutput;
-    use aws_sdk_dynamodb::types::error::InternalServerError;
-    use aws_smithy_mocks::{RuleMode, mock, mock_client};
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_claim_whose_put_failed_releases_what_it_may_have_written() {
-        let put_attempts = Arc::new(Mutex::new(Vec::new()));
-        let released = Arc::new(Mutex::new(Vec::new()));
-        let put = {
-            let seen = Arc::clone(&put_attempts);
-            mock!(Client::put_item)
-                .match_requests(move |put| {
-                    if let Some(AttributeValue::S(id)) =
-                        put.item().and_then(|i| i.get("attempt_id"))
-                    {
-                        seen.lock().unwrap().push(id.clone());
-                    }
-                    true
-                })
-                .then_error(|| {
-                    PutItemError::InternalServerError(
-                        InternalServerError::builder()
-                            .message("written, answer lost")
-                            .build(),
-                    )
-                })
-        };
-        let delete = {
-            let seen = Arc::clone(&released);
-            mock!(Client::delete_item)
-                .match_requests(move |delete| {
-                    if let Some(AttributeValue::S(id)) = delete
-                        .expression_attribute_values()
-                        .and_then(|v| v.get(":attempt"))
-                    {
-                        seen.lock().unwrap().push(id.clone());
-                    }
-                    true
-                })
-                .then_output(|| DeleteItemOutput::builder().build())
-        };
-        let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&put, &delete]);
-        let ledger = Ledger::on_client(
-            client,
-            "ledger".into(),
-            Duration::from_secs(60),
-            Duration::from_secs(86_400),
-            Duration::from_secs(1),
-        );
-
-        let error = ledger.claim("o-1").await.unwrap_err();
-        assert!(
-            error.to_string().contains("written, answer lost"),
-            "{error}"
-        );
-        let put_attempts = put_attempts.lock().unwrap().clone();
-        assert!(!put_attempts.is_empty());
-        // Only this attempt's own claim is deleted, under the settle condition.
-        assert_eq!(*released.lock().unwrap(), vec![put_attempts[0].clone()]);
-    }
-}
+mod tests;

@@ -13,13 +13,20 @@ pub const MAX_DELAY: Duration = Duration::from_secs(900);
 pub enum BufferReason {
     /// The payment-backend circuit is open.
     CircuitOpen,
-    /// The payment API failed (5xx, 429, unreachable) while the circuit was closed.
+    /// The payment API failed (5xx, 429, a systemic refusal, unreachable) while the circuit
+    /// was closed.
     PaymentUnavailable,
     /// The ledger could not be written: no charge without it.
     LedgerUnavailable,
     /// Another attempt holds the order: buffered until its lease runs out, so that the
     /// order is settled (charged, or parked as unknown) even if that attempt died.
     InFlight,
+    /// The invocation's time ran out before the charge was sent: nothing sent.
+    OutOfTime,
+    /// The charge may have gone through and the ledger could not park it as `unknown`:
+    /// buffered until the claim's lease runs out, so that the copy replayed then parks it
+    /// (with its metric) instead of the order vanishing.
+    OutcomeUnrecorded,
 }
 
 impl BufferReason {
@@ -30,6 +37,8 @@ impl BufferReason {
             Self::PaymentUnavailable => "payment_unavailable",
             Self::LedgerUnavailable => "ledger_unavailable",
             Self::InFlight => "in_flight",
+            Self::OutOfTime => "out_of_time",
+            Self::OutcomeUnrecorded => "outcome_unrecorded",
         }
     }
 }

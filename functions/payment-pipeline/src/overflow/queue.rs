@@ -23,7 +23,7 @@ const DEFAULT_SQS_TIMEOUT_MS: u64 = 3000;
 ///
 /// let queue = OverflowQueue::new(&sdk, "https://sqs.eu-west-1.amazonaws.com/1/overflow".into(),
 ///     Duration::from_secs(3));
-/// let order = Order::from_payload(serde_json::json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}))?;
+/// let order = Order::parse(r#"{"order_id": "o-1", "amount": 5, "currency": "EUR"}"#)?;
 /// let message_id = queue.buffer(&order, BufferReason::CircuitOpen, None, Duration::ZERO).await?;
 /// # Ok(()) }
 /// ```
@@ -89,7 +89,7 @@ impl OverflowQueue {
             .sqs
             .send_message()
             .queue_url(&self.queue_url)
-            .message_body(order.to_json().to_string())
+            .message_body(order.to_body())
             .delay_seconds(delay.min(MAX_DELAY).as_secs() as i32)
             .message_attributes("circuit", attribute("String", CIRCUIT).map_err(&fail)?)
             .message_attributes(

@@ -44,7 +44,21 @@ pub struct Receipt {
     pub body: Value,
 }
 
-/// Why a charge did not go through.
+impl Receipt {
+    /// What the ledger keeps of it: the provider's charge id (`id` or `charge_id`, a code-like
+    /// string), never the rest of the body.
+    pub fn reference(&self) -> String {
+        ["id", "charge_id"]
+            .into_iter()
+            .filter_map(|name| self.body.get(name).and_then(Value::as_str))
+            .find(|id| is_code(id))
+            .map(|id| format!("HTTP {} {id}", self.status))
+            .unwrap_or_else(|| format!("HTTP {}", self.status))
+    }
+}
+
+/// Why a charge did not go through. The display names the status and the provider's error
+/// code, never the response body: it goes to logs and to the ledger's `detail`.
 #[derive(Debug, thiserror::Error)]
 pub enum PaymentError {
     /// No answer within the timeout: the request may have been charged.
@@ -56,29 +70,39 @@ pub enum PaymentError {
     /// The request was sent but the answer was lost (reset, truncated): it may have been charged.
     #[error("payment API connection lost after the request was sent: {0}")]
     Interrupted(String),
-    /// 5xx or 429: the API is unwell or shedding load, and did not charge.
-    #[error("payment API unavailable: HTTP {status}: {body}")]
+    /// Any answer but a charge or this order's decline: 5xx, 429, a redirect, 401/403 (rotated
+    /// credentials, a WAF rule), 404 (a wrong path), 408, 409, 400 or a 422 without a decline
+    /// code. The API is unwell or refuses every order alike; it did not charge this one.
+    #[error("payment API unavailable: HTTP {status}{}", code_suffix(code))]
     Unavailable {
         /// The HTTP status.
         status: u16,
-        /// The start of the response body, for the logs.
-        body: String,
+        /// The provider's error code, if its body carried one.
+        code: Option<String>,
     },
-    /// Another 4xx: the API refused this order (declined, invalid, ...). Final.
-    #[error("payment API refused the order: HTTP {status}: {body}")]
-    Refused {
+    /// The API declined this order (see [`is_order_decline`]). Final.
+    #[error("payment API declined the order: HTTP {status}{}", code_suffix(code))]
+    Declined {
         /// The HTTP status.
         status: u16,
-        /// The start of the response body.
+        /// The provider's decline or error code, if its body carried one.
+        code: Option<String>,
+        /// The start of the response body, for the caller's answer only (never logged).
         body: String,
     },
 }
 
+fn code_suffix(code: &Option<String>) -> String {
+    code.as_ref()
+        .map(|code| format!(" ({code})"))
+        .unwrap_or_default()
+}
+
 impl PaymentError {
     /// True for the errors that say the downstream is unwell: they count toward opening the
-    /// circuit. A refused order says nothing about the API's health.
+    /// circuit. A declined order says nothing about the API's health.
     pub fn is_downstream_failure(&self) -> bool {
-        !matches!(self, Self::Refused { .. })
+        !matches!(self, Self::Declined { .. })
     }
 
     /// False when the request may have been charged although no answer says so (a
@@ -101,12 +125,15 @@ impl From<circuit_env::SettingError> for PaymentConfigError {
 
 impl PaymentClient {
     /// A client for `PAYMENT_API_URL` (the URL charges are POSTed to) with the timeout
-    /// `PAYMENT_TIMEOUT_MS` (default 3000, 1 to 60000).
+    /// `PAYMENT_TIMEOUT_MS` (default 3000, 1 to 60000). The URL must be `https`; plain
+    /// `http` only to a loopback host or to the one host named by
+    /// `PAYMENT_API_ALLOW_HTTP_HOST` (a local stack reached from a container).
     pub fn from_env() -> Result<Self, PaymentConfigError> {
         let url = circuit_env::setting::required("PAYMENT_API_URL")?;
         let timeout =
             circuit_env::setting::millis("PAYMENT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1..=60_000)?;
-        Self::new(&url, timeout)
+        let allow_http = std::env::var(ALLOW_HTTP_HOST).ok();
+        Self::new(&url, timeout, allow_http.as_deref())
     }
 
     /// The whole-request timeout.
@@ -114,16 +141,17 @@ impl PaymentClient {
         self.timeout
     }
 
-    /// A client that POSTs charges to `url` (http or https).
-    pub fn new(url: &str, timeout: Duration) -> Result<Self, PaymentConfigError> {
+    /// A client that POSTs charges to `url`: `https`, or `http` to a loopback host or to
+    /// `allow_http_host` (blank: none).
+    pub fn new(
+        url: &str,
+        timeout: Duration,
+        allow_http_host: Option<&str>,
+    ) -> Result<Self, PaymentConfigError> {
         let url: Uri = url
             .parse()
             .map_err(|e| PaymentConfigError(format!("PAYMENT_API_URL {url:?}: {e}")))?;
-        if !matches!(url.scheme_str(), Some("http" | "https")) {
-            return Err(PaymentConfigError(format!(
-                "PAYMENT_API_URL must be an http(s) URL, got {url}"
-            )));
-        }
+        check_scheme(&url, allow_http_host)?;
         // aws-lc-rs: the provider the AWS SDK already links, so TLS is compiled in once.
         let connector = HttpsConnectorBuilder::new()
             .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
@@ -135,12 +163,23 @@ impl PaymentClient {
         Ok(Self { url, timeout, http })
     }
 
-    /// POSTs the order's validated fields with the order id as idempotency key. Not guarded: the
-    /// functions call [`charge_guarded`](Self::charge_guarded), behind the circuit.
+    /// POSTs the order's validated fields with the order id as idempotency key, within
+    /// [`timeout`](Self::timeout). Not guarded: the functions charge behind the circuit.
     pub async fn charge(&self, order: &Order) -> Result<Receipt, PaymentError> {
-        match tokio::time::timeout(self.timeout, self.post(order)).await {
+        self.charge_within(order, self.timeout).await
+    }
+
+    /// [`charge`](Self::charge) within `bound` too, when it is shorter than the timeout
+    /// (what is left of an attempt's lease or of the invocation).
+    pub async fn charge_within(
+        &self,
+        order: &Order,
+        bound: Duration,
+    ) -> Result<Receipt, PaymentError> {
+        let timeout = self.timeout.min(bound);
+        match tokio::time::timeout(timeout, self.post(order)).await {
             Ok(result) => result,
-            Err(_) => Err(PaymentError::Timeout(self.timeout)),
+            Err(_) => Err(PaymentError::Timeout(timeout)),
         }
     }
 
@@ -150,7 +189,7 @@ impl PaymentClient {
             .uri(self.url.clone())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(IDEMPOTENCY_KEY_HEADER, order.order_id.as_str())
-            .body(Full::new(Bytes::from(order.to_json().to_string())))
+            .body(Full::new(Bytes::from(order.to_body())))
             .map_err(|e| PaymentError::Unreachable(format!("invalid request: {e}")))?;
         let response = self.http.request(request).await.map_err(|e| {
             if e.is_connect() {
@@ -163,6 +202,40 @@ impl PaymentClient {
         let body = read_bounded(response.into_body()).await?;
         classify(status, &body)
     }
+}
+
+/// The variable naming the one non-loopback host `PAYMENT_API_URL` may reach over plain http.
+pub const ALLOW_HTTP_HOST: &str = "PAYMENT_API_ALLOW_HTTP_HOST";
+
+/// `https`; `http` only to loopback (`localhost`, 127.0.0.0/8, `::1`) or `allow_http_host`:
+/// card payments never cross a network in clear text by mistake.
+fn check_scheme(url: &Uri, allow_http_host: Option<&str>) -> Result<(), PaymentConfigError> {
+    let host = url.host().unwrap_or_default();
+    match url.scheme_str() {
+        Some("https") => Ok(()),
+        Some("http") if is_loopback(host) => Ok(()),
+        Some("http")
+            if allow_http_host.map(str::trim).is_some_and(|allowed| {
+                !allowed.is_empty() && allowed.eq_ignore_ascii_case(host)
+            }) =>
+        {
+            Ok(())
+        }
+        Some("http") => Err(PaymentConfigError(format!(
+            "PAYMENT_API_URL={url}: plain http only to a loopback host or to the host named by {ALLOW_HTTP_HOST}; use https"
+        ))),
+        _ => Err(PaymentConfigError(format!(
+            "PAYMENT_API_URL must be an https URL, got {url}"
+        ))),
+    }
+}
+
+fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// At most [`MAX_RESPONSE_BYTES`] of `body`; the rest is not read.
@@ -195,24 +268,75 @@ fn quoted(body: &[u8]) -> String {
 }
 
 fn classify(status: StatusCode, body: &[u8]) -> Result<Receipt, PaymentError> {
-    let text = || quoted(body);
     if status.is_success() {
-        let body = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(text()));
-        Ok(Receipt {
+        let body = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(quoted(body)));
+        return Ok(Receipt {
             status: status.as_u16(),
             body,
-        })
-    } else if status.is_server_error() || status == StatusCode::TOO_MANY_REQUESTS {
-        Err(PaymentError::Unavailable {
+        });
+    }
+    let json: Option<Value> = serde_json::from_slice(body).ok();
+    let code = json.as_ref().and_then(provider_code);
+    if is_order_decline(status, json.as_ref()) {
+        Err(PaymentError::Declined {
             status: status.as_u16(),
-            body: text(),
+            code,
+            body: quoted(body),
         })
     } else {
-        Err(PaymentError::Refused {
+        Err(PaymentError::Unavailable {
             status: status.as_u16(),
-            body: text(),
+            code,
         })
     }
+}
+
+/// The order-level decline, the only final answer: 402 (Payment Required, the status payment
+/// APIs reserve for a declined payment: nothing systemic answers it), or 422 whose JSON body
+/// carries a `decline_code` (top level or under `error`): the API understood the request and
+/// refused this payment. Any other refusal (auth, routing, redirects, timeouts, conflicts, a
+/// 400 or a 422 about the request's shape) would refuse every order alike: a downstream failure.
+pub fn is_order_decline(status: StatusCode, body: Option<&Value>) -> bool {
+    match status {
+        StatusCode::PAYMENT_REQUIRED => true,
+        StatusCode::UNPROCESSABLE_ENTITY => body.is_some_and(|body| {
+            string_field(body, "decline_code").is_some()
+                || body
+                    .get("error")
+                    .is_some_and(|error| string_field(error, "decline_code").is_some())
+        }),
+        _ => false,
+    }
+}
+
+/// The provider's error code from a JSON body (`decline_code`, `code`, `error_code`, at top
+/// level or under `error`), if it looks like a code: at most 64 characters of
+/// `[A-Za-z0-9_.-]`. Anything else in the body is not kept.
+fn provider_code(body: &Value) -> Option<String> {
+    let scopes = [Some(body), body.get("error")];
+    scopes
+        .into_iter()
+        .flatten()
+        .flat_map(|scope| {
+            ["decline_code", "code", "error_code"]
+                .into_iter()
+                .filter_map(move |name| string_field(scope, name))
+        })
+        .find(|code| is_code(code))
+        .map(str::to_owned)
+}
+
+/// 1 to 64 characters of `[A-Za-z0-9_.-]`: an identifier, not prose or personal data.
+fn is_code(text: &str) -> bool {
+    !text.is_empty()
+        && text.len() <= 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b))
+}
+
+fn string_field<'a>(value: &'a Value, name: &str) -> Option<&'a str> {
+    value.get(name).and_then(Value::as_str)
 }
 
 /// The error and its sources: hyper's top-level message alone ("client error (Connect)")
@@ -245,23 +369,87 @@ mod tests {
         }
         let refused = classify(StatusCode::PAYMENT_REQUIRED, b"declined").unwrap_err();
         assert!(!refused.is_downstream_failure());
-        assert!(refused.to_string().contains("declined"));
+        assert!(matches!(refused, PaymentError::Declined { ref body, .. } if body == "declined"));
     }
 
     #[test]
-    fn only_http_urls_are_accepted() {
+    fn only_an_order_level_decline_is_final_systemic_refusals_are_outages() {
+        let decline_422 = br#"{"error":{"decline_code":"insufficient_funds","message":"card 4242 has no funds"}}"#;
+        for (status, body) in [
+            (402, &b"{}"[..]),
+            (402, b"not json"),
+            (422, decline_422),
+            (422, br#"{"decline_code":"do_not_honor"}"#),
+        ] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let err = classify(status, body).unwrap_err();
+            assert!(
+                matches!(err, PaymentError::Declined { .. }),
+                "{status}: {err}"
+            );
+            assert!(!err.is_downstream_failure(), "{status}");
+        }
+        for status in [
+            301, 302, 307, 400, 401, 403, 404, 405, 408, 409, 410, 415, 422, 451,
+        ] {
+            let status = StatusCode::from_u16(status).unwrap();
+            let err = classify(status, br#"{"error":{"code":"invalid_api_key"}}"#).unwrap_err();
+            assert!(
+                matches!(err, PaymentError::Unavailable { .. }),
+                "{status} must keep the order: {err}"
+            );
+            assert!(
+                err.is_downstream_failure(),
+                "{status} must count toward opening"
+            );
+            assert!(err.outcome_known(), "{status}: not charged");
+        }
+    }
+
+    #[test]
+    fn errors_name_the_status_and_the_provider_code_never_the_body() {
+        let body = br#"{"error":{"decline_code":"insufficient_funds","message":"card 4242 4242 4242 4242, jane@example.com"}}"#;
+        let declined = classify(StatusCode::PAYMENT_REQUIRED, body).unwrap_err();
+        assert_eq!(
+            declined.to_string(),
+            "payment API declined the order: HTTP 402 (insufficient_funds)"
+        );
+        let unavailable = classify(
+            StatusCode::UNAUTHORIZED,
+            br#"{"code":"bad key sk_live_123"}"#,
+        )
+        .unwrap_err();
+        // Not shaped like a code: not kept.
+        assert_eq!(unavailable.to_string(), "payment API unavailable: HTTP 401");
+    }
+
+    #[test]
+    fn https_only_but_loopback_and_the_allowed_local_host() {
         let timeout = Duration::from_millis(DEFAULT_TIMEOUT_MS);
-        let err = PaymentClient::new("ftp://pay", timeout).unwrap_err();
-        assert!(err.to_string().contains("http(s)"), "{err}");
-        assert!(PaymentClient::new("http://127.0.0.1:9/charges", timeout).is_ok());
+        let err = PaymentClient::new("ftp://pay", timeout, None).unwrap_err();
+        assert!(err.to_string().contains("https"), "{err}");
+        assert!(PaymentClient::new("http://127.0.0.1:9/charges", timeout, None).is_ok());
+        assert!(PaymentClient::new("http://localhost:9/charges", timeout, None).is_ok());
+        assert!(PaymentClient::new("http://[::1]:9/charges", timeout, None).is_ok());
+        assert!(PaymentClient::new("https://pay.example.com/charges", timeout, None).is_ok());
+        let err = PaymentClient::new("http://pay.example.com/charges", timeout, None).unwrap_err();
+        assert!(err.to_string().contains(ALLOW_HTTP_HOST), "{err}");
+        let docker = Some("host.docker.internal");
+        assert!(
+            PaymentClient::new("http://host.docker.internal:4562/charges", timeout, docker).is_ok()
+        );
+        assert!(PaymentClient::new("http://pay.example.com/charges", timeout, docker).is_err());
+        assert!(PaymentClient::new("http://pay.example.com/charges", timeout, Some(" ")).is_err());
     }
 
     #[test]
     fn long_bodies_are_quoted_cut() {
         let body = "é".repeat(1000);
         let refused = classify(StatusCode::PAYMENT_REQUIRED, body.as_bytes()).unwrap_err();
-        let message = refused.to_string();
-        assert!(message.len() < MAX_QUOTED_BYTES + 80, "{message}");
-        assert!(message.ends_with("… (2000 bytes)"), "{message}");
+        let PaymentError::Declined { body: quoted, .. } = refused else {
+            panic!("{refused}");
+        };
+        assert!(quoted.len() < MAX_QUOTED_BYTES + 80, "{quoted}");
+        assert!(quoted.ends_with("… (2000 bytes)"), "{quoted}");
     }
 }

@@ -1,66 +1,42 @@
-//! The one guarded payment call: `charge` and `overflow-replay` both charge through it, so
-//! the `payment-backend` circuit is declared once, with one meaning of "failure".
+//! The guarded payment call `overflow-replay` makes (and [`PaymentClient::charge_once`]
+//! wraps): the `payment-backend` circuit around [`PaymentClient::charge_admitted`], with
+//! the one classifier both functions use (`charge` declares the same circuit with its own
+//! `on_circuit_open`).
 
-use breaker_runtime::{CircuitBreakerOpenError, circuit_breaker};
+use breaker_runtime::circuit_breaker;
 
-use super::client::{PaymentClient, PaymentError, Receipt};
+use super::client::{PaymentClient, Receipt};
+use crate::charge_once::NotCharged;
+use crate::ledger::{Ledger, Progress};
 use crate::order::Order;
 
 /// The name of the circuit around the payment API: the `id` of its item in the circuit
 /// table, the `circuit` dimension of its metrics, the `circuit` attribute of a buffered
-/// order. [`PaymentClient::charge_guarded`] declares it (the attribute takes a literal; a
-/// test checks the two agree).
+/// order. [`PaymentClient::charge_guarded`] and `charge` declare it (the attribute takes a
+/// literal; tests check they agree).
 pub const CIRCUIT: &str = "payment-backend";
 
-/// Why a guarded charge did not go through.
-#[derive(Debug, thiserror::Error)]
-pub enum GuardedPaymentError {
-    /// The circuit is open: the payment API was not called. Each caller decides what to
-    /// do with the order meanwhile (`charge` buffers it, `overflow-replay` defers it).
-    #[error(transparent)]
-    CircuitOpen(CircuitBreakerOpenError),
-    /// The charge was sent, then abandoned at its deadline (the call timeout or the
-    /// invocation's deadline): the request may have reached the API, so its outcome is
-    /// unknown. Never buffered or repeated as if the API had not been called.
-    #[error("charge outcome unknown: {0}")]
-    Abandoned(CircuitBreakerOpenError),
-    /// The payment API was called and the charge failed or was refused; only
-    /// [downstream failures](PaymentError::is_downstream_failure) counted toward opening.
-    #[error(transparent)]
-    Payment(#[from] PaymentError),
-}
-
-/// The breaker's error sorted by what it says about the payment API: a rejection never
-/// called it, an abandoned call may have charged.
-impl From<CircuitBreakerOpenError> for GuardedPaymentError {
-    fn from(error: CircuitBreakerOpenError) -> Self {
-        match error.abandoned {
-            Some(_) => Self::Abandoned(error),
-            None => Self::CircuitOpen(error),
-        }
-    }
-}
-
-/// The circuit's classifier: only an unwell payment API (5xx, 429, timeout, unreachable)
-/// counts toward opening; a refused order (another 4xx) says nothing about its health.
-fn payment_api_unwell(error: &GuardedPaymentError) -> bool {
-    matches!(error, GuardedPaymentError::Payment(e) if e.is_downstream_failure())
-}
-
 impl PaymentClient {
-    /// [`charge`](Self::charge) behind the [`CIRCUIT`] circuit, whose state every function
-    /// calling this shares through the circuit table (`CIRCUIT_BREAKER_TABLE`). Tunables
-    /// from `circuit-env`; each transition is logged as a CloudWatch metric. While the
-    /// circuit is open this returns [`GuardedPaymentError::CircuitOpen`] without calling
-    /// the payment API.
+    /// [`charge_admitted`](Self::charge_admitted) behind the [`CIRCUIT`] circuit, whose
+    /// state every function calling it shares through the circuit table
+    /// (`CIRCUIT_BREAKER_TABLE`). Tunables from `circuit-env`; each transition is logged as a
+    /// CloudWatch metric. While the circuit is open this returns
+    /// [`Charged::CircuitOpen`](crate::Charged::CircuitOpen) without writing the ledger or
+    /// calling the payment API; only an unwell payment API counts toward opening it
+    /// ([`payment_api_unwell`](crate::payment_api_unwell)).
     #[circuit_breaker(
         name = "payment-backend",
         config = circuit_env::circuit_config(),
-        handled = payment_api_unwell,
+        handled = crate::charge_once::payment_api_unwell,
         on_transition = breaker_runtime::emf::log_transition
     )]
-    pub async fn charge_guarded(&self, order: &Order) -> Result<Receipt, GuardedPaymentError> {
-        Ok(self.charge(order).await?)
+    pub async fn charge_guarded(
+        &self,
+        ledger: &Ledger,
+        order: &Order,
+        progress: &Progress,
+    ) -> Result<Receipt, NotCharged> {
+        self.charge_admitted(ledger, order, progress).await
     }
 }
 
@@ -68,13 +44,16 @@ impl PaymentClient {
 mod tests {
     use std::time::Duration;
 
-    use serde_json::json;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
-    use breaker_runtime::{Abandoned, FailureKind};
+    use breaker_runtime::{Abandoned, CircuitBreakerOpenError, FailureKind};
+    use devstack::fixtures::dynalite::Dynalite;
 
     use super::*;
+    use crate::charge_once::Charged;
+    use crate::ledger::Phase;
+    use crate::payments::PaymentError;
 
     /// A payment API that answers every request with `status`.
     async fn stub_api(status: u16) -> PaymentClient {
@@ -100,7 +79,7 @@ mod tests {
                 });
             }
         });
-        PaymentClient::new(&url, Duration::from_secs(5)).unwrap()
+        PaymentClient::new(&url, Duration::from_secs(5), None).unwrap()
     }
 
     /// Headers and a `content-length` body received.
@@ -131,8 +110,8 @@ mod tests {
     fn an_abandoned_charge_is_outcome_unknown_a_rejection_was_never_sent() {
         let rejected = CircuitBreakerOpenError::rejected(circuit());
         assert!(matches!(
-            GuardedPaymentError::from(rejected),
-            GuardedPaymentError::CircuitOpen(_)
+            NotCharged::from(rejected).charged,
+            Charged::CircuitOpen(_)
         ));
         for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
             let abandoned = Abandoned {
@@ -141,53 +120,99 @@ mod tests {
             };
             let error = CircuitBreakerOpenError::abandoned(circuit(), abandoned);
             assert!(
-                matches!(
-                    GuardedPaymentError::from(error),
-                    GuardedPaymentError::Abandoned(_)
-                ),
+                matches!(NotCharged::from(error).charged, Charged::Abandoned(_)),
                 "an abandoned charge may have reached the API ({kind:?})"
             );
         }
     }
 
-    // One test: the circuit is per process, every call here shares it. It runs on the
-    // in-memory store (no `CIRCUIT_BREAKER_TABLE`), with a failure threshold of at most 20.
-    #[tokio::test]
-    async fn refusals_never_open_the_circuit_an_unwell_api_does() {
-        let order = Order::from_payload(json!({"order_id": "o-1", "amount": 5, "currency": "EUR"}))
-            .unwrap();
+    fn order(id: &str) -> Order {
+        Order::parse(&format!(
+            r#"{{"order_id": "{id}", "amount": 5, "currency": "EUR"}}"#
+        ))
+        .unwrap()
+    }
 
-        let refusing = stub_api(402).await;
-        for _ in 0..20 {
-            match refusing.charge_guarded(&order).await {
-                Err(GuardedPaymentError::Payment(PaymentError::Refused {
-                    status: 402, ..
-                })) => {}
-                other => panic!("a refusal must reach the caller, uncounted: {other:?}"),
+    // One test: the circuit is per process, every call here shares it. It runs on the
+    // in-memory store (no `CIRCUIT_BREAKER_TABLE`), with a failure threshold of at most 20,
+    // and a real ledger (dynalite).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn declines_never_open_the_circuit_systemic_refusals_do_and_a_rejection_writes_nothing() {
+        let mut dynalite = Dynalite::start().await.unwrap();
+        dynalite
+            .create_table("ledger", "order_id", None)
+            .await
+            .unwrap();
+        let ledger = Ledger::new(
+            dynalite.sdk_config(),
+            "ledger".into(),
+            Duration::from_secs(30),
+            Duration::from_secs(86_400),
+            Duration::from_secs(2),
+        );
+        let progress = Progress::default();
+
+        let declining = stub_api(402).await;
+        for n in 0..20 {
+            let order = order(&format!("declined-{n}"));
+            match declining.charge_guarded(&ledger, &order, &progress).await {
+                Err(NotCharged {
+                    charged: Charged::Declined(PaymentError::Declined { status: 402, .. }),
+                    api_unwell: false,
+                }) => {}
+                other => panic!("a decline must reach the caller, uncounted: {other:?}"),
             }
         }
 
-        let unwell = stub_api(503).await;
+        // Rotated credentials refuse every order alike: they count, and keep the order.
+        let unauthorized = stub_api(401).await;
         let mut failures = 0;
         let open = loop {
-            match unwell.charge_guarded(&order).await {
-                Err(GuardedPaymentError::Payment(PaymentError::Unavailable {
-                    status: 503,
-                    ..
-                })) => {
+            let order = order(&format!("unauthorized-{failures}"));
+            match unauthorized
+                .charge_guarded(&ledger, &order, &progress)
+                .await
+            {
+                Err(NotCharged {
+                    charged: Charged::Failed(PaymentError::Unavailable { status: 401, .. }),
+                    api_unwell: true,
+                }) => {
                     failures += 1;
-                    assert!(failures <= 20, "20 outages did not open the circuit");
+                    assert!(
+                        failures <= 20,
+                        "20 systemic refusals did not open the circuit"
+                    );
+                    let item = ledger.read(&order.order_id).await.unwrap();
+                    assert!(
+                        item.is_none(),
+                        "the claim is released, never declined: {item:?}"
+                    );
                 }
-                Err(GuardedPaymentError::CircuitOpen(open)) => break open,
-                other => panic!("expected an outage or an open circuit: {other:?}"),
+                Err(NotCharged {
+                    charged: Charged::CircuitOpen(open),
+                    ..
+                }) => break open,
+                other => panic!("expected a failure or an open circuit: {other:?}"),
             }
         };
         assert!(failures >= 1);
         assert_eq!(&*open.circuit.name, CIRCUIT);
-        // Open: the refusing API is not called either, whatever it would answer.
-        assert!(matches!(
-            refusing.charge_guarded(&order).await,
-            Err(GuardedPaymentError::CircuitOpen(_))
-        ));
+
+        // Open: the call is rejected before the ledger is asked. With the ledger gone, a
+        // claim written first would answer "ledger unavailable" (and, had it been written,
+        // could park the unsent order as unknown later).
+        dynalite.stop();
+        let progress = Progress::default();
+        match declining
+            .charge_guarded(&ledger, &order("after-open"), &progress)
+            .await
+        {
+            Err(NotCharged {
+                charged: Charged::CircuitOpen(_),
+                ..
+            }) => {}
+            other => panic!("a rejected call must write nothing: {other:?}"),
+        }
+        assert_eq!(progress.phase(), Phase::Idle, "no attempt was made");
     }
 }
