@@ -38,6 +38,15 @@ fn item(status: &str, attempt_id: &str, lease_until: u64) -> Item {
     ])
 }
 
+/// The attempt being parked, its lease long over.
+fn parked_attempt() -> Attempt {
+    Attempt {
+        order_id: "o-1".into(),
+        attempt_id: "a-1".into(),
+        lease_until: 0,
+    }
+}
+
 fn condition_failed() -> UpdateItemError {
     UpdateItemError::ConditionalCheckFailedException(
         ConditionalCheckFailedException::builder().build(),
@@ -113,11 +122,7 @@ async fn a_park_whose_first_try_landed_counts_the_order_unknown() {
             .build()
     });
     let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&update, &get]);
-    let attempt = Attempt {
-        order_id: "o-1".into(),
-        attempt_id: "a-1".into(),
-        lease_until: 0,
-    };
+    let attempt = parked_attempt();
     assert!(ledger(client).park(&attempt, "timed out").await.unwrap());
 }
 
@@ -129,11 +134,7 @@ async fn a_park_that_fails_is_an_error_never_a_silent_unknown() {
         )
     });
     let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&update]);
-    let attempt = Attempt {
-        order_id: "o-1".into(),
-        attempt_id: "a-1".into(),
-        lease_until: 0,
-    };
+    let attempt = parked_attempt();
     let error = ledger(client)
         .settle(&attempt, Settlement::Unknown, "timed out")
         .await
