@@ -108,7 +108,9 @@ impl PaymentClient {
 /// How long the charge may take so that its outcome is recorded before the claim's lease
 /// (`lease_until`, Unix seconds) runs out and before the invocation's deadline (Unix
 /// millis) less `margin`, leaving one ledger call (`settle`) for the record; `None` when
-/// that is less than [`MIN_SEND_TIME`].
+/// that is less than [`MIN_SEND_TIME`]. As the breaker treats deadlines: one nearer than
+/// that reservation bounds the charge by itself, one already past (an emulator's, a skewed
+/// clock's) is not enforced.
 pub(crate) fn send_bound(
     now_millis: u64,
     lease_until: u64,
@@ -121,12 +123,19 @@ pub(crate) fn send_bound(
         .saturating_mul(1000)
         .saturating_sub(now_millis)
         .saturating_sub(settle);
-    let deadline_left = deadline_millis.map_or(u64::MAX, |deadline| {
-        deadline
-            .saturating_sub(now_millis)
-            .saturating_sub(settle)
-            .saturating_sub(margin.as_millis() as u64)
-    });
+    let deadline_left = match deadline_millis.map(|deadline| deadline.saturating_sub(now_millis)) {
+        None | Some(0) => u64::MAX,
+        Some(left) => {
+            let reserved = left
+                .saturating_sub(settle)
+                .saturating_sub(margin.as_millis() as u64);
+            if reserved >= MIN_SEND_TIME.as_millis() as u64 {
+                reserved
+            } else {
+                left
+            }
+        }
+    };
     Some(Duration::from_millis(lease_left.min(deadline_left)))
         .filter(|bound| *bound >= MIN_SEND_TIME)
 }
@@ -196,11 +205,22 @@ mod tests {
             send_bound(NOW, NOW / 1000 + 10, Some(NOW + 3000), settle, margin),
             Some(Duration::from_millis(500))
         );
-        // Nothing left worth sending: the claim is released unsent.
+        // A deadline nearer than the reservation bounds the charge by itself; one already
+        // past is not enforced, as the breaker does.
         assert_eq!(
             send_bound(NOW, NOW / 1000 + 10, Some(NOW + 2000), settle, margin),
+            Some(Duration::from_millis(2000))
+        );
+        assert_eq!(
+            send_bound(NOW, NOW / 1000 + 10, Some(NOW - 5), settle, margin),
+            Some(Duration::from_millis(8500))
+        );
+        // Nothing left of the lease, or of the invocation, worth sending in: the claim is
+        // released unsent.
+        assert_eq!(send_bound(NOW, NOW / 1000 + 1, None, settle, margin), None);
+        assert_eq!(
+            send_bound(NOW, NOW / 1000 + 10, Some(NOW + 50), settle, margin),
             None
         );
-        assert_eq!(send_bound(NOW, NOW / 1000 + 1, None, settle, margin), None);
     }
 }
