@@ -42,6 +42,8 @@ pub struct Metrics {
     duration_ms: u64,
     burst_ms: u64,
     recovered_at_ms: Option<u64>,
+    /// The recovery timeout: a window's first election comes this long after its opening.
+    recovery_ms: u64,
     calls: u64,
     rejected: u64,
     downstream_calls: u64,
@@ -59,6 +61,7 @@ pub struct Metrics {
     trip_writes: u64,
     election_writes: u64,
     close_and_reopen_writes: u64,
+    pass_writes: u64,
     throttled: u64,
     unreachable: u64,
     read_half_units: u64,
@@ -112,6 +115,13 @@ impl Metrics {
             scenario.trip_burst_ms(),
             scenario.health.recovered_at(),
         )
+        .with_recovery_ms(scenario.breaker.recovery_timeout.as_millis() as u64)
+    }
+
+    /// The recovery timeout the close latency counts from (30 s unless set).
+    pub fn with_recovery_ms(mut self, recovery_ms: u64) -> Self {
+        self.recovery_ms = recovery_ms;
+        self
     }
 
     /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is how
@@ -133,6 +143,7 @@ impl Metrics {
             duration_ms,
             burst_ms,
             recovered_at_ms,
+            recovery_ms: 30_000,
             failed_non_probe_calls: 0,
             report_writes: 0,
             last_report: None,
@@ -162,6 +173,7 @@ impl Metrics {
             trip_writes: 0,
             election_writes: 0,
             close_and_reopen_writes: 0,
+            pass_writes: 0,
             throttled: 0,
             unreachable: 0,
             read_half_units: 0,
@@ -295,6 +307,7 @@ impl Metrics {
             RequestKind::Trip => self.trip_writes += attempts,
             RequestKind::Elect => self.election_writes += attempts,
             RequestKind::Close | RequestKind::Reopen => self.close_and_reopen_writes += attempts,
+            RequestKind::Pass => self.pass_writes += attempts,
             RequestKind::Report => self.report_writes += attempts,
             RequestKind::Other => {}
         }
@@ -326,6 +339,12 @@ impl Metrics {
         }
         if r.kind == RequestKind::Elect {
             self.count_election(r);
+        }
+        let open_window = self.windows.last_mut().filter(|w| w.end_ms.is_none());
+        if let Some(window) = open_window
+            .filter(|_| r.kind == RequestKind::Pass && r.outcome != RequestOutcome::Unreachable)
+        {
+            window.pass_writes += r.attempts;
         }
         if r.kind == RequestKind::Report && r.outcome == RequestOutcome::Won {
             self.last_report = Some((r.env, t));
@@ -386,12 +405,15 @@ impl Metrics {
                 self.closes_won += 1;
                 self.close_times.push(t);
                 self.item = CircuitState::Closed;
+                if let Some(window) = self.windows.last_mut().filter(|w| w.end_ms.is_none()) {
+                    window.closed = true;
+                }
                 self.end_window(t);
                 self.trip_landed_ms = None;
                 self.close_landed_ms = Some(t);
                 self.close_epoch += 1;
             }
-            RequestKind::Read | RequestKind::Report | RequestKind::Other => {}
+            RequestKind::Read | RequestKind::Report | RequestKind::Pass | RequestKind::Other => {}
         }
     }
 

@@ -110,6 +110,8 @@ pub enum RequestKind {
     Close,
     /// The reopen (HALF_OPEN → OPEN).
     Reopen,
+    /// A probe's success counted and its lease handed over (HALF_OPEN → HALF_OPEN).
+    Pass,
     /// A failure report to the fleet's counters (an item of its own).
     Report,
     /// A transition this simulator does not know yet (`Transition` is non-exhaustive).
@@ -123,6 +125,7 @@ impl RequestKind {
             Transition::Trip { .. } => Self::Trip,
             Transition::Elect { .. } => Self::Elect,
             Transition::Close { .. } => Self::Close,
+            Transition::Pass { .. } => Self::Pass,
             Transition::Reopen { .. } => Self::Reopen,
             _ => Self::Other,
         }

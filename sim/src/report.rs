@@ -82,6 +82,10 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             thousands(u64::from(s.max_election_writes_per_window)),
         ),
         (
+            "max election + probe hand-over writes per window",
+            thousands(u64::from(s.max_probe_writes_per_window)),
+        ),
+        (
             "election writes outside windows",
             thousands(s.election_writes_outside_windows),
         ),
@@ -95,11 +99,12 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             ),
         ),
         (
-            "writes: trip / elect / close+reopen / report",
+            "writes: trip / elect / hand-over / close+reopen / report",
             format!(
-                "{} / {} / {} / {}",
+                "{} / {} / {} / {} / {}",
                 thousands(s.trip_writes),
                 thousands(s.election_writes),
+                thousands(s.pass_writes),
                 thousands(s.close_and_reopen_writes),
                 thousands(s.report_writes)
             ),
@@ -133,6 +138,7 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             opt(s.max_rejecting_after_close_s, " s"),
         ),
         ("time to close after recovery", opt(s.time_to_close_s, " s")),
+        ("close latency", opt(s.close_latency_s, " s")),
         (
             "store requests per million calls",
             thousands(s.store_requests_per_million_calls.round() as u64),

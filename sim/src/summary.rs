@@ -37,6 +37,8 @@ pub struct Window {
     pub start_ms: u64,
     /// When the next opening or the close landed; `None`: still open at the end.
     pub end_ms: Option<u64>,
+    /// It ended with a close (not a reopen).
+    pub closed: bool,
     /// Election attempts that won.
     pub elections_won: u32,
     /// Election attempts that lost.
@@ -45,12 +47,21 @@ pub struct Window {
     pub elections_throttled: u32,
     /// Election requests the store did not answer (unreachable): not DynamoDB requests.
     pub elections_unanswered: u32,
+    /// Probe hand-over writes (a probe's success counted, its lease released): won + lost +
+    /// throttled.
+    pub pass_writes: u32,
 }
 
 impl Window {
     /// Won + lost + throttled election writes.
     pub fn election_writes(&self) -> u32 {
         self.elections_won + self.elections_lost + self.elections_throttled
+    }
+
+    /// Every write that admits a probe or hands one over: the election writes (the first
+    /// and each takeover) and the hand-overs.
+    pub fn probe_writes(&self) -> u32 {
+        self.election_writes() + self.pass_writes
     }
 }
 
@@ -132,6 +143,8 @@ pub struct Summary {
     pub max_elections_won_per_window: u32,
     /// Most election writes (won + lost + throttled) in one window.
     pub max_election_writes_per_window: u32,
+    /// Most election and probe hand-over writes in one window.
+    pub max_probe_writes_per_window: u32,
     /// Election writes made while no window ran (the item was closed or never opened).
     pub election_writes_outside_windows: u64,
     /// DynamoDB requests: every attempt that reached the store, throttled ones included.
@@ -146,6 +159,8 @@ pub struct Summary {
     pub election_writes: u64,
     /// Write attempts carrying a close or a reopen.
     pub close_and_reopen_writes: u64,
+    /// Write attempts handing a probe over (a success counted, the lease released).
+    pub pass_writes: u64,
     /// Throttled attempts.
     pub throttled_requests: u64,
     /// Throttled attempts inside a trip burst.
@@ -173,6 +188,11 @@ pub struct Summary {
     /// From the downstream's recovery to the close that followed, s; `None`: no recovery
     /// in the scenario, or no close after it.
     pub time_to_close_s: Option<f64>,
+    /// From the first instant the fleet may close after the downstream's recovery (the
+    /// later of the recovery and the closing window's first election instant: its opening
+    /// plus the recovery timeout) to the close landing, s; `None`: no close after a
+    /// recovery.
+    pub close_latency_s: Option<f64>,
     /// DynamoDB requests per million calls.
     pub store_requests_per_million_calls: f64,
     /// DynamoDB on-demand cost per million calls, USD (us-east-1: $0.125 per million read

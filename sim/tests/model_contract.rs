@@ -28,7 +28,7 @@ async fn the_model_passes_the_store_contract() {
 fn random_transition(rng: &mut Rng) -> Transition {
     let owner = format!("env-{}", rng.between(0, 2));
     let at = 1_000 + rng.between(0, 6);
-    match rng.between(0, 3) {
+    match rng.between(0, 4) {
         0 => Transition::Trip {
             failure_count: rng.between(1, 5) as u32,
             opened_at: at,
@@ -37,12 +37,19 @@ fn random_transition(rng: &mut Rng) -> Transition {
         1 => Transition::Elect {
             owner,
             expected_opened_at: rng.chance(0.8).then(|| 1_000 + rng.between(0, 6)),
+            expected_successes: rng.between(0, 2) as u32,
             now: at,
             lease_expiry: at + rng.between(0, 3),
             expiration: at + 3630,
         },
         2 => Transition::Close {
             owner,
+            expiration: at + 3630,
+        },
+        3 => Transition::Pass {
+            owner,
+            probe_successes: rng.between(1, 2) as u32,
+            lease_expiry: at - 1,
             expiration: at + 3630,
         },
         _ => Transition::Reopen {
@@ -80,5 +87,5 @@ async fn the_model_agrees_with_the_in_memory_store_on_random_transitions() {
             );
         }
     }
-    assert_eq!(won.len(), 4, "every kind of transition won somewhere");
+    assert_eq!(won.len(), 5, "every kind of transition won somewhere");
 }

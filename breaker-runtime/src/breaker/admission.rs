@@ -87,11 +87,13 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
         return Ok(Permit::new(circuit, PermitKind::Bypass));
     }
     let now = circuit.now();
+    // Judged before the refresh, which makes the copy fresh.
+    let quiet = circuit.lock().quiet_at(now);
     circuit.refresh_if_stale(now).await;
     let (admission, record) = {
         let cache = circuit.lock();
         (
-            circuit.admission(&cache, now, false, false),
+            circuit.admission(&cache, now, false, false, quiet),
             cache.record().clone(),
         )
     };
@@ -104,25 +106,18 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
     let Some(slot) = ProbeSlot::claim(circuit) else {
         return Err(circuit.info_of(&record));
     };
-    let (mut admission, mut record) = admission_with_slot(circuit, now, false);
+    let (mut admission, mut record) = admission_with_slot(circuit, now, false, quiet);
     if admission == Admission::Verify {
         let answered = circuit.read_and_adopt(now, true).await;
-        (admission, record) = admission_with_slot(circuit, now, answered);
+        (admission, record) = admission_with_slot(circuit, now, answered, quiet);
     }
     match admission {
         Admission::Run => Ok(Permit::new(circuit, PermitKind::Closed)),
         Admission::Reject | Admission::Verify => Err(circuit.info_of(&record)),
-        Admission::Probe => Ok(probe(slot)),
+        Admission::Probe => Ok(probe(slot, quiet)),
         Admission::ElectAlone(election) => {
             let settled = machine::settle_alone(&record, &election);
-            commit_settled(
-                circuit,
-                &mut circuit.lock(),
-                &record,
-                &election,
-                settled,
-                now,
-            );
+            commit_settled(circuit, &mut circuit.lock(), &election, settled, now);
             announce(
                 circuit,
                 record.state,
@@ -130,7 +125,7 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
                 record.opened_at,
                 None,
             );
-            Ok(probe(slot))
+            Ok(probe(slot, quiet))
         }
         Admission::Elect(election) => {
             let reply = circuit.write_store(election.clone()).await;
@@ -147,7 +142,7 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
                     believed.opened_at,
                     None,
                 );
-                return Ok(probe(slot));
+                return Ok(probe(slot, quiet));
             }
             drop(slot);
             match believed.state {
@@ -159,16 +154,25 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
 }
 
 /// The admission of a caller that holds the probe slot, on the cached record; `verified`:
-/// that record was just read strongly consistently.
-fn admission_with_slot(circuit: &Circuit, now: u64, verified: bool) -> (Admission, CircuitRecord) {
+/// that record was just read strongly consistently; `quiet`: the call came after none for
+/// a cache age.
+fn admission_with_slot(
+    circuit: &Circuit,
+    now: u64,
+    verified: bool,
+    quiet: bool,
+) -> (Admission, CircuitRecord) {
     let cache = circuit.lock();
     (
-        circuit.admission(&cache, now, true, verified),
+        circuit.admission(&cache, now, true, verified, quiet),
         cache.record().clone(),
     )
 }
 
-/// A probe's permit, which takes the slot over and releases it when the probe ends.
-fn probe(slot: ProbeSlot<'_>) -> Permit<'_> {
-    Permit::new(slot.keep(), PermitKind::Probe)
+/// A probe's permit, which takes the slot over and releases it when the probe ends; a
+/// probe on a `quiet` call hands the probe on when it ends.
+fn probe(slot: ProbeSlot<'_>, quiet: bool) -> Permit<'_> {
+    let circuit = slot.keep();
+    circuit.lock().note_probe(quiet);
+    Permit::new(circuit, PermitKind::Probe)
 }

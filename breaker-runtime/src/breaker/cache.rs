@@ -1,7 +1,7 @@
 //! `RecordCache`: this environment's copy of a circuit's shared record, and what it knows
 //! besides: until when the copy is trusted, when the store may be called again after an
 //! error, its version (so a read that started before a local transition is not adopted),
-//! the probe successes, and whose opening the record is. Guarded by the circuit's mutex.
+//! and whose opening the record is. (The probe successes are the fleet's: in the record.) Guarded by the circuit's mutex.
 
 use crate::protocol::CircuitRecord;
 use crate::protocol::machine::Local;
@@ -17,8 +17,6 @@ pub(super) struct RecordCache {
     fresh_until: u64,
     /// After a store error, the store is left alone until then (unix millis).
     store_retry_at: u64,
-    /// Consecutive probe successes of this environment.
-    probe_successes: u32,
     /// Bumped on every local transition, so a read that started before it is not adopted.
     version: u64,
     /// The `opened_at` of an opening this environment committed (its trip or reopen won):
@@ -30,6 +28,9 @@ pub(super) struct RecordCache {
     local_opening: Option<u64>,
     /// The last read could not reach the store: elections are made locally.
     store_unreachable: bool,
+    /// The probe running in this process came after no call for a cache age: its outcome
+    /// hands the probe on instead of keeping the lease for this environment's next call.
+    probe_hands_on: bool,
 }
 
 impl RecordCache {
@@ -40,11 +41,11 @@ impl RecordCache {
             max_age_millis,
             fresh_until: 0,
             store_retry_at: 0,
-            probe_successes: 0,
             version: 0,
             committed_opening: None,
             local_opening: None,
             store_unreachable: false,
+            probe_hands_on: true,
         }
     }
 
@@ -108,23 +109,26 @@ impl RecordCache {
         self.fresh_until = fresh_until;
     }
 
-    /// Makes `record` the believed state; a change of state ends a probe's progress.
-    /// Returns whether the closed state's counts start again (the circuit closed or left
-    /// the closed state).
+    /// Makes `record` the believed state. Returns whether the closed state's counts start
+    /// again (the circuit closed or left the closed state).
     pub(super) fn adopt(&mut self, record: CircuitRecord) -> bool {
-        let mut reset_counts = false;
-        if record.state != self.record.state {
-            reset_counts =
-                record.state == CircuitState::Closed || self.record.state == CircuitState::Closed;
-            self.probe_successes = 0;
-        }
+        let reset_counts = record.state != self.record.state
+            && (record.state == CircuitState::Closed || self.record.state == CircuitState::Closed);
         self.record = record;
         reset_counts
     }
 
+    /// Whether a call at `now` comes after this environment made no call of the circuit
+    /// for at least the cache age: any call after the copy went stale would have read it
+    /// again, so the copy is stale by a whole cache age only if none came.
+    pub(super) fn quiet_at(&self, now: u64) -> bool {
+        now >= self.trusted_until().saturating_add(self.max_age_millis)
+    }
+
     /// What this environment knows besides the record, for the machine: `probe_in_flight`
-    /// in this process, `verified`: the record was just read strongly consistently.
-    pub(super) fn local(&self, probe_in_flight: bool, verified: bool) -> Local {
+    /// in this process, `verified`: the record was just read strongly consistently,
+    /// `quiet`: the call came after none for a cache age ([`quiet_at`](Self::quiet_at)).
+    pub(super) fn local(&self, probe_in_flight: bool, verified: bool, quiet: bool) -> Local {
         Local {
             probe_in_flight,
             // An opening applied on its own gives the first right only to an environment
@@ -136,23 +140,18 @@ impl RecordCache {
             },
             verified,
             store_unreachable: self.store_unreachable,
+            quiet,
         }
     }
 
-    /// Counts a probe success; returns the consecutive successes.
-    pub(super) fn count_probe_success(&mut self) -> u32 {
-        self.probe_successes += 1;
-        self.probe_successes
+    /// A probe starts, admitted on a call that was `quiet` (or not).
+    pub(super) fn note_probe(&mut self, quiet: bool) {
+        self.probe_hands_on = quiet;
     }
 
-    /// The consecutive probe successes.
-    pub(super) fn probe_successes(&self) -> u32 {
-        self.probe_successes
-    }
-
-    /// A new election: the probe successes start again.
-    pub(super) fn reset_probe_successes(&mut self) {
-        self.probe_successes = 0;
+    /// Whether the running probe's outcome hands the probe on (see [`note_probe`](Self::note_probe)).
+    pub(super) fn probe_hands_on(&self) -> bool {
+        self.probe_hands_on
     }
 
     /// Notes an opening at `opened_at` this environment made: committed when its write

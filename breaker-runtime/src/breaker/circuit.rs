@@ -200,7 +200,7 @@ impl Circuit {
         };
         self.closed_until.store(closed_until, Ordering::Release);
         let now = self.now();
-        let rejects = |at: u64| self.admission(cache, at, true, false) == Admission::Reject;
+        let rejects = |at: u64| self.admission(cache, at, true, false, false) == Admission::Reject;
         let until = rejection::rejects_until(now, cache.trusted_until(), rejects);
         self.rejection
             .publish(until, Rejected::of(cache.record(), now));
@@ -333,9 +333,10 @@ impl Circuit {
         now: u64,
         with_slot: bool,
         verified: bool,
+        quiet: bool,
     ) -> Admission {
         let probe_in_flight = !with_slot && self.probe_in_flight.load(Ordering::Acquire);
-        let local = cache.local(probe_in_flight, verified);
+        let local = cache.local(probe_in_flight, verified, quiet);
         machine::admit(
             cache.record(),
             &self.environment_id,
@@ -368,7 +369,7 @@ impl Circuit {
         if now >= cache.trusted_until() {
             return None;
         }
-        match self.admission(&cache, now, false, false) {
+        match self.admission(&cache, now, false, false, false) {
             Admission::Reject => Some(self.info_of(cache.record())),
             _ => None,
         }

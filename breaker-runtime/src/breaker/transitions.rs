@@ -147,24 +147,18 @@ pub(super) fn end_probe(
 
 async fn settle_probe(circuit: &Circuit, outcome: Outcome, kind: FailureKind) {
     let now = circuit.now();
-    let (next, base) = {
-        let mut cache = circuit.lock();
-        let successes = match outcome {
-            Outcome::Success => cache.count_probe_success(),
-            _ => cache.probe_successes(),
-        };
-        let next = machine::on_probe_outcome(
-            outcome,
-            successes,
-            circuit.environment_id(),
-            now,
-            circuit.thresholds(),
-        );
-        (next, cache.record().clone())
+    let (base, hand_on) = {
+        let cache = circuit.lock();
+        (cache.record().clone(), cache.probe_hands_on())
     };
-    let Some(transition) = next else {
-        return;
-    };
+    let transition = machine::on_probe_outcome(
+        outcome,
+        &base,
+        circuit.environment_id(),
+        now,
+        circuit.thresholds(),
+        hand_on,
+    );
     let reply = circuit.write_store(transition.clone()).await;
     let (committed, opened_at) = {
         let mut cache = circuit.lock();
@@ -202,15 +196,13 @@ pub(super) fn commit(
         now,
         circuit.thresholds(),
     );
-    commit_settled(circuit, cache, base, transition, settled, now)
+    commit_settled(circuit, cache, transition, settled, now)
 }
 
-/// Makes a settled transition the believed record. An election that counts resets the
-/// probe successes, unless the machine says they carry over (a re-election of its own).
+/// Makes a settled transition the believed record.
 pub(super) fn commit_settled(
     circuit: &Circuit,
     cache: &mut RecordCache,
-    base: &CircuitRecord,
     transition: &Transition,
     settled: Settled,
     now: u64,
@@ -221,10 +213,6 @@ pub(super) fn commit_settled(
     }
     if let Some(opened_at) = machine::committed_opening(transition, &settled) {
         cache.note_opening(opened_at, settled.won);
-    }
-    let elected = settled.committed && matches!(transition, Transition::Elect { .. });
-    if elected && !machine::keeps_probe_progress(base, circuit.environment_id()) {
-        cache.reset_probe_successes();
     }
     circuit.adopt(cache, settled.record);
     settled.committed

@@ -38,6 +38,11 @@ pub(crate) struct Local {
     pub(crate) verified: bool,
     /// The last read could not reach the store (an error other than throttling).
     pub(crate) store_unreachable: bool,
+    /// This environment had made no call of the circuit for at least its cache age before
+    /// this one, so its copy was read for this call: it is no part of a herd of busy
+    /// environments whose copies all turn due at once, and may elect at the recovery
+    /// timeout (after a strongly consistent read) instead of waiting the fallback.
+    pub(crate) quiet: bool,
 }
 
 /// What to do with a call.
@@ -110,6 +115,10 @@ fn election(
     Transition::Elect {
         owner: me.to_owned(),
         expected_opened_at: record.opened_at,
+        expected_successes: match record.state {
+            CircuitState::HalfOpen => record.probe_successes,
+            _ => 0,
+        },
         now: secs(now_millis),
         lease_expiry: secs(now_millis).saturating_add(thresholds.probe_lease_secs),
         expiration: expiration(now_millis, thresholds),
@@ -118,10 +127,12 @@ fn election(
 
 /// When this environment may elect itself (unix millis). The environment with the first
 /// right (the one that committed the opening, or the owner of an expired lease) may at
-/// once: at the recovery timeout, or when its lease runs out. Every other environment
-/// waits the fallback longer (its cache age, a second, and its jitter), so that in a
-/// healthy fleet one environment probes and the rest learn of it from their next read
-/// instead of racing for the election.
+/// once: at the recovery timeout, or when its lease runs out; so may a quiet environment
+/// that can reach the store, which then verifies first. Every other environment waits
+/// the fallback longer (its cache age, a second, and its jitter), so that in a fleet of
+/// busy environments, whose cached copies all turn due at the same instant, one
+/// environment probes and the rest learn of it from their next read instead of racing
+/// for the election.
 fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Thresholds) -> u64 {
     let since = match record.state {
         // The lease runs through its expiry second.
@@ -136,7 +147,7 @@ fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Th
             .saturating_mul(1000)
             .saturating_add(thresholds.recovery_millis),
     };
-    if has_first_right(record, me, local) {
+    if has_first_right(record, me, local) || (local.quiet && !local.store_unreachable) {
         since
     } else {
         since.saturating_add(thresholds.fallback_millis)
@@ -170,7 +181,12 @@ pub(crate) fn admit(
         CircuitState::Closed => return Admission::Run,
         _ if local.probe_in_flight => return Admission::Reject,
         CircuitState::HalfOpen if lease_live(record, now_millis) => {
-            return match record.half_open_owner.as_deref() == Some(me) {
+            // A lease kept over a probe's success covers the next probe only while half of
+            // it is left; then the owner waits for it to run out and elects itself again.
+            let covers_a_probe = record.probe_lease_expiry.is_some_and(|lease| {
+                secs(now_millis).saturating_add(thresholds.probe_lease_secs / 2) <= lease
+            });
+            return match record.half_open_owner.as_deref() == Some(me) && covers_a_probe {
                 true => Admission::Probe,
                 false => Admission::Reject,
             };
@@ -188,12 +204,6 @@ pub(crate) fn admit(
     } else {
         Admission::Verify
     }
-}
-
-/// Whether an election of this environment on `base` keeps the probe successes counted so
-/// far: it re-elects itself after its own lease ran out, and nobody took the probe over.
-pub(crate) fn keeps_probe_progress(base: &CircuitRecord, me: &str) -> bool {
-    base.state == CircuitState::HalfOpen && base.half_open_owner.as_deref() == Some(me)
 }
 
 /// Whether calls may take the closed path without asking [`admit`]: the record says closed
@@ -243,28 +253,49 @@ pub(crate) fn trip(
     }
 }
 
-/// After a probe ended: the close or reopen to write, or `None` to stay half-open (the next
-/// call probes again). `successes` counts consecutive probe successes including this one.
+/// After a probe ended, the write that ends it: a close once the fleet's probe successes
+/// in a row (`record.probe_successes`, plus this one) reach the threshold, a reopen on a
+/// failure, else a hand-over that counts the success (an ignored outcome counts nothing).
+/// With `hand_on` (the prober is quiet: its next call may be minutes away) the lease ends
+/// at once, so the next call of any environment may probe; a busy prober keeps its lease
+/// and probes again with its next call, without another election.
 pub(crate) fn on_probe_outcome(
     outcome: Outcome,
-    successes: u32,
+    record: &CircuitRecord,
     me: &str,
     now_millis: u64,
     thresholds: &Thresholds,
-) -> Option<Transition> {
+    hand_on: bool,
+) -> Transition {
+    let successes = match outcome {
+        Outcome::Success => record.probe_successes.saturating_add(1),
+        _ => record.probe_successes,
+    };
+    let expiration = expiration(now_millis, thresholds);
     match outcome {
-        Outcome::Ignored => None,
-        Outcome::Success if successes < thresholds.success_threshold => None,
-        Outcome::Success => Some(Transition::Close {
-            owner: me.to_owned(),
-            expiration: expiration(now_millis, thresholds),
-        }),
-        Outcome::Failure => Some(Transition::Reopen {
+        Outcome::Failure => Transition::Reopen {
             owner: me.to_owned(),
             opened_at: secs(now_millis),
             failure_count: 1,
-            expiration: expiration(now_millis, thresholds),
-        }),
+            expiration,
+        },
+        Outcome::Success if successes >= thresholds.success_threshold => Transition::Close {
+            owner: me.to_owned(),
+            expiration,
+        },
+        Outcome::Success | Outcome::Ignored => {
+            // The takeover condition is `lease < now`: a second back is free at once.
+            let handed_on = secs(now_millis).saturating_sub(1);
+            Transition::Pass {
+                owner: me.to_owned(),
+                probe_successes: successes,
+                lease_expiry: match hand_on {
+                    true => handed_on,
+                    false => record.probe_lease_expiry.unwrap_or(handed_on),
+                },
+                expiration,
+            }
+        }
     }
 }
 

@@ -31,6 +31,9 @@ pub struct CircuitRecord {
     pub half_open_owner: Option<String>,
     /// Unix seconds after which another environment may take the probe over.
     pub probe_lease_expiry: Option<u64>,
+    /// While half-open: the probe successes in a row the fleet has seen since the circuit
+    /// opened, whichever environments made them (0 otherwise, and when absent).
+    pub probe_successes: u32,
     /// An operator's override (`breaker open` / `breaker disable`), if one was set.
     pub operator_override: Option<Override>,
 }
@@ -55,6 +58,7 @@ impl CircuitRecord {
             opened_at: Some(opened_at),
             half_open_owner: None,
             probe_lease_expiry: None,
+            probe_successes: 0,
             operator_override: None,
         }
     }

@@ -25,7 +25,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// A store applies a transition atomically: if [`allowed`](Self::allowed) holds for the
 /// current record, the record becomes [`applied_to`](Self::applied_to) of it and the write
 /// wins; otherwise nothing changes and the write loses, returning the current record.
-/// The first four are the breaker's own; [`Override`](Self::Override),
+/// The first five are the breaker's own; [`Override`](Self::Override),
 /// [`Release`](Self::Release) and [`Reset`](Self::Reset) are an operator's (the `breaker`
 /// CLI). None of the breaker's own writes erases a live override: a trip or an election
 /// loses while one holds, and every override removes the probe owner, so a close or reopen
@@ -45,6 +45,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// let elect = Transition::Elect {
 ///     owner: "env-1".into(),
 ///     expected_opened_at: Some(100),
+///     expected_successes: 0,
 ///     now: 130,
 ///     lease_expiry: 160,
 ///     expiration: 3760,
@@ -64,18 +65,39 @@ pub enum Transition {
         /// TTL attribute value: now + recovery timeout + 3600.
         expiration: u64,
     },
-    /// OPEN → HALF_OPEN with `owner` as the prober. Allowed on `OPEN` with no owner and
-    /// `opened_at == expected_opened_at`, or on `HALF_OPEN` with a lease that expired
-    /// before `now`; never while an override holds. Keeps `opened_at`, `failure_count`
-    /// and an override that has ended.
+    /// OPEN → HALF_OPEN with `owner` as the prober, or a takeover of the next probe on
+    /// HALF_OPEN. Allowed on `OPEN` with no owner and `opened_at == expected_opened_at`, or
+    /// on `HALF_OPEN` with a lease that expired before `now` and the fleet's probe
+    /// successes still `expected_successes` (so the taker counts on from what is stored);
+    /// never while an override holds. Keeps `opened_at`, `failure_count`, the probe
+    /// successes of a takeover and an override that has ended.
     Elect {
         /// The electing environment's id.
         owner: String,
         /// The `opened_at` the environment read.
         expected_opened_at: Option<u64>,
+        /// The fleet's probe successes the environment read (0 on an `OPEN` record).
+        expected_successes: u32,
         /// Unix seconds, now.
         now: u64,
         /// Unix seconds when the new lease expires.
+        lease_expiry: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+    /// HALF_OPEN → HALF_OPEN: the owner's probe succeeded (or ended without counting), short
+    /// of the successes that close. It records the fleet's probe successes so far and sets
+    /// the lease: ended at once (the probe is handed on: the next may come from any
+    /// environment, one at a time, each admitted by an [`Elect`](Self::Elect) takeover), or
+    /// the owner's own lease kept (a busy owner probes again with its next call). Allowed
+    /// only on `HALF_OPEN` owned by `owner`; keeps the owner, so the item stays one that
+    /// Powertools reads as half-open.
+    Pass {
+        /// The owner handing the probe on.
+        owner: String,
+        /// The fleet's probe successes in a row, this one included.
+        probe_successes: u32,
+        /// Unix seconds: the lease's expiry, already past when the probe is handed on.
         lease_expiry: u64,
         /// TTL attribute value.
         expiration: u64,
@@ -162,19 +184,25 @@ impl Transition {
             }
             Self::Elect {
                 expected_opened_at,
+                expected_successes,
                 now,
                 ..
             } if no_live_override(current, *now) => current.is_some_and(|r| match r.state {
                 CircuitState::Open => {
                     r.half_open_owner.is_none() && r.opened_at == *expected_opened_at
                 }
-                CircuitState::HalfOpen => r.probe_lease_expiry.is_some_and(|lease| lease < *now),
+                CircuitState::HalfOpen => {
+                    r.probe_lease_expiry.is_some_and(|lease| lease < *now)
+                        && r.probe_successes == *expected_successes
+                }
                 CircuitState::Closed => false,
             }),
             Self::Elect { .. } => false,
-            Self::Close { owner, .. } | Self::Reopen { owner, .. } => current.is_some_and(|r| {
-                r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
-            }),
+            Self::Close { owner, .. } | Self::Reopen { owner, .. } | Self::Pass { owner, .. } => {
+                current.is_some_and(|r| {
+                    r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
+                })
+            }
             Self::Override { replaces, .. } => override_is(current, replaces.as_ref()),
             Self::Release { released, now, .. } => {
                 override_is(current, Some(released))
@@ -203,9 +231,27 @@ impl Transition {
                 owner,
                 lease_expiry,
                 ..
+            } => {
+                let current = current.cloned().unwrap_or_default();
+                // A takeover keeps the fleet's successes; an election from OPEN starts at 0.
+                let probe_successes = match current.state {
+                    CircuitState::HalfOpen => current.probe_successes,
+                    _ => 0,
+                };
+                CircuitRecord {
+                    state: CircuitState::HalfOpen,
+                    half_open_owner: Some(owner.clone()),
+                    probe_lease_expiry: Some(*lease_expiry),
+                    probe_successes,
+                    ..current
+                }
+            }
+            Self::Pass {
+                probe_successes,
+                lease_expiry,
+                ..
             } => CircuitRecord {
-                state: CircuitState::HalfOpen,
-                half_open_owner: Some(owner.clone()),
+                probe_successes: *probe_successes,
                 probe_lease_expiry: Some(*lease_expiry),
                 ..current.cloned().unwrap_or_default()
             },
@@ -244,7 +290,7 @@ impl Transition {
     pub fn to_state(&self) -> CircuitState {
         match self {
             Self::Trip { .. } | Self::Reopen { .. } => CircuitState::Open,
-            Self::Elect { .. } => CircuitState::HalfOpen,
+            Self::Elect { .. } | Self::Pass { .. } => CircuitState::HalfOpen,
             Self::Close { .. } | Self::Reset { .. } => CircuitState::Closed,
             Self::Override { set, .. } => set.kind.acts_as(),
             Self::Release { released, .. } => released.kind.acts_as(),
@@ -256,6 +302,7 @@ impl Transition {
         match self {
             Self::Trip { expiration, .. }
             | Self::Elect { expiration, .. }
+            | Self::Pass { expiration, .. }
             | Self::Close { expiration, .. }
             | Self::Reopen { expiration, .. }
             | Self::Release { expiration, .. }

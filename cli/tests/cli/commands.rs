@@ -278,6 +278,7 @@ async fn releasing_a_forced_open_that_ended_leaves_the_probe_that_followed() {
     let elect = Transition::Elect {
         owner: "env-7".into(),
         expected_opened_at: Some(until),
+        expected_successes: 0,
         now,
         lease_expiry: now + 60,
         expiration: now + 3_630,

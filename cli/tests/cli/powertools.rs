@@ -124,6 +124,7 @@ async fn probes_that_close_the_next_window(version: &str) -> u32 {
     let takeover = Transition::Elect {
         owner: "rust-env".into(),
         expected_opened_at: n(&item, "opened_at"),
+        expected_successes: 0,
         now,
         lease_expiry: now + 30,
         expiration: now + 3_630,

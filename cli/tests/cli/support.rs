@@ -122,6 +122,7 @@ impl Table {
         let elect = Transition::Elect {
             owner: owner.into(),
             expected_opened_at: Some(opened),
+            expected_successes: 0,
             now,
             lease_expiry: now + 60,
             expiration: now + 3_630,

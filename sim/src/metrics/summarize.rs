@@ -23,6 +23,13 @@ impl Metrics {
                 .find(|t| **t >= recovered)
                 .map(|t| t - recovered)
         });
+        let close_latency_ms = self.recovered_at_ms.and_then(|recovered| {
+            self.windows.iter().find_map(|w| {
+                let closed = w.end_ms.filter(|end| *end >= recovered && w.closed)?;
+                let may_elect = (w.start_ms / 1000 * 1000 + self.recovery_ms).max(recovered);
+                Some(closed.saturating_sub(may_elect))
+            })
+        });
         let in_burst = |t: u64| {
             self.bursts
                 .iter()
@@ -92,6 +99,12 @@ impl Metrics {
                 .map(Window::election_writes)
                 .max()
                 .unwrap_or(0),
+            max_probe_writes_per_window: self
+                .windows
+                .iter()
+                .map(Window::probe_writes)
+                .max()
+                .unwrap_or(0),
             election_writes_outside_windows: self.election_writes_outside_windows,
             store_requests,
             read_requests: self.read_requests,
@@ -99,6 +112,7 @@ impl Metrics {
             trip_writes: self.trip_writes,
             election_writes: self.election_writes,
             close_and_reopen_writes: self.close_and_reopen_writes,
+            pass_writes: self.pass_writes,
             throttled_requests: self.throttled,
             throttled_in_trip_burst: throttled_in_burst,
             throttled_outside_trip_burst: self.throttled - throttled_in_burst,
@@ -123,6 +137,7 @@ impl Metrics {
             max_rejecting_after_close_s: secs(self.max_rejecting_after_close_ms),
             downstream_calls_while_open: self.downstream_calls_while_open,
             time_to_close_s: secs(time_to_close_ms),
+            close_latency_s: secs(close_latency_ms),
             store_requests_per_million_calls: per_million(store_requests as f64),
             store_cost_per_million_calls_usd: per_million(
                 rcu_total * USD_PER_RRU + self.write_units as f64 * USD_PER_WRU,

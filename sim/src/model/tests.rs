@@ -13,6 +13,7 @@ fn elect(owner: &str, opened_at: u64) -> Transition {
     Transition::Elect {
         owner: owner.into(),
         expected_opened_at: Some(opened_at),
+        expected_successes: 0,
         now: opened_at + 30,
         lease_expiry: opened_at + 60,
         expiration: opened_at + 3660,

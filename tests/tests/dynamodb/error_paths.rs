@@ -170,6 +170,7 @@ async fn server_errors_are_store_errors() {
     let election = Transition::Elect {
         owner: "env".into(),
         expected_opened_at: Some(T0),
+        expected_successes: 0,
         now: T0 + 30,
         lease_expiry: T0 + 60,
         expiration: T0 + 3660,

@@ -86,6 +86,7 @@ async fn every_transition_writes_the_powertools_item() {
     let election = Transition::Elect {
         owner: "env-1".into(),
         expected_opened_at: Some(T0),
+        expected_successes: 0,
         now: T0 + 30,
         lease_expiry: T0 + 60,
         expiration: T0 + 3660,
@@ -125,6 +126,7 @@ async fn every_transition_writes_the_powertools_item() {
     let election = Transition::Elect {
         owner: "env-1".into(),
         expected_opened_at: Some(T0 + 31),
+        expected_successes: 0,
         now: T0 + 62,
         lease_expiry: T0 + 92,
         expiration: T0 + 3692,

@@ -1,6 +1,7 @@
 //! The protocol's rules for every environment, whatever the fleet, on the manual clock: a
 //! half-open circuit closes however far apart its probes come; the environment that opened
-//! a circuit probes first and the others neither race for the election nor call early; a
+//! a circuit probes first and the busy others neither race for the election nor call early
+//! (the fleet's half-open state, quiet environments included, is `fleet_half_open.rs`); a
 //! store that cannot be read never makes an environment forget a known OPEN; an election
 //! that errors while the store answers is not won; a fleet cut off from the store probes
 //! on its own after recovery.
@@ -86,10 +87,13 @@ async fn the_environment_that_opened_probes_first_and_the_others_wait_without_wr
     let calls = AtomicUsize::new(0);
     assert!(succeed(&other, &calls).await, "closed: runs");
     trip(&opener).await;
-    // The other environment learns of the opening from its next read.
+    // The other environment learns of the opening from its next read; it stays busy (a
+    // call every second), so it has no call to elect early on.
     clock.advance(Duration::from_secs(6));
-    assert!(!succeed(&other, &calls).await, "open: rejected");
-    clock.advance(RECOVERY - Duration::from_secs(6));
+    for _ in 6..30 {
+        assert!(!succeed(&other, &calls).await, "open: rejected");
+        clock.advance(Duration::from_secs(1));
+    }
     store.reset_counts();
     // At recovery only the opener elects itself; the other one rejects without a write.
     assert!(!succeed(&other, &calls).await);
@@ -98,18 +102,24 @@ async fn the_environment_that_opened_probes_first_and_the_others_wait_without_wr
         succeed(&opener, &calls).await,
         "the opener probes at recovery"
     );
-    assert_eq!(store.writes(), 1, "one election");
-    // While the opener's lease is live it probes again, and the other one, which has
-    // read the probe's record by then, neither calls nor writes.
+    assert_eq!(store.writes(), 2, "one election, and its hand-over");
+    // While the opener's next probe runs (its lease live), the other one, which reads the
+    // record (it made no call for longer than its cache age), neither calls nor writes.
     clock.advance(LEASE - Duration::from_secs(10));
-    store.reset_counts();
-    assert!(succeed(&opener, &calls).await, "second probe");
-    assert!(!succeed(&other, &calls).await);
-    assert_eq!(
-        store.writes(),
-        0,
-        "no election while the opener's lease is live"
-    );
+    let probed: Result<(), BoxError> = opener
+        .call(|| async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let writes = store.writes();
+            assert!(!succeed(&other, &calls).await);
+            assert_eq!(
+                store.writes(),
+                writes,
+                "no election while the opener's lease is live"
+            );
+            Ok(())
+        })
+        .await;
+    assert!(probed.is_ok(), "second probe: {probed:?}");
     assert_eq!(other.state(), CircuitState::HalfOpen);
 }
 
@@ -127,25 +137,37 @@ async fn without_the_opener_another_environment_verifies_then_elects_after_the_f
         expiration: opened_at + 3630,
     };
     store.apply("downstream", &trip).await.expect("trip");
-    assert!(!succeed(&other, &calls).await, "open: rejected");
-    // The fallback: the cache age (5 s) and a second, then this environment's jitter.
-    clock.advance(RECOVERY + Duration::from_millis(5_999));
+    // A busy environment (a call every second) waits the fallback: the cache age (5 s)
+    // and a second, then its jitter.
+    for second in 0..35 {
+        assert!(
+            !succeed(&other, &calls).await,
+            "open: rejected at {second} s"
+        );
+        clock.advance(Duration::from_secs(1));
+    }
+    clock.advance(Duration::from_millis(999));
     assert!(
         !succeed(&other, &calls).await,
         "not before recovery + cache age + 1 s"
     );
-    clock.advance(Duration::from_millis(1) + JITTER);
-    store.reset_counts();
-    assert!(
-        succeed(&other, &calls).await,
-        "after the fallback it probes"
-    );
+    clock.advance(Duration::from_millis(1));
+    let mut probed = false;
+    for _ in 0..=JITTER.as_secs() {
+        store.reset_counts();
+        if succeed(&other, &calls).await {
+            probed = true;
+            break;
+        }
+        clock.advance(Duration::from_secs(1));
+    }
+    assert!(probed, "after the fallback it probes");
     assert_eq!(
         store.consistent_reads(),
         1,
         "a consistent read before the election"
     );
-    assert_eq!(store.writes(), 1, "one election");
+    assert_eq!(store.writes(), 2, "one election, and its hand-over");
     assert_eq!(other.state(), CircuitState::HalfOpen);
 }
 
@@ -207,13 +229,14 @@ async fn a_throttled_election_is_not_won() {
     store.set(Behaviour::Healthy);
     clock.advance(Duration::from_millis(7_500));
     assert!(succeed(&env, &calls).await, "elected and probing");
+    let now = clock.unix_millis() / 1000;
+    // It called 7.5 s before (less than two cache ages): busy, so it keeps its lease for
+    // its next probe.
+    let mut kept = CircuitRecord::half_open(now - 37, 2, "env-a", now + 30);
+    kept.probe_successes = 1;
     assert_eq!(
         store.read("downstream").await.expect("read"),
-        Some(CircuitRecord::half_open(
-            clock.unix_millis() / 1000 - 37,
-            2,
-            "env-a",
-            clock.unix_millis() / 1000 + 30
-        ))
+        Some(kept),
+        "the probe's success counted, the lease kept"
     );
 }

@@ -11,6 +11,7 @@ mod deadlines;
 mod disabled;
 mod fail_open;
 mod fleet_detection;
+mod fleet_half_open;
 mod fleet_rules;
 mod freeze;
 mod model;

@@ -34,6 +34,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         opened_at: Some(opened_secs),
         half_open_owner: Some(owner.into()),
         probe_lease_expiry: Some(lease),
+        probe_successes: 0,
         operator_override: None,
     }
 }
@@ -42,6 +43,7 @@ fn election_at(now: u64, expected_opened_at: Option<u64>) -> Transition {
     Transition::Elect {
         owner: ME.into(),
         expected_opened_at,
+        expected_successes: 0,
         now: now / 1000,
         lease_expiry: now / 1000 + 10,
         expiration: now / 1000 + 30 + 3600,
@@ -206,17 +208,59 @@ fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
 }
 
 #[test]
-fn a_re_election_of_my_own_keeps_the_probe_progress() {
+fn a_quiet_environment_elects_at_the_recovery_timeout_after_verifying() {
     let opened = T0 / 1000;
-    assert!(keeps_probe_progress(
-        &half_open(ME, opened, opened + 40),
-        ME
-    ));
-    assert!(!keeps_probe_progress(
-        &half_open(OTHER, opened, opened + 40),
-        ME
-    ));
-    assert!(!keeps_probe_progress(&open_at(opened), ME));
+    let due = T0 + 30_000;
+    let quiet = Local {
+        quiet: true,
+        ..Local::default()
+    };
+    assert_eq!(
+        admit(&open_at(opened), ME, due - 1, &thresholds(), &quiet),
+        Admission::Reject,
+        "not before the recovery timeout"
+    );
+    assert_eq!(
+        admit(&open_at(opened), ME, due, &thresholds(), &quiet),
+        Admission::Verify,
+        "without the fallback, but on a strongly consistent read"
+    );
+    let verified = Local {
+        verified: true,
+        ..quiet
+    };
+    assert_eq!(
+        admit(&open_at(opened), ME, due, &thresholds(), &verified),
+        Admission::Elect(election_at(due, Some(opened)))
+    );
+    let busy = Local::default();
+    assert_eq!(
+        admit(&open_at(opened), ME, due, &thresholds(), &busy),
+        Admission::Reject,
+        "a busy environment without the first right waits the fallback"
+    );
+    let cut_off = Local {
+        store_unreachable: true,
+        ..quiet
+    };
+    assert_eq!(
+        admit(&open_at(opened), ME, due, &thresholds(), &cut_off),
+        Admission::Reject,
+        "alone, a quiet environment still spreads its probe over the fallback"
+    );
+    // A probe handed over (its lease ended a second ago) is due at once for a quiet caller.
+    let handed_over = CircuitRecord {
+        probe_successes: 1,
+        ..half_open(OTHER, opened, due / 1000 - 1)
+    };
+    assert_eq!(
+        admit(&handed_over, ME, due, &thresholds(), &quiet),
+        Admission::Verify
+    );
+    assert_eq!(
+        admit(&handed_over, ME, due, &thresholds(), &busy),
+        Admission::Reject
+    );
 }
 
 #[test]
@@ -242,34 +286,99 @@ fn closed_failures_trip_at_the_threshold() {
     ));
 }
 
+fn verified_quiet() -> Local {
+    Local {
+        quiet: true,
+        verified: true,
+        ..Local::default()
+    }
+}
+
 #[test]
-fn probe_outcomes() {
+fn probe_outcomes_count_the_fleets_successes() {
     let now = T0 + 31_000;
     let exp = now / 1000 + 30 + 3600;
+    let probing = |successes| CircuitRecord {
+        probe_successes: successes,
+        ..half_open(ME, T0 / 1000, now / 1000 + 10)
+    };
+    let pass = |successes| Transition::Pass {
+        owner: ME.into(),
+        probe_successes: successes,
+        lease_expiry: now / 1000 - 1,
+        expiration: exp,
+    };
     assert_eq!(
-        on_probe_outcome(Outcome::Success, 1, ME, now, &thresholds()),
-        None
+        on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), true),
+        pass(1),
+        "short of the threshold: counted, and handed on"
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Success, 2, ME, now, &thresholds()),
-        Some(Transition::Close {
+        on_probe_outcome(Outcome::Success, &probing(1), ME, now, &thresholds(), true),
+        Transition::Close {
             owner: ME.into(),
             expiration: exp
-        })
+        },
+        "the fleet's second success in a row closes, whoever made the first"
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Failure, 1, ME, now, &thresholds()),
-        Some(Transition::Reopen {
+        on_probe_outcome(Outcome::Failure, &probing(1), ME, now, &thresholds(), true),
+        Transition::Reopen {
             owner: ME.into(),
             opened_at: now / 1000,
             failure_count: 1,
             expiration: exp
-        })
+        }
     );
     assert_eq!(
-        on_probe_outcome(Outcome::Ignored, 1, ME, now, &thresholds()),
-        None
+        on_probe_outcome(Outcome::Ignored, &probing(1), ME, now, &thresholds(), true),
+        pass(1),
+        "an ignored outcome counts nothing but frees the probe"
     );
+    let kept = on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), false);
+    assert_eq!(
+        kept,
+        Transition::Pass {
+            owner: ME.into(),
+            probe_successes: 1,
+            lease_expiry: now / 1000 + 10,
+            expiration: exp,
+        },
+        "a busy prober counts the success and keeps its lease for its next call"
+    );
+    let kept = kept.applied_to(Some(&probing(0)));
+    assert_eq!(
+        admit(&kept, ME, now + 1_000, &thresholds(), &Local::default()),
+        Admission::Probe
+    );
+    assert_eq!(
+        admit(&kept, ME, now + 6_000, &thresholds(), &Local::default()),
+        Admission::Reject,
+        "less than half the lease left: no new probe under it"
+    );
+    let handed = pass(1).applied_to(Some(&probing(0)));
+    assert_eq!(handed.probe_successes, 1);
+    assert_eq!(
+        handed.half_open_owner.as_deref(),
+        Some(ME),
+        "Powertools' shape"
+    );
+    let takeover = match admit(&handed, OTHER, now, &thresholds(), &verified_quiet()) {
+        Admission::Elect(takeover) => takeover,
+        other => panic!("a verified quiet caller takes the probe over: {other:?}"),
+    };
+    assert!(takeover.allowed(Some(&handed)), "the lease is free at once");
+    assert!(
+        !election_at(now, Some(T0 / 1000)).allowed(Some(&handed)),
+        "a taker that read no successes loses"
+    );
+    let taken = takeover.applied_to(Some(&handed));
+    assert_eq!(
+        taken.probe_successes, 1,
+        "a takeover keeps the fleet's count"
+    );
+    let from_open = election_at(now, Some(T0 / 1000)).applied_to(Some(&open_at(T0 / 1000)));
+    assert_eq!(from_open.probe_successes, 0);
 }
 
 /// `settle` on a reply, from `base`, at `T0 + 30 s`.

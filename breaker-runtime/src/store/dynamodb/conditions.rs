@@ -10,6 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
     AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
+    PROBE_SUCCESSES,
 };
 
 /// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
@@ -26,6 +27,7 @@ macro_rules! unreadable {
         OR (attribute_exists(#oa) AND NOT attribute_type(#oa, :num)) \
         OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
         OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
+        OR (attribute_exists(#ps) AND NOT attribute_type(#ps, :num)) \
         OR (#st = :open AND attribute_not_exists(#oa)) \
         OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le))) \
         OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled)) \
@@ -53,24 +55,32 @@ pub(super) const TRIP: &str = concat!(
     ")"
 );
 
-/// Election, when this environment read an `opened_at`.
-pub(super) const ELECT: &str = concat!(
-    "((#st = :open AND attribute_not_exists(#ow) AND #oa = :expected) \
-    OR (#st = :half AND #le < :now)) AND ",
-    no_live_override!()
-);
-
-/// Election, when the record it read had no `opened_at`.
-pub(super) const ELECT_WITHOUT_OPENED_AT: &str = concat!(
-    "((#st = :open AND attribute_not_exists(#ow) AND attribute_not_exists(#oa)) \
-    OR (#st = :half AND #le < :now)) AND ",
-    no_live_override!()
-);
+/// Election: on `OPEN` with the `opened_at` this environment read (or none, if it read
+/// none) and no owner, or a takeover of an expired lease that finds the fleet's probe
+/// successes as read (`:ps`; absent reads as 0); never while an override holds.
+pub(super) fn elect(read_opened_at: bool, read_successes: bool) -> String {
+    let opening = match read_opened_at {
+        true => "#oa = :expected",
+        false => "attribute_not_exists(#oa)",
+    };
+    let successes = match read_successes {
+        true => "#ps = :ps",
+        false => "(attribute_not_exists(#ps) OR #ps = :zero)",
+    };
+    format!(
+        "((#st = :open AND attribute_not_exists(#ow) AND {opening}) \
+        OR (#st = :half AND #le < :now AND {successes})) AND {}",
+        no_live_override!()
+    )
+}
 
 /// The election's write: half-open, owned by this environment until the lease expires.
 pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl";
 
-/// Close and reopen: only the owner of a half-open item.
+/// A probe's hand-over: the fleet's successes so far, and the lease ended.
+pub(super) const PASS_UPDATE: &str = "SET #ps = :successes, #le = :lease, #ex = :ttl";
+
+/// Close, reopen and hand-over: only the owner of a half-open item.
 pub(super) const OWNER: &str = "#st = :half AND #ow = :me";
 
 /// An operator's close: no override holds at `:now`, or the item is absent or unreadable
@@ -131,6 +141,8 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
         true => set.push("#ex = :ttl"),
         false => remove.push("#ex"),
     }
+    // No probe survives an override, nor its count.
+    remove.push("#ps");
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
@@ -139,7 +151,9 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
 pub(super) fn release(forced_open_holds: bool) -> String {
     match forced_open_holds {
         true => {
-            format!("SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le")
+            format!(
+                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps"
+            )
         }
         false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
     }
@@ -166,6 +180,7 @@ impl Expression {
             ("#oa", &names.opened_at),
             ("#ow", &names.half_open_owner),
             ("#le", &names.probe_lease_expiry),
+            ("#ps", PROBE_SUCCESSES),
             ("#ex", &names.expiry),
             ("#ov", OVERRIDE),
             ("#ou", OVERRIDE_UNTIL),

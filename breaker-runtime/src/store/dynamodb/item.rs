@@ -22,6 +22,11 @@ pub(crate) const OVERRIDE_BY: &str = "override_by";
 pub(crate) const OVERRIDE_REASON: &str = "override_reason";
 pub(crate) const OVERRIDE_AT: &str = "override_at";
 
+/// While half-open: the fleet's probe successes in a row (N; absent: 0). A fixed name,
+/// ignored by Powertools, whose whole-item writes drop it (a takeover of theirs starts the
+/// count again).
+pub(crate) const PROBE_SUCCESSES: &str = "probe_successes";
+
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
@@ -79,6 +84,9 @@ impl AttributeNames {
         if let Some(lease) = record.probe_lease_expiry {
             item.insert(self.probe_lease_expiry.clone(), n(lease));
         }
+        if record.probe_successes > 0 {
+            item.insert(PROBE_SUCCESSES.to_owned(), n(record.probe_successes.into()));
+        }
         item.insert(self.expiry.clone(), n(expiration));
         item
     }
@@ -96,17 +104,14 @@ impl AttributeNames {
                 return Err(self.malformed(&self.state, "is not CLOSED, OPEN or HALF_OPEN"));
             }
         };
-        let failure_count = match self.number(item, &self.failure_count)? {
-            None => 0,
-            Some(count) => u32::try_from(count)
-                .map_err(|_| self.malformed(&self.failure_count, "is out of range"))?,
-        };
+        let failure_count = self.count(item, &self.failure_count)?;
         let record = CircuitRecord {
             state,
             failure_count,
             opened_at: self.number(item, &self.opened_at)?,
             half_open_owner: self.string(item, &self.half_open_owner)?.map(str::to_owned),
             probe_lease_expiry: self.number(item, &self.probe_lease_expiry)?,
+            probe_successes: self.count(item, PROBE_SUCCESSES)?,
             operator_override: self.operator_override(item)?,
         };
         match state {
@@ -162,6 +167,16 @@ impl AttributeNames {
     }
 
     /// A non-negative integer N.
+    /// A count that fits a `u32`; absent: 0.
+    fn count(&self, item: &Item, name: &str) -> Result<u32, Malformed> {
+        match self.number(item, name)? {
+            None => Ok(0),
+            Some(count) => {
+                u32::try_from(count).map_err(|_| self.malformed(name, "is out of range"))
+            }
+        }
+    }
+
     fn number(&self, item: &Item, name: &str) -> Result<Option<u64>, Malformed> {
         match item.get(name) {
             None => Ok(None),
@@ -223,6 +238,7 @@ mod tests {
                 opened_at: Some(1_700_000_000),
                 half_open_owner: Some("env-1".into()),
                 probe_lease_expiry: Some(1_700_000_060),
+                probe_successes: 2,
                 operator_override: None,
             },
         ];

@@ -186,9 +186,9 @@ impl Shared {
         Ok(WriteOutcome::Lost(current))
     }
 
-    /// Applies `transition`: the election and the operator's override and release update the
-    /// item in place (keeping what they do not own); every other transition writes a whole
-    /// new record.
+    /// Applies `transition`: the election, the probe's hand-over and the operator's override
+    /// and release update the item in place (keeping what they do not own); every other
+    /// transition writes a whole new record.
     async fn apply(
         &self,
         circuit: &str,
@@ -203,6 +203,7 @@ impl Shared {
             Transition::Elect {
                 owner,
                 expected_opened_at,
+                expected_successes,
                 now,
                 lease_expiry,
                 expiration,
@@ -213,14 +214,28 @@ impl Shared {
                     (":lease", number(*lease_expiry)),
                     (":ttl", number(*expiration)),
                 ];
-                let condition = match expected_opened_at {
-                    Some(expected) => {
-                        values.push((":expected", number(*expected)));
-                        conditions::ELECT
-                    }
-                    None => conditions::ELECT_WITHOUT_OPENED_AT,
-                };
-                self.update(circuit, conditions::ELECT_UPDATE, condition, values)
+                values.extend(expected_opened_at.map(|expected| (":expected", number(expected))));
+                let read_successes = *expected_successes > 0;
+                if read_successes {
+                    values.push((":ps", number((*expected_successes).into())));
+                }
+                let condition = conditions::elect(expected_opened_at.is_some(), read_successes);
+                self.update(circuit, conditions::ELECT_UPDATE, &condition, values)
+                    .await
+            }
+            Transition::Pass {
+                owner,
+                probe_successes,
+                lease_expiry,
+                expiration,
+            } => {
+                let values = vec![
+                    (":me", AttributeValue::S(owner.clone())),
+                    (":successes", number((*probe_successes).into())),
+                    (":lease", number(*lease_expiry)),
+                    (":ttl", number(*expiration)),
+                ];
+                self.update(circuit, conditions::PASS_UPDATE, conditions::OWNER, values)
                     .await
             }
             Transition::Close { owner, .. } | Transition::Reopen { owner, .. } => {

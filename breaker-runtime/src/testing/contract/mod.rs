@@ -33,12 +33,14 @@ use crate::store::StateStore;
 
 mod cases;
 mod fleet;
+mod hand_over;
 mod overrides;
 mod races;
 mod support;
 
 use cases::*;
 use fleet::*;
+use hand_over::*;
 use overrides::*;
 use races::*;
 
@@ -111,7 +113,11 @@ fn cases() -> Vec<Case> {
         case!(breaker_writes_win_again_once_an_override_ended),
         case!(reset_closes_unless_an_override_holds),
         case!(releasing_an_ended_forced_open_keeps_the_probe_that_followed),
+        case!(a_hand_over_counts_the_success_and_frees_the_lease),
+        case!(only_the_owner_hands_over),
+        case!(an_override_ends_the_fleets_probe_count),
         case!(race concurrent_elections_have_exactly_one_winner),
+        case!(race concurrent_takeovers_of_a_handed_over_probe_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
         case!(race close_and_takeover_race_has_exactly_one_winner),
         case!(race reports_add_up_exactly_in_their_own_window_or_are_not_kept),

@@ -9,7 +9,7 @@ use crate::protocol::{CircuitRecord, WriteOutcome};
 use crate::store::StateStore;
 
 /// Runs `RACERS` writers at once; returns each one's outcome, in racer order.
-async fn race<F, Fut>(store: &Arc<dyn StateStore>, write: F) -> Vec<WriteOutcome>
+pub(super) async fn race<F, Fut>(store: &Arc<dyn StateStore>, write: F) -> Vec<WriteOutcome>
 where
     F: Fn(Arc<dyn StateStore>, usize) -> Fut,
     Fut: Future<Output = WriteOutcome> + Send + 'static,
@@ -32,7 +32,7 @@ where
     outcomes
 }
 
-fn the_winner(outcomes: &[WriteOutcome], round: usize) -> usize {
+pub(super) fn the_winner(outcomes: &[WriteOutcome], round: usize) -> usize {
     let winners: Vec<usize> = (0..outcomes.len())
         .filter(|&i| outcomes[i] == WriteOutcome::Won)
         .collect();

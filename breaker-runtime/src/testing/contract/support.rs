@@ -19,15 +19,49 @@ pub(super) fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -
     Transition::Elect {
         owner: owner.to_owned(),
         expected_opened_at,
+        expected_successes: 0,
         now,
         lease_expiry: now + 30,
         expiration: TTL,
     }
 }
 
+/// A takeover of a handed-over probe by `owner` at `now`, expecting the fleet's `successes`.
+pub(super) fn takeover(owner: &str, successes: u32, now: u64) -> Transition {
+    match election(owner, Some(T0), now) {
+        Transition::Elect {
+            owner,
+            expected_opened_at,
+            now,
+            lease_expiry,
+            expiration,
+            ..
+        } => Transition::Elect {
+            owner,
+            expected_opened_at,
+            expected_successes: successes,
+            now,
+            lease_expiry,
+            expiration,
+        },
+        other => other,
+    }
+}
+
 pub(super) fn close(owner: &str) -> Transition {
     Transition::Close {
         owner: owner.to_owned(),
+        expiration: TTL,
+    }
+}
+
+/// `owner` counts the fleet's `successes` and hands the probe on: its lease ended at
+/// `now - 1`.
+pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> Transition {
+    Transition::Pass {
+        owner: owner.to_owned(),
+        probe_successes: successes,
+        lease_expiry: now - 1,
         expiration: TTL,
     }
 }
