@@ -11,6 +11,7 @@ mod fleet;
 mod fleet_policy;
 mod item_layout;
 mod malformed;
+mod probe_admission;
 mod report_items;
 mod store_contract;
 mod warm_up;
