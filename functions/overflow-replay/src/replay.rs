@@ -201,8 +201,10 @@ impl App {
     }
 
     /// Until the open circuit may admit a probe: its recovery instant, or, once that has
-    /// passed without one, the longest an environment that did not open it waits (cache
-    /// age, a second, jitter). At least a second, at most SQS's 900.
+    /// passed without one, until this environment is quiet (no call of the circuit for a
+    /// cache age after its copy went stale: two cache ages and a second), when it may
+    /// probe at once instead of waiting a busy environment's jitter. At least a second, at
+    /// most SQS's 900.
     fn wait_for_probe(&self, opened_at: Option<u64>) -> Duration {
         let now = unix_now();
         let recovery_at = opened_at
@@ -211,9 +213,7 @@ impl App {
         let wait = if recovery_at > now {
             Duration::from_secs(recovery_at - now)
         } else {
-            self.circuit.local_cache_max_age()
-                + Duration::from_secs(1)
-                + self.circuit.recovery_jitter()
+            self.circuit.local_cache_max_age() * 2 + Duration::from_secs(1)
         };
         wait.clamp(Duration::from_secs(1), MAX_DELAY)
     }
@@ -268,6 +268,17 @@ mod tests {
     fn the_record_budget_counts_the_breakers_store_calls_and_every_ledger_round_trip() {
         // 2 × 0.5 s store + 6 × 1 s ledger + 2 s payment + 1 s SQS.
         assert_eq!(app().record_budget(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn past_the_recovery_the_replay_waits_until_it_is_quiet_not_a_jitter() {
+        let app = app();
+        let wait = app.wait_for_probe(Some(unix_now() - 3_600));
+        assert_eq!(
+            wait,
+            app.circuit.local_cache_max_age() * 2 + Duration::from_secs(1)
+        );
+        assert!(wait < app.circuit.recovery_jitter());
     }
 
     #[test]
