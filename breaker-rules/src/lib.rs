@@ -107,6 +107,48 @@ pub const fn default_jitter_fits(recovery_timeout_secs: u64) -> bool {
     recovery_timeout_secs.saturating_mul(DEFAULT_JITTER_FACTOR as u64) <= MAX_DURATION_SECS
 }
 
+/// The default growth of the open duration: each reopen without a close doubles the wait.
+pub const DEFAULT_BACKOFF_FACTOR: u32 = 2;
+/// The least growth factor of an exponential backoff (1 would not grow).
+pub const MIN_BACKOFF_FACTOR: u32 = 2;
+/// The greatest growth factor of an exponential backoff.
+pub const MAX_BACKOFF_FACTOR: u32 = 10;
+/// The default longest backed-off wait, as a multiple of the recovery timeout.
+pub const DEFAULT_BACKOFF_CAP_FACTOR: u32 = 10;
+/// The longest wait any backoff gives, in seconds (one day): a downstream down longer is
+/// still probed daily, and the record's TTL (now + wait + grace) stays short.
+pub const MAX_RECOVERY_BACKOFF_SECS: u64 = 24 * 3600;
+/// A backed-off wait loses up to this fraction (1 / divisor) of itself to the jitter.
+pub const BACKOFF_JITTER_DIVISOR: u64 = 4;
+
+/// Whether an exponential backoff's factor is from [`MIN_BACKOFF_FACTOR`] to
+/// [`MAX_BACKOFF_FACTOR`].
+pub const fn backoff_factor_ok(factor: u64) -> bool {
+    factor >= MIN_BACKOFF_FACTOR as u64 && factor <= MAX_BACKOFF_FACTOR as u64
+}
+
+/// The rule of a backoff's cap: no shorter than the recovery timeout (the first wait) and
+/// no longer than [`MAX_RECOVERY_BACKOFF_SECS`].
+pub const fn backoff_cap_fits(recovery_timeout_secs: u64, cap_secs: u64) -> bool {
+    cap_secs >= recovery_timeout_secs && cap_secs <= MAX_RECOVERY_BACKOFF_SECS
+}
+
+/// The cap of a backoff that names none, in seconds: [`DEFAULT_BACKOFF_CAP_FACTOR`] times
+/// the recovery timeout, within [`MAX_RECOVERY_BACKOFF_SECS`] (never below the timeout).
+pub const fn default_backoff_cap_secs(recovery_timeout_secs: u64) -> u64 {
+    let cap = recovery_timeout_secs.saturating_mul(DEFAULT_BACKOFF_CAP_FACTOR as u64);
+    let cap = if cap > MAX_RECOVERY_BACKOFF_SECS {
+        MAX_RECOVERY_BACKOFF_SECS
+    } else {
+        cap
+    };
+    if cap < recovery_timeout_secs {
+        recovery_timeout_secs
+    } else {
+        cap
+    }
+}
+
 /// Whether a count is at least [`MIN_COUNT`].
 pub const fn count_ok(count: u64) -> bool {
     count >= MIN_COUNT as u64
@@ -156,6 +198,12 @@ mod tests {
         assert!(!probe_lease_covers_call(30_000, 30_000, 1));
         assert_eq!(longest_call_timeout_millis(30_000, 1_000), 28_000);
         assert!(deadline_margin_covers_store_call(1_000, 1_000));
+        assert!(!backoff_factor_ok(1) && backoff_factor_ok(2) && !backoff_factor_ok(11));
+        assert!(backoff_cap_fits(30, 30) && !backoff_cap_fits(30, 29));
+        assert!(!backoff_cap_fits(30, MAX_RECOVERY_BACKOFF_SECS + 1));
+        assert_eq!(default_backoff_cap_secs(30), 300);
+        assert_eq!(default_backoff_cap_secs(10_000), MAX_RECOVERY_BACKOFF_SECS);
+        assert_eq!(default_backoff_cap_secs(100_000), 100_000);
         assert!(!deadline_margin_covers_store_call(999, 1_000));
     }
 }

@@ -46,6 +46,7 @@ pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy}
 pub use default_store::{DefaultStoreError, default_store, set_default_store, try_default_store};
 pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use policy::SlidingWindow;
+pub use protocol::RecoveryBackoff;
 pub use state::{CircuitInfo, CircuitState, CircuitTransition, FailureKind, TransitionCause};
 pub use warm_up::{WarmUp, warm_up};
 

@@ -22,7 +22,7 @@ use breaker_sim::{chart, fleet, report};
 #[command(name = "breaker-sim", version)]
 struct Args {
     /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, light,
-    /// store-throttled, store-down-while-open, flapping, scale-100k), or `all`.
+    /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage), or `all`.
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.
@@ -57,6 +57,10 @@ struct Args {
     /// running at the function timeout die with their invocation).
     #[arg(long)]
     no_deadline: bool,
+    /// Every opening waits the recovery timeout: no backoff of the open duration after a
+    /// failed probe.
+    #[arg(long)]
+    no_backoff: bool,
 }
 
 fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
@@ -96,6 +100,9 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
         }
         if args.no_deadline {
             scenario.deadline_aware = false;
+        }
+        if args.no_backoff {
+            scenario.breaker.recovery_backoff = breaker_runtime::RecoveryBackoff::none();
         }
     }
     Ok(scenarios)

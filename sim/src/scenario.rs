@@ -37,6 +37,8 @@ pub struct BreakerSettings {
     pub deadline_margin: Duration,
     /// The fleet-wide failure policy (`None`: each environment trips on its own counts).
     pub fleet_policy: Option<breaker_runtime::FleetPolicy>,
+    /// How the open duration grows with each reopen (the runtime's default: exponential).
+    pub recovery_backoff: breaker_runtime::RecoveryBackoff,
 }
 
 impl BreakerSettings {
@@ -54,6 +56,7 @@ impl BreakerSettings {
             .store_error_backoff(self.store_error_backoff)
             .probe_lease(self.probe_lease)
             .deadline_margin(self.deadline_margin)
+            .recovery_backoff(self.recovery_backoff.clone())
             .fleet_detection(self.fleet_policy.is_some());
         let builder = match self.fleet_policy {
             Some(policy) => builder.fleet_policy(policy),
@@ -80,6 +83,7 @@ impl Default for BreakerSettings {
             call_timeout: runtime.call_timeout(),
             deadline_margin: runtime.deadline_margin(),
             fleet_policy: runtime.fleet_policy(),
+            recovery_backoff: runtime.recovery_backoff().clone(),
         }
     }
 }
@@ -125,7 +129,7 @@ pub struct Scenario {
 }
 
 /// Every scenario's name, in the order `make sim` runs them.
-pub const NAMES: [&str; 10] = [
+pub const NAMES: [&str; 11] = [
     "outage",
     "sparse",
     "sparse-10k",
@@ -136,6 +140,7 @@ pub const NAMES: [&str; 10] = [
     "store-down-while-open",
     "flapping",
     "scale-100k",
+    "long-outage",
 ];
 
 impl Scenario {
@@ -286,6 +291,16 @@ impl Scenario {
                     100_000,
                     Rate::PerEnv(1.0),
                     300,
+                )
+            },
+            "long-outage" => Self {
+                health: HealthSchedule::new(vec![(s(10), Health::Down), (s(1210), Health::Up)]),
+                ..Self::base(
+                    name,
+                    "10,000 environments at 10 calls/s; the downstream is down for 20 minutes, from 10 s to 1210 s",
+                    10_000,
+                    Rate::PerEnv(10.0),
+                    1500,
                 )
             },
             _ => return None,

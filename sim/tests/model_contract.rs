@@ -56,6 +56,7 @@ fn random_transition(rng: &mut Rng) -> Transition {
             owner,
             opened_at: at,
             failure_count: 1,
+            reopen_count: 1,
             expiration: at + 3630,
         },
     }

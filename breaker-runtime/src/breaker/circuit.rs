@@ -70,6 +70,7 @@ impl Circuit {
                 .saturating_add(jitter_millis),
             probe_lease_secs: config.probe_lease.as_secs().max(1),
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
+            backoff: config.recovery_backoff.clone(),
         };
         Self {
             counts: ClosedCounts::new(&config),

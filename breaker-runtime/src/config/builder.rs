@@ -3,10 +3,11 @@
 use std::time::Duration;
 
 use breaker_rules::{
-    MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
-    MIN_CALL_TIMEOUT_MILLIS, MIN_FLEET_WINDOW_SECS, MIN_PROBE_LEASE_SECS,
-    MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_STORE_TIMEOUT_MILLIS, MIN_WINDOW_SECS,
-    TTL_GRACE, deadline_margin_covers_store_call, minimum_fits_window, one_trip_policy,
+    MAX_BACKOFF_FACTOR, MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_RECOVERY_BACKOFF_SECS,
+    MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_BACKOFF_FACTOR, MIN_CALL_TIMEOUT_MILLIS,
+    MIN_FLEET_WINDOW_SECS, MIN_PROBE_LEASE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS,
+    MIN_STORE_TIMEOUT_MILLIS, MIN_WINDOW_SECS, TTL_GRACE, backoff_factor_ok,
+    deadline_margin_covers_store_call, minimum_fits_window, one_trip_policy,
     probe_lease_covers_call, report_interval_fits_window, window_has_rate,
 };
 
@@ -15,6 +16,7 @@ use super::{CircuitBreakerConfig, DEFAULT_WINDOW, FleetPolicy, SlowCalls, millis
 use crate::clock::ManualClock;
 use crate::error::CircuitBreakerConfigError;
 use crate::policy::SlidingWindow;
+use crate::protocol::RecoveryBackoff;
 
 /// Builds a validated [`CircuitBreakerConfig`]; see [`CircuitBreakerConfig::builder`].
 #[derive(Debug, Clone)]
@@ -107,6 +109,34 @@ impl CircuitBreakerConfigBuilder {
     pub fn recovery_timeout(mut self, timeout: Duration) -> Self {
         self.config.recovery_timeout = timeout;
         self
+    }
+
+    /// How the open duration grows with each reopen (a failed probe) without a close, the
+    /// same for the whole fleet: the count travels in the shared record. Default:
+    /// [`RecoveryBackoff::exponential`] with factor 2 and a cap of 10 × the recovery
+    /// timeout; [`RecoveryBackoff::none`] waits the recovery timeout every time.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::{CircuitBreakerConfig, RecoveryBackoff};
+    /// let config = CircuitBreakerConfig::builder()
+    ///     .recovery_backoff(RecoveryBackoff::exponential(3, Duration::from_secs(600)))
+    ///     .build()?;
+    /// assert_eq!(config.recovery_backoff(), &RecoveryBackoff::exponential(3, Duration::from_secs(600)));
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn recovery_backoff(mut self, backoff: RecoveryBackoff) -> Self {
+        self.config.recovery_backoff = backoff;
+        self
+    }
+
+    /// A backoff of the user's: after the n-th reopen without a close the circuit stays
+    /// open `wait(n, failure_count)` (see [`RecoveryBackoff::from_fn`]).
+    pub fn recovery_backoff_fn(
+        self,
+        wait: impl Fn(u32, u32) -> Duration + Send + Sync + 'static,
+    ) -> Self {
+        self.recovery_backoff(RecoveryBackoff::from_fn(wait))
     }
 
     /// How long a copy of the shared state is trusted (≥ 0; default 5 s). Zero reads the
@@ -291,6 +321,7 @@ impl CircuitBreakerConfigBuilder {
         ] {
             at_most(field, value, MAX_DURATION)?;
         }
+        check_backoff(c)?;
         // The lease must not outlive the record (see `TTL_GRACE`).
         at_most("probe_lease", c.probe_lease, TTL_GRACE)?;
         if let Some(timeout) = c.call_timeout {
@@ -332,6 +363,30 @@ fn check_against_each_other(c: &CircuitBreakerConfig) -> Result<(), CircuitBreak
              is abandoned that long before the invocation's deadline so that the store write \
              its failure causes lands first, and that write may take the store timeout"
         )));
+    }
+    Ok(())
+}
+
+/// An exponential backoff's factor from 2 to 10 and its cap from the recovery timeout to a
+/// day.
+fn check_backoff(c: &CircuitBreakerConfig) -> Result<(), CircuitBreakerConfigError> {
+    let Some((factor, max)) = c.recovery_backoff.exponential_parts() else {
+        return Ok(());
+    };
+    if !backoff_factor_ok(factor.into()) {
+        return Err(CircuitBreakerConfigError::OutOfRange {
+            field: "recovery_backoff_factor",
+            minimum: format!("{MIN_BACKOFF_FACTOR} (at most {MAX_BACKOFF_FACTOR})"),
+            value: factor.to_string(),
+        });
+    }
+    if let Some(max) = max {
+        at_least("recovery_backoff_max", max, c.recovery_timeout)?;
+        at_most(
+            "recovery_backoff_max",
+            max,
+            Duration::from_secs(MAX_RECOVERY_BACKOFF_SECS),
+        )?;
     }
     Ok(())
 }

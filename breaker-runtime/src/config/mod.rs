@@ -10,6 +10,7 @@ use breaker_rules::{
 
 use crate::clock::Clock;
 use crate::policy::SlidingWindow;
+use crate::protocol::RecoveryBackoff;
 
 mod builder;
 mod limits;
@@ -54,6 +55,7 @@ pub struct CircuitBreakerConfig {
     pub(crate) local_cache_max_age: Duration,
     /// `None`: [`DEFAULT_JITTER_FACTOR`] times the recovery timeout.
     pub(crate) recovery_jitter: Option<Duration>,
+    pub(crate) recovery_backoff: RecoveryBackoff,
     pub(crate) store_timeout: Duration,
     pub(crate) store_error_backoff: Duration,
     pub(crate) probe_lease: Duration,
@@ -80,6 +82,7 @@ impl Default for CircuitBreakerConfig {
             recovery_timeout: Duration::from_secs(30),
             local_cache_max_age: Duration::from_secs(5),
             recovery_jitter: None,
+            recovery_backoff: RecoveryBackoff::default(),
             store_timeout: Duration::from_millis(DEFAULT_STORE_TIMEOUT_MILLIS),
             store_error_backoff: Duration::from_secs(5),
             probe_lease: Duration::from_secs(DEFAULT_PROBE_LEASE_SECS),
@@ -167,6 +170,12 @@ impl CircuitBreakerConfig {
     pub fn recovery_jitter(&self) -> Duration {
         self.recovery_jitter
             .unwrap_or_else(|| self.recovery_timeout.saturating_mul(DEFAULT_JITTER_FACTOR))
+    }
+
+    /// How the open duration grows while probes keep failing (default: exponential, factor
+    /// 2, at most 10 × the recovery timeout).
+    pub fn recovery_backoff(&self) -> &RecoveryBackoff {
+        &self.recovery_backoff
     }
 
     /// Longest time one store call may take before the breaker fails open.

@@ -3,7 +3,11 @@
 //! write, and after the store answered, what to believe. No clock, lock, async or SDK type
 //! in here; `breaker` combines it with the store.
 
+use std::time::Duration;
+
 use breaker_rules::TTL_GRACE_SECS;
+
+use super::backoff::RecoveryBackoff;
 
 use super::rates::{Counts, Rates};
 use super::record::{CircuitRecord, OverrideKind};
@@ -24,6 +28,26 @@ pub(crate) struct Thresholds {
     pub(crate) probe_lease_secs: u64,
     /// Recovery timeout rounded up to seconds, for the TTL.
     pub(crate) recovery_secs: u64,
+    /// How the wait grows with the record's reopens.
+    pub(crate) backoff: RecoveryBackoff,
+}
+
+impl Thresholds {
+    /// How long `record`'s opening stays open before its probe, in milliseconds: the
+    /// recovery timeout, backed off by the record's reopens. Every environment computes
+    /// the same from the same record.
+    pub(crate) fn recovery_millis_of(&self, record: &CircuitRecord) -> u64 {
+        if record.reopen_count == 0 {
+            return self.recovery_millis;
+        }
+        let wait = self.backoff.wait(
+            Duration::from_millis(self.recovery_millis),
+            record.reopen_count,
+            record.failure_count,
+            record.opened_at.unwrap_or(0),
+        );
+        u64::try_from(wait.as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 /// What this environment knows besides the shared record.
@@ -92,9 +116,11 @@ fn secs(millis: u64) -> u64 {
     millis / 1000
 }
 
-fn expiration(now_millis: u64, thresholds: &Thresholds) -> u64 {
+/// The TTL of a write at `now_millis` that leaves a record waiting `wait_millis` (its
+/// backed-off recovery): the record outlives the wait by the grace.
+fn expiration(now_millis: u64, wait_millis: u64, thresholds: &Thresholds) -> u64 {
     secs(now_millis)
-        .saturating_add(thresholds.recovery_secs)
+        .saturating_add(thresholds.recovery_secs.max(wait_millis.div_ceil(1000)))
         .saturating_add(TTL_GRACE_SECS)
 }
 
@@ -121,13 +147,14 @@ fn election(
         },
         now: secs(now_millis),
         lease_expiry: secs(now_millis).saturating_add(thresholds.probe_lease_secs),
-        expiration: expiration(now_millis, thresholds),
+        expiration: expiration(now_millis, thresholds.recovery_millis_of(record), thresholds),
     }
 }
 
 /// When this environment may elect itself (unix millis). The environment with the first
 /// right (the one that committed the opening, or the owner of an expired lease) may at
-/// once: at the recovery timeout, or when its lease runs out; so may a quiet environment
+/// once: at the record's recovery (the timeout, backed off by its reopens), or when its
+/// lease runs out; so may a quiet environment
 /// that can reach the store, which then verifies first. Every other environment waits
 /// the fallback longer (its cache age, a second, and its jitter), so that in a fleet of
 /// busy environments, whose cached copies all turn due at the same instant, one
@@ -145,7 +172,7 @@ fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Th
             .opened_at
             .unwrap_or(0)
             .saturating_mul(1000)
-            .saturating_add(thresholds.recovery_millis),
+            .saturating_add(thresholds.recovery_millis_of(record)),
     };
     if has_first_right(record, me, local) || (local.quiet && !local.store_unreachable) {
         since
@@ -249,13 +276,14 @@ pub(crate) fn trip(
     Transition::Trip {
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
-        expiration: expiration(now_millis, thresholds),
+        expiration: expiration(now_millis, thresholds.recovery_millis, thresholds),
     }
 }
 
 /// After a probe ended, the write that ends it: a close once the fleet's probe successes
 /// in a row (`record.probe_successes`, plus this one) reach the threshold, a reopen on a
-/// failure, else a hand-over that counts the success (an ignored outcome counts nothing).
+/// failure (one more reopen, so a longer wait), else a hand-over that counts the success
+/// (an ignored outcome counts nothing).
 /// With `hand_on` (the prober is quiet: its next call may be minutes away) the lease ends
 /// at once, so the next call of any environment may probe; a busy prober keeps its lease
 /// and probes again with its next call, without another election.
@@ -271,17 +299,25 @@ pub(crate) fn on_probe_outcome(
         Outcome::Success => record.probe_successes.saturating_add(1),
         _ => record.probe_successes,
     };
-    let expiration = expiration(now_millis, thresholds);
+    let ttl = expiration(now_millis, thresholds.recovery_millis_of(record), thresholds);
     match outcome {
-        Outcome::Failure => Transition::Reopen {
-            owner: me.to_owned(),
-            opened_at: secs(now_millis),
-            failure_count: 1,
-            expiration,
-        },
+        Outcome::Failure => {
+            let reopened = CircuitRecord {
+                reopen_count: record.reopen_count.saturating_add(1),
+                ..CircuitRecord::open(secs(now_millis), 1)
+            };
+            let wait = thresholds.recovery_millis_of(&reopened);
+            Transition::Reopen {
+                owner: me.to_owned(),
+                opened_at: secs(now_millis),
+                failure_count: reopened.failure_count,
+                reopen_count: reopened.reopen_count,
+                expiration: expiration(now_millis, wait, thresholds),
+            }
+        }
         Outcome::Success if successes >= thresholds.success_threshold => Transition::Close {
             owner: me.to_owned(),
-            expiration,
+            expiration: ttl,
         },
         Outcome::Success | Outcome::Ignored => {
             // The takeover condition is `lease < now`: a second back is free at once.
@@ -293,7 +329,7 @@ pub(crate) fn on_probe_outcome(
                     true => handed_on,
                     false => record.probe_lease_expiry.unwrap_or(handed_on),
                 },
-                expiration,
+                expiration: ttl,
             }
         }
     }
@@ -360,3 +396,8 @@ pub(crate) fn committed_opening(transition: &Transition, settled: &Settled) -> O
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod backoff_tests;
+
+#[cfg(test)]

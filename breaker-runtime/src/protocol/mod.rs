@@ -4,12 +4,14 @@
 //! state machine that decides ([`machine`]). No clock, lock, async or
 //! SDK type in here: `store` carries transitions to a store, `breaker` feeds the machine.
 
+mod backoff;
 pub(crate) mod fleet;
 pub(crate) mod machine;
 mod rates;
 mod record;
 mod transition;
 
+pub use backoff::RecoveryBackoff;
 pub use fleet::{FailureReport, FleetTally, MIN_REPORTERS};
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};

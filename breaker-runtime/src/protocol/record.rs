@@ -34,6 +34,10 @@ pub struct CircuitRecord {
     /// While half-open: the probe successes in a row the fleet has seen since the circuit
     /// opened, whichever environments made them (0 otherwise, and when absent).
     pub probe_successes: u32,
+    /// While open or half-open: the reopens (failed probes) since the circuit last closed
+    /// or tripped from closed, which lengthen the next wait
+    /// ([`RecoveryBackoff`](crate::RecoveryBackoff)); 0 otherwise, and when absent.
+    pub reopen_count: u32,
     /// An operator's override (`breaker open` / `breaker disable`), if one was set.
     pub operator_override: Option<Override>,
 }
@@ -59,6 +63,7 @@ impl CircuitRecord {
             half_open_owner: None,
             probe_lease_expiry: None,
             probe_successes: 0,
+            reopen_count: 0,
             operator_override: None,
         }
     }

@@ -110,7 +110,8 @@ pub enum Transition {
         /// TTL attribute value.
         expiration: u64,
     },
-    /// HALF_OPEN → OPEN after a failed probe. Allowed only on `HALF_OPEN` owned by `owner`.
+    /// HALF_OPEN → OPEN after a failed probe, counting the reopen. Allowed only on
+    /// `HALF_OPEN` owned by `owner`.
     Reopen {
         /// The reopening environment's id.
         owner: String,
@@ -118,6 +119,8 @@ pub enum Transition {
         opened_at: u64,
         /// Failures to record (the failed probe).
         failure_count: u32,
+        /// The reopens without a close this one makes: the record's count, plus one.
+        reopen_count: u32,
         /// TTL attribute value.
         expiration: u64,
     },
@@ -221,12 +224,16 @@ impl Transition {
                 failure_count,
                 opened_at,
                 ..
-            }
-            | Self::Reopen {
+            } => CircuitRecord::open(*opened_at, *failure_count),
+            Self::Reopen {
                 failure_count,
                 opened_at,
+                reopen_count,
                 ..
-            } => CircuitRecord::open(*opened_at, *failure_count),
+            } => CircuitRecord {
+                reopen_count: *reopen_count,
+                ..CircuitRecord::open(*opened_at, *failure_count)
+            },
             Self::Elect {
                 owner,
                 lease_expiry,

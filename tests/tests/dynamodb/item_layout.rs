@@ -109,6 +109,7 @@ async fn every_transition_writes_the_powertools_item() {
         owner: "env-1".into(),
         opened_at: T0 + 31,
         failure_count: 1,
+        reopen_count: 1,
         expiration: T0 + 3661,
     };
     assert_eq!(store.apply(circuit, &reopen).await, Ok(WriteOutcome::Won));
@@ -119,6 +120,7 @@ async fn every_transition_writes_the_powertools_item() {
             ("state", s("OPEN")),
             ("failure_count", n(1)),
             ("opened_at", n(T0 + 31)),
+            ("reopen_count", n(1)),
             ("expiration", n(T0 + 3661)),
         ])
     );

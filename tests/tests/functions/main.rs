@@ -8,4 +8,5 @@ mod cost_report;
 mod deadlines;
 mod outcomes;
 mod pipeline;
+mod recovery;
 mod support;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
 use devstack::circuits::{BoxError, fail, is_rejection};
 use devstack::doubles::{Behaviour, ScriptedStore};
 
@@ -22,6 +22,8 @@ fn config(id: &str, clock: &ManualClock, cache: Duration) -> CircuitBreakerConfi
         .failure_threshold(2)
         .success_threshold(3)
         .recovery_timeout(RECOVERY)
+        // Every opening of these tests waits the recovery timeout.
+        .recovery_backoff(RecoveryBackoff::none())
         .probe_lease(LEASE)
         .recovery_jitter(Duration::from_secs(60))
         .local_cache_max_age(cache)

@@ -9,7 +9,7 @@ use std::time::Duration;
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, RecoveryBackoff,
 };
 use proptest::prelude::*;
 
@@ -164,6 +164,8 @@ proptest! {
             .failure_threshold(failure_threshold)
             .success_threshold(success_threshold)
             .recovery_timeout(Duration::from_secs(recovery_secs))
+            // The reference model waits the recovery timeout after every opening.
+            .recovery_backoff(RecoveryBackoff::none())
             .local_cache_max_age(Duration::from_millis(cache_age_millis))
             .probe_lease(Duration::from_secs(3600))
             .clock(clock.clone())

@@ -11,7 +11,9 @@ use std::time::Duration;
 use breaker_runtime::store::{InMemoryStore, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer};
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, SlidingWindow};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff, SlidingWindow,
+};
 use devstack::circuits::is_rejection;
 use devstack::contention::{at_once_on_threads, counting_transitions};
 use tower::{Layer, ServiceExt, service_fn};
@@ -104,6 +106,8 @@ fn slow_config(clock: &ManualClock) -> CircuitBreakerConfig {
         .minimum_calls(4)
         .success_threshold(1)
         .recovery_timeout(Duration::from_secs(30))
+        // The reopened circuit probes again at the recovery timeout.
+        .recovery_backoff(RecoveryBackoff::none())
         .clock(clock.clone())
         .build()
         .unwrap()

@@ -14,15 +14,26 @@ use std::time::Duration;
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, Outcome};
-use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState};
-use devstack::circuits::{is_rejection, manual_config};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, RecoveryBackoff,
+};
+use devstack::circuits::is_rejection;
 use devstack::contention::{Tally, at_once_on_tasks};
 use tower::{Layer, Service, ServiceExt, service_fn};
 
 const RECOVERY: Duration = Duration::from_secs(30);
 
 fn breaker(clock: &ManualClock, failures: u32, successes: u32) -> CircuitBreaker {
-    let config = manual_config(clock, failures, successes, RECOVERY);
+    // Every window of these tests is the recovery timeout long.
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(failures)
+        .success_threshold(successes)
+        .recovery_timeout(RECOVERY)
+        .recovery_backoff(RecoveryBackoff::none())
+        .local_cache_max_age(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
     CircuitBreaker::new("tower", Arc::new(InMemoryStore::new()), config)
 }
 

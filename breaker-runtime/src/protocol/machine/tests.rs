@@ -7,7 +7,7 @@ const OTHER: &str = "env-other";
 /// 2023-11-14T22:13:20Z in millis; `T0 / 1000` is the stored second.
 const T0: u64 = 1_700_000_000_000;
 
-fn thresholds() -> Thresholds {
+pub(super) fn thresholds() -> Thresholds {
     Thresholds {
         failure_threshold: 3,
         success_threshold: 2,
@@ -15,6 +15,7 @@ fn thresholds() -> Thresholds {
         fallback_millis: 15_000,
         probe_lease_secs: 10,
         recovery_secs: 30,
+        backoff: RecoveryBackoff::none(),
     }
 }
 
@@ -35,6 +36,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         half_open_owner: Some(owner.into()),
         probe_lease_expiry: Some(lease),
         probe_successes: 0,
+        reopen_count: 0,
         operator_override: None,
     }
 }
@@ -327,6 +329,7 @@ fn probe_outcomes_count_the_fleets_successes() {
             owner: ME.into(),
             opened_at: now / 1000,
             failure_count: 1,
+            reopen_count: 1,
             expiration: exp
         }
     );
@@ -418,6 +421,7 @@ fn records_after_won_writes() {
         owner: ME.into(),
         opened_at: opened + 31,
         failure_count: 1,
+        reopen_count: 1,
         expiration: 1,
     };
     let reopened = settled(&half_open(ME, opened, opened + 40), &reopen, won).record;

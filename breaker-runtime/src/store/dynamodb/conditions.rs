@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
     AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
-    PROBE_SUCCESSES,
+    PROBE_SUCCESSES, REOPEN_COUNT,
 };
 
 /// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
@@ -28,6 +28,7 @@ macro_rules! unreadable {
         OR (attribute_exists(#ow) AND NOT attribute_type(#ow, :str)) \
         OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
         OR (attribute_exists(#ps) AND NOT attribute_type(#ps, :num)) \
+        OR (attribute_exists(#rc) AND NOT attribute_type(#rc, :num)) \
         OR (#st = :open AND attribute_not_exists(#oa)) \
         OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le))) \
         OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled)) \
@@ -141,8 +142,9 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
         true => set.push("#ex = :ttl"),
         false => remove.push("#ex"),
     }
-    // No probe survives an override, nor its count.
-    remove.push("#ps");
+    // No probe survives an override, nor its count, nor the reopens' (a forced open or a
+    // disable is a fresh start, as a trip is).
+    remove.extend(["#ps", "#rc"]);
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
@@ -152,7 +154,7 @@ pub(super) fn release(forced_open_holds: bool) -> String {
     match forced_open_holds {
         true => {
             format!(
-                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps"
+                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc"
             )
         }
         false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
@@ -181,6 +183,7 @@ impl Expression {
             ("#ow", &names.half_open_owner),
             ("#le", &names.probe_lease_expiry),
             ("#ps", PROBE_SUCCESSES),
+            ("#rc", REOPEN_COUNT),
             ("#ex", &names.expiry),
             ("#ov", OVERRIDE),
             ("#ou", OVERRIDE_UNTIL),

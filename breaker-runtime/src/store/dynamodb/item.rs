@@ -27,6 +27,12 @@ pub(crate) const OVERRIDE_AT: &str = "override_at";
 /// count again).
 pub(crate) const PROBE_SUCCESSES: &str = "probe_successes";
 
+/// While open or half-open: the reopens since the circuit last closed or tripped (N;
+/// absent: 0), which back the recovery off. Written by a reopen, kept by an election and a
+/// hand-over, dropped by every other write. A fixed name, ignored by Powertools, whose
+/// whole-item writes (a trip, an election) drop it: the count starts again.
+pub(crate) const REOPEN_COUNT: &str = "reopen_count";
+
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
@@ -87,6 +93,9 @@ impl AttributeNames {
         if record.probe_successes > 0 {
             item.insert(PROBE_SUCCESSES.to_owned(), n(record.probe_successes.into()));
         }
+        if record.reopen_count > 0 {
+            item.insert(REOPEN_COUNT.to_owned(), n(record.reopen_count.into()));
+        }
         item.insert(self.expiry.clone(), n(expiration));
         item
     }
@@ -112,6 +121,7 @@ impl AttributeNames {
             half_open_owner: self.string(item, &self.half_open_owner)?.map(str::to_owned),
             probe_lease_expiry: self.number(item, &self.probe_lease_expiry)?,
             probe_successes: self.count(item, PROBE_SUCCESSES)?,
+            reopen_count: self.count(item, REOPEN_COUNT)?,
             operator_override: self.operator_override(item)?,
         };
         match state {
@@ -239,6 +249,7 @@ mod tests {
                 half_open_owner: Some("env-1".into()),
                 probe_lease_expiry: Some(1_700_000_060),
                 probe_successes: 2,
+                reopen_count: 3,
                 operator_override: None,
             },
         ];

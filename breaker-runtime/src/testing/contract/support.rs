@@ -66,11 +66,23 @@ pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> Transition {
     }
 }
 
+/// A reopen that records no reopen count (the count's own cases are in `backoff`).
 pub(super) fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> Transition {
+    reopen_counting(owner, opened_at, failure_count, 0)
+}
+
+/// A reopen that makes `reopen_count` reopens without a close.
+pub(super) fn reopen_counting(
+    owner: &str,
+    opened_at: u64,
+    failure_count: u32,
+    reopen_count: u32,
+) -> Transition {
     Transition::Reopen {
         owner: owner.to_owned(),
         opened_at,
         failure_count,
+        reopen_count,
         expiration: TTL,
     }
 }
