@@ -399,5 +399,3 @@ mod tests;
 
 #[cfg(test)]
 mod backoff_tests;
-
-#[cfg(test)]
