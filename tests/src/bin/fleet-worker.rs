@@ -14,7 +14,7 @@ use anyhow::Context as _;
 use breaker_runtime::store::{
     CircuitRecord, FailureReport, FleetTally, StateStore, StoreFuture, Transition, WriteOutcome,
 };
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, RecoveryBackoff};
 use devstack::circuits::{BoxError as Error, is_rejection};
 use devstack::doubles::{Behaviour, ScriptedStore};
 use devstack::wall_clock::unix_millis;
@@ -82,6 +82,8 @@ async fn main() -> anyhow::Result<()> {
         .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
         .success_threshold(1)
         .recovery_timeout(millis("FLEET_RECOVERY_MS")?)
+        // The fleet test counts recovery windows of a fixed length.
+        .recovery_backoff(RecoveryBackoff::none())
         .local_cache_max_age(millis("FLEET_CACHE_MS")?)
         .probe_lease(millis("FLEET_LEASE_MS")?)
         .store_timeout(millis("FLEET_STORE_TIMEOUT_MS")?)

@@ -6,6 +6,7 @@
 use breaker_runtime::store::DynamoDbStore;
 use devstack::fixtures::dynalite::Dynalite;
 
+mod backoff;
 mod error_paths;
 mod fleet;
 mod fleet_policy;

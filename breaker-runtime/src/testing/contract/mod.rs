@@ -31,6 +31,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::store::StateStore;
 
+mod backoff;
 mod cases;
 mod fleet;
 mod hand_over;
@@ -38,6 +39,7 @@ mod overrides;
 mod races;
 mod support;
 
+use backoff::*;
 use cases::*;
 use fleet::*;
 use hand_over::*;
@@ -104,6 +106,8 @@ fn cases() -> Vec<Case> {
         case!(close_loses_on_open_absent_and_closed),
         case!(reopen_by_the_owner_wins_with_a_new_opened_at),
         case!(reopen_by_another_environment_loses),
+        case!(a_reopen_counts_and_an_election_and_a_hand_over_keep_the_count),
+        case!(a_close_a_trip_an_override_and_a_reset_leave_no_count),
         case!(a_former_owner_cannot_close_or_reopen_after_a_takeover),
         case!(forced_open_creates_an_open_record_that_outlasts_it),
         case!(forced_open_until_released_keeps_failures_and_ends_the_probe),
