@@ -91,6 +91,14 @@ impl Expansion<'_> {
                 let recovery = option(t.recovery_timeout_secs);
                 let cache = option(t.local_cache_max_age_secs);
                 let inline = quote!(#private::inline_config(#failure, #success, #recovery, #cache));
+                let inline = match t.backoff.any() {
+                    false => inline,
+                    true => {
+                        let exponential = option(t.backoff.exponential);
+                        let max = option(t.backoff.max_secs);
+                        quote!(#private::recovery_backoff(#inline, #exponential, #max))
+                    }
+                };
                 let inline = match t.deadline_and_fleet.any() {
                     false => inline,
                     true => {

@@ -10,10 +10,12 @@ use syn::{Expr, ExprPath, Ident, LitStr, Path};
 
 use crate::parse::{AttributeArgs, KeyValue, attribute_span};
 
+mod backoff;
 mod conflicts;
 mod literals;
 mod signature;
 
+pub(crate) use backoff::BackoffTunables;
 use conflicts::{
     check_call_timeout_fits_lease, check_rate_policy, fleet_key_without_detection,
     handled_with_ignored, jitter_too_long, rate_with_threshold, tunable_with_config,
@@ -41,6 +43,8 @@ const KEYS: &[&str] = &[
     "minimum_calls",
     "success_threshold",
     "recovery_timeout",
+    "recovery_backoff",
+    "recovery_backoff_max_secs",
     "local_cache_max_age",
     "call_timeout",
     "call_timeout_ms",
@@ -55,7 +59,7 @@ const KEYS: &[&str] = &[
 ];
 
 /// The inline tunables: the keys of `KEYS` from `failure_threshold` to `fleet_detection`.
-const INLINE_TUNABLES: &[&str] = KEYS.split_at(3).1.split_at(15).0;
+const INLINE_TUNABLES: &[&str] = KEYS.split_at(3).1.split_at(17).0;
 
 /// The keys of a rate policy: a circuit trips on one of them or on `failure_threshold`.
 /// The inline tunables from `failure_rate` to `minimum_calls`.
@@ -85,6 +89,7 @@ pub(crate) struct Tunables {
     pub(crate) failure_threshold: Option<u32>,
     pub(crate) success_threshold: Option<u32>,
     pub(crate) recovery_timeout_secs: Option<u64>,
+    pub(crate) backoff: BackoffTunables,
     pub(crate) local_cache_max_age_secs: Option<u64>,
     pub(crate) rate: RateTunables,
     pub(crate) deadline_and_fleet: DeadlineAndFleet,
@@ -272,6 +277,8 @@ impl Options {
                     }
                     tunables.recovery_timeout_secs = Some(secs);
                 }
+                "recovery_backoff" => tunables.backoff.kind(&key, &value)?,
+                "recovery_backoff_max_secs" => tunables.backoff.max(&key, &value)?,
                 "local_cache_max_age" => {
                     tunables.local_cache_max_age_secs =
                         Some(whole_seconds(&key, &value, MIN_LOCAL_CACHE_MAX_AGE_SECS)?);
@@ -343,6 +350,9 @@ impl Options {
             )
         })?;
         check_rate_policy(&tunables.rate, &rate_keys, minimum_value.as_ref())?;
+        tunables
+            .backoff
+            .check_against_recovery(tunables.recovery_timeout_secs)?;
         let config = match (config_expr, first_tunable) {
             (Some((_, expr)), _) => ConfigSource::Expr(expr),
             (None, Some(_)) => ConfigSource::Inline(tunables),

@@ -20,6 +20,7 @@ use crate::config::{CircuitBreakerConfigBuilder, FleetPolicy};
 pub use crate::default_store::default_store;
 pub use crate::error::CircuitBreakerOpenError;
 use crate::policy::SlidingWindow;
+use crate::protocol::RecoveryBackoff;
 pub use crate::protocol::machine::Outcome;
 pub use crate::state::{CircuitInfo, CircuitTransition};
 use crate::store::StateStore;
@@ -161,6 +162,26 @@ pub fn inline_config(
         builder = builder.local_cache_max_age(Duration::from_secs(secs));
     }
     checked(builder)
+}
+
+/// `config` (the attribute's inline config) with the recovery backoff's inline keys
+/// applied, through the validated builder: `Some(false)` is `"none"`, a cap is the
+/// exponential backoff's. The macro checked them at compile time (a cap from the recovery
+/// timeout to a day, no cap with `"none"`), so the build cannot fail here.
+pub fn recovery_backoff(
+    config: CircuitBreakerConfig,
+    exponential: Option<bool>,
+    max_secs: Option<u64>,
+) -> CircuitBreakerConfig {
+    let backoff = match (exponential, max_secs) {
+        (Some(false), _) => RecoveryBackoff::none(),
+        (_, Some(secs)) => RecoveryBackoff::exponential(
+            breaker_rules::DEFAULT_BACKOFF_FACTOR,
+            Duration::from_secs(secs),
+        ),
+        _ => RecoveryBackoff::default(),
+    };
+    checked(config.into_builder().recovery_backoff(backoff))
 }
 
 /// `config` (the attribute's inline config, without `failure_threshold`) with the inline

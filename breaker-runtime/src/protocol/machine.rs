@@ -147,7 +147,11 @@ fn election(
         },
         now: secs(now_millis),
         lease_expiry: secs(now_millis).saturating_add(thresholds.probe_lease_secs),
-        expiration: expiration(now_millis, thresholds.recovery_millis_of(record), thresholds),
+        expiration: expiration(
+            now_millis,
+            thresholds.recovery_millis_of(record),
+            thresholds,
+        ),
     }
 }
 
@@ -299,7 +303,11 @@ pub(crate) fn on_probe_outcome(
         Outcome::Success => record.probe_successes.saturating_add(1),
         _ => record.probe_successes,
     };
-    let ttl = expiration(now_millis, thresholds.recovery_millis_of(record), thresholds);
+    let ttl = expiration(
+        now_millis,
+        thresholds.recovery_millis_of(record),
+        thresholds,
+    );
     match outcome {
         Outcome::Failure => {
             let reopened = CircuitRecord {

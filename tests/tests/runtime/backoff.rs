@@ -210,3 +210,30 @@ async fn a_whole_item_reopen_without_the_count_waits_the_recovery_timeout() {
     at_opening_plus(&*store, &clock, RECOVERY).await;
     assert!(call(&b, true).await, "back to the recovery timeout");
 }
+
+#[test]
+fn the_attributes_keys_set_the_backoff_and_bad_builder_values_name_their_field() {
+    use breaker_runtime::__private::recovery_backoff;
+    let base = CircuitBreakerConfig::default;
+    let none = recovery_backoff(base(), Some(false), None);
+    assert_eq!(none.recovery_backoff(), &RecoveryBackoff::none());
+    let capped = recovery_backoff(base(), Some(true), Some(600));
+    let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
+    assert_eq!(capped.recovery_backoff(), &expected);
+    let default = recovery_backoff(base(), Some(true), None);
+    assert_eq!(default.recovery_backoff(), &RecoveryBackoff::default());
+
+    let error = |backoff| {
+        CircuitBreakerConfig::builder()
+            .recovery_backoff(backoff)
+            .build()
+            .unwrap_err()
+            .to_string()
+    };
+    let slow = error(RecoveryBackoff::exponential(1, Duration::from_secs(60)));
+    assert!(slow.contains("recovery_backoff_factor"), "{slow}");
+    let short = error(RecoveryBackoff::exponential(2, Duration::from_secs(10)));
+    assert!(short.contains("recovery_backoff_max"), "{short}");
+    let long = error(RecoveryBackoff::exponential(2, Duration::from_secs(90_000)));
+    assert!(long.contains("recovery_backoff_max"), "{long}");
+}
