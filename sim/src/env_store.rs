@@ -38,6 +38,8 @@ pub struct StoreRequest {
     pub read_half_units: u32,
     /// Write units consumed.
     pub write_units: u32,
+    /// A trip's or reopen's opening: its `opened_at` (unix s) and the reopens it counts.
+    pub opening: Option<(u64, u32)>,
 }
 
 /// The table every environment's adapter shares, with the virtual time requests are made
@@ -88,6 +90,14 @@ impl SharedTable {
         log.iter().map(|r| r.latency_ms).sum()
     }
 
+    /// The request just logged carried this opening (a trip or a reopen).
+    fn note_opening(&self, opening: Option<(u64, u32)>) {
+        let mut log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(last) = log.last_mut() {
+            last.opening = opening;
+        }
+    }
+
     fn log<T>(&self, env: u32, time_ms: u64, kind: RequestKind, served: &Served<T>) {
         let request = StoreRequest {
             time_ms,
@@ -99,6 +109,7 @@ impl SharedTable {
             latency_ms: served.latency_ms,
             read_half_units: served.read_half_units,
             write_units: served.write_units,
+            opening: None,
         };
         self.log
             .lock()
@@ -187,6 +198,18 @@ impl StateStore for EnvStore {
         let served = self.table.model().apply(circuit, transition, now);
         self.table
             .log(self.env, now, RequestKind::of(transition), &served);
+        let opening = match transition {
+            Transition::Trip { opened_at, .. } => Some((*opened_at, 0)),
+            Transition::Reopen {
+                opened_at,
+                reopen_count,
+                ..
+            } => Some((*opened_at, *reopen_count)),
+            _ => None,
+        };
+        if opening.is_some() {
+            self.table.note_opening(opening);
+        }
         Box::pin(std::future::ready(served.result))
     }
 

@@ -31,7 +31,7 @@ use crate::env_store::StoreRequest;
 use crate::model::{RequestKind, RequestOutcome};
 use crate::scenario::Scenario;
 pub use crate::summary::{Call, Second, Summary, USD_PER_RRU, USD_PER_WRU, Window};
-use breaker_runtime::CircuitState;
+use breaker_runtime::{CircuitState, RecoveryBackoff};
 
 /// Collects a run's measurements as the simulator reports calls and requests.
 #[derive(Debug)]
@@ -42,8 +42,10 @@ pub struct Metrics {
     duration_ms: u64,
     burst_ms: u64,
     recovered_at_ms: Option<u64>,
-    /// The recovery timeout: a window's first election comes this long after its opening.
+    /// The recovery timeout: a window's first election comes this long after its opening,
+    /// backed off as `backoff` says.
     recovery_ms: u64,
+    backoff: RecoveryBackoff,
     calls: u64,
     rejected: u64,
     downstream_calls: u64,
@@ -115,13 +117,27 @@ impl Metrics {
             scenario.trip_burst_ms(),
             scenario.health.recovered_at(),
         )
-        .with_recovery_ms(scenario.breaker.recovery_timeout.as_millis() as u64)
+        .with_recovery(
+            scenario.breaker.recovery_timeout.as_millis() as u64,
+            scenario.breaker.recovery_backoff.clone(),
+        )
     }
 
-    /// The recovery timeout the close latency counts from (30 s unless set).
-    pub fn with_recovery_ms(mut self, recovery_ms: u64) -> Self {
+    /// The recovery timeout and its backoff the close latency counts from (30 s, none,
+    /// unless set).
+    pub fn with_recovery(mut self, recovery_ms: u64, backoff: RecoveryBackoff) -> Self {
         self.recovery_ms = recovery_ms;
+        self.backoff = backoff;
         self
+    }
+
+    /// When the fleet may first elect in `window` (virtual ms): its opening plus the
+    /// backed-off recovery timeout; from its landing if the opening is unknown.
+    fn first_election_ms(&self, window: &Window) -> u64 {
+        let base = std::time::Duration::from_millis(self.recovery_ms);
+        let (opened_at, reopens) = window.opening.unwrap_or((window.start_ms / 1000, 0));
+        let wait = self.backoff.wait(base, reopens, 1, opened_at);
+        (opened_at * 1000).saturating_add(wait.as_millis() as u64)
     }
 
     /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is how
@@ -144,6 +160,7 @@ impl Metrics {
             burst_ms,
             recovered_at_ms,
             recovery_ms: 30_000,
+            backoff: RecoveryBackoff::none(),
             failed_non_probe_calls: 0,
             report_writes: 0,
             last_report: None,
@@ -355,6 +372,9 @@ impl Metrics {
                 self.fleet_trips_won += 1;
             }
             self.landed(r.kind, t);
+            if let Some(window) = self.windows.last_mut().filter(|_| r.opening.is_some()) {
+                window.opening = r.opening;
+            }
         }
     }
 

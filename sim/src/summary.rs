@@ -39,6 +39,9 @@ pub struct Window {
     pub end_ms: Option<u64>,
     /// It ended with a close (not a reopen).
     pub closed: bool,
+    /// The opening's `opened_at` (unix s of the writer's clock) and the reopens it counts,
+    /// which set its wait before the first election.
+    pub opening: Option<(u64, u32)>,
     /// Election attempts that won.
     pub elections_won: u32,
     /// Election attempts that lost.

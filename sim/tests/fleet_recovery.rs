@@ -1,5 +1,6 @@
-//! The fleet recovers as fast as it stops (docs/scale.md), on reduced fleets whose item
-//! limits are scaled with them, over three seeds: once the downstream is back, a quiet
+//! The fleet recovers as fast as it stops (docs/scale.md), with the default config (the
+//! recovery backoff included), on reduced fleets whose item limits are scaled with them,
+//! over three seeds: once the downstream is back, a quiet
 //! fleet closes within seconds of the first instant it may elect, whichever environments
 //! probe; a busy fleet closes as fast as its prober calls, with one probe in flight and a
 //! handful of election and hand-over writes per window.
@@ -7,7 +8,7 @@
 mod support;
 
 use breaker_sim::metrics::Summary;
-use support::{SEEDS, summary};
+use support::{SEEDS, summary_with_defaults as summary};
 
 /// What every recovery must show: it closed soon, one probe at a time, few writes.
 fn assert_recovers_within(s: &Summary, seed: u64, bound_s: f64) {
@@ -33,7 +34,7 @@ fn a_light_fleet_closes_within_seconds_of_its_recovery_window() {
 #[test]
 fn a_sparse_fleet_closes_within_seconds() {
     for seed in SEEDS {
-        let s = summary("sparse", 1_000, 200, seed);
+        let s = summary("sparse", 1_000, 300, seed);
         assert_recovers_within(&s, seed, 10.0);
     }
 }
@@ -42,7 +43,7 @@ fn a_sparse_fleet_closes_within_seconds() {
 fn a_sparser_larger_fleet_closes_as_soon() {
     for seed in SEEDS {
         // A fifth of sparse-10k: 2,000 environments at one call per 50 s.
-        let s = summary("sparse-10k", 2_000, 200, seed);
+        let s = summary("sparse-10k", 2_000, 300, seed);
         assert_recovers_within(&s, seed, 10.0);
     }
 }
@@ -51,7 +52,7 @@ fn a_sparser_larger_fleet_closes_as_soon() {
 fn a_busy_fleet_closes_as_fast_as_its_prober_calls() {
     for seed in SEEDS {
         // A tenth of outage: 1,000 environments at 10 calls a second each.
-        let s = summary("outage", 1_000, 200, seed);
+        let s = summary("outage", 1_000, 300, seed);
         // Three probes, 0.1 s apart in the busy prober, after its election.
         assert_recovers_within(&s, seed, 2.0);
         assert_eq!(s.max_election_writes_per_window, 1, "seed {seed}: {s:?}");

@@ -26,7 +26,7 @@ impl Metrics {
         let close_latency_ms = self.recovered_at_ms.and_then(|recovered| {
             self.windows.iter().find_map(|w| {
                 let closed = w.end_ms.filter(|end| *end >= recovered && w.closed)?;
-                let may_elect = (w.start_ms / 1000 * 1000 + self.recovery_ms).max(recovered);
+                let may_elect = self.first_election_ms(w).max(recovered);
                 Some(closed.saturating_sub(may_elect))
             })
         });

@@ -11,6 +11,7 @@ fn request(kind: RequestKind, outcome: RequestOutcome, t: u64) -> StoreRequest {
         latency_ms: 10,
         read_half_units: 0,
         write_units: 1,
+        opening: None,
     }
 }
 
