@@ -10,25 +10,13 @@ use breaker_runtime::store::{CircuitRecord, StateStore, Transition, WriteOutcome
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
 use devstack::circuits::{BoxError, is_rejection};
-use devstack::fixtures::dynalite::Dynalite;
 
-use crate::item_layout::{Item, item, n, raw, s};
+use crate::item_layout::{Item, item, n, put_raw, raw, s};
 
 const T0: u64 = 1_700_000_000;
 
 fn key(circuit: &str) -> Item {
     item(&[("id", s(circuit))])
-}
-
-async fn put_raw(dynalite: &Dynalite, attributes: Item) {
-    dynalite
-        .client()
-        .put_item()
-        .table_name("circuits")
-        .set_item(Some(attributes))
-        .send()
-        .await
-        .expect("PutItem");
 }
 
 #[tokio::test]
@@ -130,6 +118,7 @@ async fn a_powertools_item_reads_as_no_reopen_and_a_broken_count_heals_on_the_ne
     let (dynalite, store) = crate::simple_table().await;
     put_raw(
         &dynalite,
+        "circuits",
         item(&[
             ("id", s("py")),
             ("state", s("OPEN")),
@@ -148,6 +137,7 @@ async fn a_powertools_item_reads_as_no_reopen_and_a_broken_count_heals_on_the_ne
 
     put_raw(
         &dynalite,
+        "circuits",
         item(&[
             ("id", s("broken")),
             ("state", s("OPEN")),

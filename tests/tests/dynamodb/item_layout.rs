@@ -47,7 +47,7 @@ pub(crate) async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
         .expect("the item exists")
 }
 
-async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
+pub(crate) async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
     dynalite
         .client()
         .put_item()

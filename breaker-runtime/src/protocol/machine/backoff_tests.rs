@@ -7,15 +7,11 @@ const OTHER: &str = "env-other";
 /// Unix seconds of the latest opening.
 const OPENED: u64 = 1_700_000_000;
 
+/// The machine tests' thresholds (recovery 30 s, fallback 15 s), backed off.
 fn thresholds() -> Thresholds {
     Thresholds {
-        failure_threshold: 3,
-        success_threshold: 2,
-        recovery_millis: 30_000,
-        fallback_millis: 15_000,
-        probe_lease_secs: 10,
-        recovery_secs: 30,
         backoff: RecoveryBackoff::exponential(2, Duration::from_secs(300)),
+        ..super::tests::thresholds()
     }
 }
 
