@@ -133,6 +133,10 @@ impl Expansion<'_> {
                 }
             }
         };
+        let config = match self.options.shadow {
+            true => quote!(#private::shadowed(#config)),
+            false => config,
+        };
         let hook = match &self.options.on_transition {
             Some(path) => quote_spanned!(path.span()=> #private::transition_hook(#path)),
             None => quote!(::core::option::Option::None),

@@ -53,6 +53,7 @@ const KEYS: &[&str] = &[
     "fleet_detection",
     "on_circuit_open",
     "on_transition",
+    "shadow",
     "handled",
     "ignored",
     "crate",
@@ -73,6 +74,8 @@ pub(crate) struct Options {
     pub(crate) config: ConfigSource,
     pub(crate) on_circuit_open: Option<ExprPath>,
     pub(crate) on_transition: Option<ExprPath>,
+    /// `shadow = true`: every call runs, the verdicts are reported.
+    pub(crate) shadow: bool,
     pub(crate) counts: Counts,
 }
 
@@ -177,6 +180,7 @@ impl Options {
         let mut first_tunable: Option<Ident> = None;
         let mut on_circuit_open = None;
         let mut on_transition = None;
+        let mut shadow = false;
         let mut handled: Option<(Ident, ExprPath)> = None;
         let mut ignored: Option<(Ident, ExprPath)> = None;
         let mut threshold_key: Option<Ident> = None;
@@ -327,6 +331,7 @@ impl Options {
                 }
                 "on_circuit_open" => on_circuit_open = Some(fn_path(&key, value)?),
                 "on_transition" => on_transition = Some(fn_path(&key, value)?),
+                "shadow" => shadow = boolean(&key, &value)?,
                 "handled" => {
                     if let Some((other, _)) = &ignored {
                         return Err(handled_with_ignored(&key, other));
@@ -370,6 +375,7 @@ impl Options {
             config,
             on_circuit_open,
             on_transition,
+            shadow,
             counts,
         })
     }

@@ -28,6 +28,12 @@
 //! The record also carries `from_state`, `to_state` and `opened_at` as plain properties, so
 //! CloudWatch Logs Insights can query them.
 //!
+//! A circuit in shadow changes no state; [`log_shadow`], an `on_shadow` hook, writes one
+//! line per verdict instead, with the metric of [`shadow_metric_name`]:
+//! [`CIRCUIT_WOULD_REJECT`] (one per call that ran but would have been rejected),
+//! [`CIRCUIT_WOULD_OPEN`], [`CIRCUIT_WOULD_PROBE`], [`CIRCUIT_WOULD_CLOSE`], and the
+//! properties `verdict`, `would_be_state` and `opened_at`.
+//!
 //! With JSON logging, Lambda's application log-level filter gives a line without a valid
 //! `level` and an RFC 3339 `timestamp` the level INFO, and drops it when the function's
 //! application log level is WARN or ERROR: the metric, and the alarm on it, would go
@@ -38,7 +44,7 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::state::{CircuitState, CircuitTransition};
+use crate::state::{CircuitState, CircuitTransition, ShadowDecision, ShadowEvent};
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";
@@ -50,6 +56,14 @@ pub const CIRCUIT_OPENED: &str = "CircuitOpened";
 pub const CIRCUIT_HALF_OPENED: &str = "CircuitHalfOpened";
 /// Counted when the probes succeed and the circuit closes.
 pub const CIRCUIT_CLOSED: &str = "CircuitClosed";
+/// Counted, in shadow, for each call that ran but would have been rejected.
+pub const CIRCUIT_WOULD_REJECT: &str = "CircuitWouldReject";
+/// Counted, in shadow, when the circuit would have opened.
+pub const CIRCUIT_WOULD_OPEN: &str = "CircuitWouldOpen";
+/// Counted, in shadow, when a call would have been the probe.
+pub const CIRCUIT_WOULD_PROBE: &str = "CircuitWouldProbe";
+/// Counted, in shadow, when the circuit would have closed.
+pub const CIRCUIT_WOULD_CLOSE: &str = "CircuitWouldClose";
 
 /// Writes the EMF record of `transition` to stdout as one line. Its signature fits
 /// `on_transition` and [`CircuitBreaker::with_on_transition`](crate::CircuitBreaker::with_on_transition).
@@ -64,11 +78,21 @@ pub const CIRCUIT_CLOSED: &str = "CircuitClosed";
 /// # drop(breaker);
 /// ```
 pub fn log_transition(transition: CircuitTransition) {
+    write_line(|namespace, now| transition_record(&transition, namespace, now));
+}
+
+/// Writes the EMF record of a shadow verdict to stdout as one line. Its signature fits
+/// [`CircuitBreaker::with_on_shadow`](crate::CircuitBreaker::with_on_shadow).
+pub fn log_shadow(event: ShadowEvent) {
+    write_line(|namespace, now| shadow_record(&event, namespace, now));
+}
+
+/// Writes the record `build` makes of the namespace and the time as one line to stdout.
+fn write_line(build: impl FnOnce(&str, u64) -> String) {
     let namespace = std::env::var("BREAKER_METRICS_NAMESPACE")
         .ok()
         .filter(|ns| !ns.trim().is_empty());
-    let record = transition_record(
-        &transition,
+    let record = build(
         namespace.as_deref().unwrap_or(DEFAULT_NAMESPACE),
         unix_millis(),
     );
@@ -91,6 +115,49 @@ pub const fn metric_name(to_state: CircuitState) -> &'static str {
         CircuitState::HalfOpen => CIRCUIT_HALF_OPENED,
         CircuitState::Closed => CIRCUIT_CLOSED,
     }
+}
+
+/// The metric a shadow verdict counts.
+///
+/// ```
+/// use breaker_runtime::{ShadowDecision, emf};
+/// assert_eq!(emf::shadow_metric_name(ShadowDecision::WouldReject), "CircuitWouldReject");
+/// ```
+pub const fn shadow_metric_name(decision: ShadowDecision) -> &'static str {
+    match decision {
+        ShadowDecision::WouldReject => CIRCUIT_WOULD_REJECT,
+        ShadowDecision::WouldOpen => CIRCUIT_WOULD_OPEN,
+        ShadowDecision::WouldProbe => CIRCUIT_WOULD_PROBE,
+        ShadowDecision::WouldClose => CIRCUIT_WOULD_CLOSE,
+    }
+}
+
+/// The EMF document for a shadow verdict, as one line of JSON.
+///
+/// ```
+/// use breaker_runtime::{ShadowDecision, ShadowEvent, emf};
+/// let event = ShadowEvent {
+///     circuit_name: "payment-backend".into(),
+///     decision: ShadowDecision::WouldOpen,
+///     opened_at: Some(1_700_000_000),
+///     cause: None,
+/// };
+/// let record = emf::shadow_record(&event, "Shop", 1_700_000_000_123);
+/// assert!(record.ends_with(r#""circuit":"payment-backend","verdict":"would_open","would_be_state":"OPEN","opened_at":1700000000,"CircuitWouldOpen":1}"#), "{record}");
+/// ```
+pub fn shadow_record(event: &ShadowEvent, namespace: &str, timestamp_millis: u64) -> String {
+    let verdict = format!(
+        r#""verdict":"{}","would_be_state":"{}""#,
+        event.decision,
+        event.decision.would_be_state()
+    );
+    let metric = shadow_metric_name(event.decision);
+    let record = Document {
+        namespace,
+        timestamp_millis,
+        metric,
+    };
+    record.write(&event.circuit_name, &verdict, event.opened_at, event.cause)
 }
 
 /// The EMF document for `transition`, as one line of JSON: pure, for tests and for code
@@ -117,25 +184,61 @@ pub fn transition_record(
     namespace: &str,
     timestamp_millis: u64,
 ) -> String {
-    let metric = metric_name(transition.to_state);
-    let mut record = String::with_capacity(320);
-    let _ = write!(
-        record,
-        r#"{{"level":"{LOG_LEVEL}","timestamp":"{timestamp}","_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},"from_state":"{from}","to_state":"{to}","opened_at":{opened_at}{cause},"{metric}":1}}"#,
-        namespace = json_string(namespace),
-        timestamp = rfc3339_millis(timestamp_millis),
-        circuit = json_string(&transition.circuit_name),
-        from = transition.from_state,
-        to = transition.to_state,
-        opened_at = transition
-            .opened_at
-            .map_or_else(|| "null".to_owned(), |at| at.to_string()),
-        cause = transition.cause.map_or_else(String::new, |cause| format!(
-            r#","cause":"{}""#,
-            cause.as_str()
-        )),
+    let states = format!(
+        r#""from_state":"{}","to_state":"{}""#,
+        transition.from_state, transition.to_state
     );
-    record
+    let metric = metric_name(transition.to_state);
+    let record = Document {
+        namespace,
+        timestamp_millis,
+        metric,
+    };
+    record.write(
+        &transition.circuit_name,
+        &states,
+        transition.opened_at,
+        transition.cause,
+    )
+}
+
+/// One EMF document counting `metric` once, in `namespace`, at `timestamp_millis`.
+struct Document<'a> {
+    namespace: &'a str,
+    timestamp_millis: u64,
+    metric: &'a str,
+}
+
+impl Document<'_> {
+    /// The line: level, timestamp, the metric's directive, then the circuit, `properties`
+    /// (JSON members), `opened_at`, the cause if any, and the count.
+    fn write(
+        &self,
+        circuit: &str,
+        properties: &str,
+        opened_at: Option<u64>,
+        cause: Option<crate::state::TransitionCause>,
+    ) -> String {
+        let Self {
+            namespace,
+            timestamp_millis,
+            metric,
+        } = *self;
+        let mut record = String::with_capacity(320);
+        let _ = write!(
+            record,
+            r#"{{"level":"{LOG_LEVEL}","timestamp":"{timestamp}","_aws":{{"Timestamp":{timestamp_millis},"CloudWatchMetrics":[{{"Namespace":{namespace},"Dimensions":[["circuit"]],"Metrics":[{{"Name":"{metric}","Unit":"Count"}}]}}]}},"circuit":{circuit},{properties},"opened_at":{opened_at}{cause},"{metric}":1}}"#,
+            namespace = json_string(namespace),
+            timestamp = rfc3339_millis(timestamp_millis),
+            circuit = json_string(circuit),
+            opened_at = opened_at.map_or_else(|| "null".to_owned(), |at| at.to_string()),
+            cause = cause.map_or_else(String::new, |cause| format!(
+                r#","cause":"{}""#,
+                cause.as_str()
+            )),
+        );
+        record
+    }
 }
 
 /// `value` as a JSON string literal. Circuit names are user input: quotes, backslashes and

@@ -47,7 +47,10 @@ pub use default_store::{DefaultStoreError, default_store, set_default_store, try
 pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use policy::SlidingWindow;
 pub use protocol::RecoveryBackoff;
-pub use state::{CircuitInfo, CircuitState, CircuitTransition, FailureKind, TransitionCause};
+pub use state::{
+    CircuitInfo, CircuitState, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent,
+    TransitionCause,
+};
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]

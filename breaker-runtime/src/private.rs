@@ -139,6 +139,11 @@ pub fn config(config: impl IntoConfig) -> CircuitBreakerConfig {
     config.into_config()
 }
 
+/// `config` in shadow (`shadow = true`): a flag, which no other value conflicts with.
+pub fn shadowed(config: CircuitBreakerConfig) -> CircuitBreakerConfig {
+    checked(config.into_builder().shadow(true))
+}
+
 /// The defaults with the inline tunables applied, through the validated builder. The macro
 /// checked the values at compile time against the same rules (thresholds ≥ 1, recovery
 /// ≥ 1 s), so the build cannot fail here.

@@ -179,3 +179,80 @@ impl TransitionCause {
         }
     }
 }
+
+/// What a circuit in shadow would have done, had it not been in shadow: the verdicts of
+/// its own would-be state machine, which writes nothing to the shared record.
+///
+/// ```
+/// use breaker_runtime::ShadowDecision;
+/// assert_eq!(ShadowDecision::WouldReject.as_str(), "would_reject");
+/// assert_eq!(ShadowDecision::WouldOpen.would_be_state(), breaker_runtime::CircuitState::Open);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ShadowDecision {
+    /// The call would have been rejected; it ran.
+    WouldReject,
+    /// The policies would have opened the circuit (from closed, or after a failed
+    /// would-be probe); the shared record stays as it is.
+    WouldOpen,
+    /// After the recovery timeout this call would have been the probe; it ran like any
+    /// other.
+    WouldProbe,
+    /// The would-be probes succeeded: the circuit would have closed.
+    WouldClose,
+}
+
+impl ShadowDecision {
+    /// How logs and EMF name it: `would_reject`, `would_open`, `would_probe`,
+    /// `would_close`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::WouldReject => "would_reject",
+            Self::WouldOpen => "would_open",
+            Self::WouldProbe => "would_probe",
+            Self::WouldClose => "would_close",
+        }
+    }
+
+    /// The state the would-be state machine is in after it.
+    pub const fn would_be_state(self) -> CircuitState {
+        match self {
+            Self::WouldReject | Self::WouldOpen => CircuitState::Open,
+            Self::WouldProbe => CircuitState::HalfOpen,
+            Self::WouldClose => CircuitState::Closed,
+        }
+    }
+}
+
+impl fmt::Display for ShadowDecision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One verdict of a circuit in shadow, handed to `on_shadow` hooks
+/// ([`CircuitBreaker::with_on_shadow`](crate::CircuitBreaker::with_on_shadow)).
+///
+/// ```
+/// use breaker_runtime::{ShadowDecision, ShadowEvent};
+/// let event = ShadowEvent {
+///     circuit_name: "payment-backend".into(),
+///     decision: ShadowDecision::WouldOpen,
+///     opened_at: Some(1_700_000_000),
+///     cause: None,
+/// };
+/// assert_eq!(event.decision.as_str(), "would_open");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShadowEvent {
+    /// The circuit's id.
+    pub circuit_name: Arc<str>,
+    /// What the circuit would have done.
+    pub decision: ShadowDecision,
+    /// Unix seconds when the would-be circuit (last) opened; `None` once it would be
+    /// closed.
+    pub opened_at: Option<u64>,
+    /// What would have opened it, for a would-be opening; `None` otherwise.
+    pub cause: Option<TransitionCause>,
+}

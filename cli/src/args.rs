@@ -4,8 +4,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Operate breaker's circuit table: see every circuit, force one open or disable it
-/// fleet-wide, close it, release an override, watch an incident.
+/// Operate breaker's circuit table: see every circuit, force one open, disable or shadow
+/// it fleet-wide, close it, release an override, watch an incident.
 ///
 /// The table and its key layout come from flags or the environment the functions use
 /// (`CIRCUIT_BREAKER_TABLE`); credentials, region and endpoint from the standard AWS
@@ -88,6 +88,10 @@ pub(crate) enum Command {
     /// Disable a circuit fleet-wide: every call runs and failures never trip it, until
     /// released or until `--for` ends.
     Disable(OverrideArgs),
+    /// Shadow a circuit fleet-wide: every call runs, and every breaker reports what it
+    /// would have done (rejected, opened, probed) without tripping the circuit, until
+    /// released or until `--for` ends.
+    Shadow(OverrideArgs),
     /// Close a circuit now, as a successful probe would (refused while an override holds).
     Close(CircuitArgs),
     /// End a circuit's override: back to normal operation.

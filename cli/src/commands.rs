@@ -44,7 +44,7 @@ pub(crate) async fn show(table: &Table, args: &CircuitArgs) -> anyhow::Result<()
     Ok(())
 }
 
-/// `open` and `disable`: sets the override, replacing the one the item holds (if any).
+/// `open`, `disable` and `shadow`: sets the override, replacing the one the item holds (if any).
 pub(crate) async fn set_override(
     table: &Table,
     kind: OverrideKind,
@@ -163,6 +163,9 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
                 "; it had already ended, so the circuit's state is unchanged"
             }
             (OverrideKind::Disabled, _) => "; failures count and trip it again",
+            (OverrideKind::Shadow, _) => {
+                "; the breakers act on their verdicts again: failures trip it"
+            }
         };
         println!(
             "{name}: released ({} by {}){next}",

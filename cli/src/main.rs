@@ -5,6 +5,7 @@
 //! breaker show payment-backend --json                 # one, for scripts
 //! breaker open payment-backend --for 30m --reason "INC-42: provider down"
 //! breaker disable payment-backend --for 10m           # calls run, nothing trips
+//! breaker shadow payment-backend --for 24h            # calls run, verdicts reported
 //! breaker release payment-backend                     # back to normal operation
 //! breaker close payment-backend                       # closed now
 //! breaker watch                                       # live view during an incident
@@ -68,6 +69,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             commands::set_override(&table, OverrideKind::Disabled, args).await
         }
         Command::Close(circuit) => commands::close(&table, circuit).await,
+        Command::Shadow(args) => commands::set_override(&table, OverrideKind::Shadow, args).await,
         Command::Release(circuit) => commands::release(&table, circuit).await,
         Command::Watch(args) => watch::run(&table, args).await,
         Command::Capacity(_) => unreachable!("answered without a table"),

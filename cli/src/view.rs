@@ -19,6 +19,7 @@ pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
     let label = match record.live_override(now).map(|o| o.kind) {
         Some(OverrideKind::ForcedOpen) => "FORCED OPEN",
         Some(OverrideKind::Disabled) => "DISABLED",
+        Some(OverrideKind::Shadow) => "SHADOW",
         None => return record.state.as_str().to_owned(),
     };
     match record.state == record.effective_state(now) {

@@ -6,6 +6,7 @@ use super::CircuitBreaker;
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitKind, PermitRequest};
 use super::probe_slot::ProbeSlot;
+use super::shadow;
 use super::transitions::{announce, commit, commit_settled};
 use crate::blocking::block_on;
 use crate::protocol::CircuitRecord;
@@ -90,6 +91,9 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
     // Judged before the refresh, which makes the copy fresh.
     let quiet = circuit.lock().quiet_at(now);
     circuit.refresh_if_stale(now).await;
+    if let Some(permit) = shadow::admit(circuit, now) {
+        return Ok(permit);
+    }
     let (admission, record) = {
         let cache = circuit.lock();
         (
@@ -173,6 +177,7 @@ fn admission_with_slot(
 /// probe on a `quiet` call hands the probe on when it ends.
 fn probe(slot: ProbeSlot<'_>, quiet: bool) -> Permit<'_> {
     let circuit = slot.keep();
+    circuit.shadow().real_probe();
     circuit.lock().note_probe(quiet);
     Permit::new(circuit, PermitKind::Probe)
 }

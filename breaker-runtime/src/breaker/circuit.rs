@@ -12,6 +12,7 @@ use super::closed_counts::ClosedCounts;
 use super::fleet_reports::FleetReports;
 use super::hooks::Hooks;
 use super::rejection::{self, PublishedRejection, Rejected};
+use super::shadow::Shadow;
 use super::store_access::{StoreAccess, StoreCallError};
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
@@ -27,6 +28,8 @@ pub(super) struct Circuit {
     thresholds: Thresholds,
     disabled: bool,
     hooks: Hooks,
+    /// The would-be record and hooks of shadow mode.
+    shadow: Shadow,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
     closed_until: AtomicU64,
     /// The open path's test: until when the cached record rejects, and what it reports.
@@ -92,6 +95,7 @@ impl Circuit {
             rejection: PublishedRejection::default(),
             probe_in_flight: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
+            shadow: Shadow::default(),
         }
     }
 
@@ -117,6 +121,16 @@ impl Circuit {
 
     pub(super) fn hooks(&self) -> &Hooks {
         &self.hooks
+    }
+
+    pub(super) fn shadow(&self) -> &Shadow {
+        &self.shadow
+    }
+
+    /// Whether the circuit is in shadow at `now`, by its config or an operator's override
+    /// on the cached record: every call runs, and the would-be record gives the verdicts.
+    pub(super) fn shadowed(&self, cache: &RecordCache, now: u64) -> bool {
+        machine::shadowed(self.config.shadow, cache.record(), now)
     }
 
     /// Every circuit is bypassed (`CIRCUIT_BREAKER_DISABLED`).
@@ -195,7 +209,9 @@ impl Circuit {
         let now = self.now();
         // The closed path judges by a recent time, which lags the clock by up to a tick.
         let lag = self.config.clock.recent_lag_millis();
-        let closed_until = match machine::runs_closed(cache.record(), now) {
+        // In shadow, calls the would-be record would reject take the slow path that says so.
+        let shadow_open = self.shadowed(cache, now) && !self.shadow.would_be_closed();
+        let closed_until = match machine::runs_closed(cache.record(), now) && !shadow_open {
             true => cache.trusted_until().saturating_sub(lag),
             false => 0,
         };
@@ -336,6 +352,10 @@ impl Circuit {
         verified: bool,
         quiet: bool,
     ) -> Admission {
+        if self.shadowed(cache, now) {
+            // Every call runs; the verdicts are the would-be record's (see `shadow`).
+            return Admission::Run;
+        }
         let probe_in_flight = !with_slot && self.probe_in_flight.load(Ordering::Acquire);
         let local = cache.local(probe_in_flight, verified, quiet);
         machine::admit(
@@ -381,6 +401,11 @@ impl Circuit {
         self.probe_in_flight
             .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
             .is_ok()
+    }
+
+    /// Whether a probe (or a would-be probe) of this circuit runs in this process.
+    pub(super) fn probe_in_flight(&self) -> bool {
+        self.probe_in_flight.load(Ordering::Acquire)
     }
 
     pub(super) fn release_probe(&self) {

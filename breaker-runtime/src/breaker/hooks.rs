@@ -1,19 +1,25 @@
-//! The `on_transition` hooks of one circuit: a list, each run with its panic caught.
+//! The `on_transition` (and `on_shadow`) hooks of one circuit: a list, each run with its
+//! panic caught.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError, RwLock};
 
 use crate::state::CircuitTransition;
 
-/// One hook.
-pub(super) type Hook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;
+/// One hook of events `E`.
+pub(super) type Hook<E = CircuitTransition> = Arc<dyn Fn(E) + Send + Sync>;
 
 /// Every hook added to a circuit, in the order added.
-#[derive(Default)]
-pub(super) struct Hooks(RwLock<Vec<Hook>>);
+pub(super) struct Hooks<E = CircuitTransition>(RwLock<Vec<Hook<E>>>);
 
-impl Hooks {
-    pub(super) fn push(&self, hook: Hook) {
+impl<E> Default for Hooks<E> {
+    fn default() -> Self {
+        Self(RwLock::default())
+    }
+}
+
+impl<E: Clone> Hooks<E> {
+    pub(super) fn push(&self, hook: Hook<E>) {
         self.0
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -21,7 +27,7 @@ impl Hooks {
     }
 
     /// Runs every hook with `transition`; a panicking hook is logged and the others run.
-    pub(super) fn run(&self, transition: &CircuitTransition) {
+    pub(super) fn run(&self, transition: &E, circuit_name: &str) {
         // Copied (a few `Arc`s) so no lock is held while user code runs.
         let hooks = self
             .0
@@ -32,8 +38,8 @@ impl Hooks {
             let copy = transition.clone();
             if catch_unwind(AssertUnwindSafe(|| hook(copy))).is_err() {
                 tracing::error!(
-                    circuit = %transition.circuit_name,
-                    "on_transition hook panicked; the transition stands"
+                    circuit = %circuit_name,
+                    "hook panicked; the transition or verdict stands"
                 );
             }
         }

@@ -39,6 +39,7 @@ mod permit;
 mod probe_slot;
 mod registry;
 mod rejection;
+mod shadow;
 mod store_access;
 mod transitions;
 

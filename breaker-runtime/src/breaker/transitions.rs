@@ -8,6 +8,7 @@ use std::future::Future;
 use super::cache::RecordCache;
 use super::circuit::Circuit;
 use super::probe_slot::ProbeSlot;
+use super::shadow;
 use super::store_access::StoreCallError;
 use crate::protocol::fleet::fleet_trips;
 use crate::protocol::machine::{self, Outcome, Settled};
@@ -19,6 +20,9 @@ use crate::state::{CircuitState, CircuitTransition, FailureKind, TransitionCause
 /// open locally.
 pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCause) {
     let now = circuit.now();
+    if shadow::trip(circuit, failures, cause, now) {
+        return;
+    }
     let trip = machine::trip(failures, now, circuit.thresholds());
     let base = {
         let mut cache = circuit.lock();
@@ -112,7 +116,12 @@ async fn report_failures(circuit: &Circuit, report: FailureReport) {
     // times its write budget.
     let now = circuit.now();
     circuit.refresh_if_stale(now).await;
-    if !machine::may_trip(circuit.lock().record(), now) {
+    let may_trip = {
+        let cache = circuit.lock();
+        // In shadow a fleet trip opens the would-be record only.
+        machine::may_trip(cache.record(), now) || circuit.shadowed(&cache, now)
+    };
+    if !may_trip {
         return;
     }
     match circuit.report_store(report).await {
@@ -147,6 +156,9 @@ pub(super) fn end_probe(
 
 async fn settle_probe(circuit: &Circuit, outcome: Outcome, kind: FailureKind) {
     let now = circuit.now();
+    if shadow::end_probe(circuit, outcome, kind, now) {
+        return;
+    }
     let (base, hand_on) = {
         let cache = circuit.lock();
         (cache.record().clone(), cache.probe_hands_on())
@@ -232,11 +244,12 @@ pub(super) fn announce(
     let name = circuit.name();
     let why = cause.as_ref().map_or("", TransitionCause::as_str);
     tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
-    circuit.hooks().run(&CircuitTransition {
+    let transition = CircuitTransition {
         circuit_name: name.to_string(),
         from_state,
         to_state,
         opened_at,
         cause,
-    });
+    };
+    circuit.hooks().run(&transition, name);
 }

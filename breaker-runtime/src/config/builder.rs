@@ -275,6 +275,23 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
+    /// Runs the circuit in shadow (default false): every call runs, whatever the policies
+    /// say, and the circuit reports what it would have done (`on_shadow` hooks, logs,
+    /// [`emf::log_shadow`](crate::emf::log_shadow)): a call it would have rejected, an
+    /// opening, a probe, a close. Its would-be state is this environment's own: a trip is
+    /// not written to the shared record, which stays closed for the rest of the fleet. An
+    /// operator's override (forced open, disabled) still decides.
+    ///
+    /// ```
+    /// let config = breaker_runtime::CircuitBreakerConfig::builder().shadow(true).build()?;
+    /// assert!(config.shadow());
+    /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
+    /// ```
+    pub fn shadow(mut self, enabled: bool) -> Self {
+        self.config.shadow = enabled;
+        self
+    }
+
     /// Replaces the system clock, for deterministic tests.
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.config.clock = clock.as_clock();

@@ -68,6 +68,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) clock: Clock,
     /// `None`: the process's environment id.
     pub(crate) environment_id: Option<Arc<str>>,
+    /// Every call runs; the policies' verdicts are reported, not acted on.
+    pub(crate) shadow: bool,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -91,6 +93,7 @@ impl Default for CircuitBreakerConfig {
             fleet: Some(FleetPolicy::default()),
             clock: Clock::System,
             environment_id: None,
+            shadow: false,
         }
     }
 }
@@ -208,6 +211,12 @@ impl CircuitBreakerConfig {
     /// The fleet-wide failure policy; `None` when this circuit does not report failures.
     pub fn fleet_policy(&self) -> Option<FleetPolicy> {
         self.fleet
+    }
+
+    /// Whether the circuit runs in shadow: every call runs and what the circuit would have
+    /// done is reported (see [`CircuitBreakerConfigBuilder::shadow`]).
+    pub fn shadow(&self) -> bool {
+        self.shadow
     }
 }
 

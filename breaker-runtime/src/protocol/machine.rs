@@ -205,7 +205,7 @@ pub(crate) fn admit(
 ) -> Admission {
     match record.live_override(secs(now_millis)).map(|o| o.kind) {
         Some(OverrideKind::ForcedOpen) => return Admission::Reject,
-        Some(OverrideKind::Disabled) => return Admission::Run,
+        Some(OverrideKind::Disabled | OverrideKind::Shadow) => return Admission::Run,
         None => {}
     }
     match record.state {
@@ -235,6 +235,37 @@ pub(crate) fn admit(
     } else {
         Admission::Verify
     }
+}
+
+/// Whether this environment runs the circuit in shadow at `now`: an operator's shadow
+/// holds, or the circuit is configured so and no other override holds (forced open
+/// rejects, disabled runs without a verdict). In shadow every call runs, and the circuit's
+/// verdicts are the would-be record's: [`would_admit`] instead of [`admit`].
+pub(crate) fn shadowed(configured: bool, record: &CircuitRecord, now_millis: u64) -> bool {
+    match record.live_override(secs(now_millis)).map(|o| o.kind) {
+        Some(OverrideKind::Shadow) => true,
+        Some(_) => false,
+        None => configured,
+    }
+}
+
+/// What a shadowed environment's own would-be record says of a call: the decision
+/// [`admit`] makes for an environment that committed every opening itself and reads a
+/// store that always answers, so that at the recovery timeout it elects itself at once.
+pub(crate) fn would_admit(
+    would_be: &CircuitRecord,
+    me: &str,
+    now_millis: u64,
+    thresholds: &Thresholds,
+    probe_in_flight: bool,
+) -> Admission {
+    let local = Local {
+        probe_in_flight,
+        committed_opening: would_be.opened_at,
+        verified: true,
+        ..Local::default()
+    };
+    admit(would_be, me, now_millis, thresholds, &local)
 }
 
 /// Whether calls may take the closed path without asking [`admit`]: the record says closed
@@ -407,3 +438,6 @@ mod tests;
 
 #[cfg(test)]
 mod backoff_tests;
+
+#[cfg(test)]
+mod shadow_tests;

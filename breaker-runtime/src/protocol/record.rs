@@ -116,10 +116,13 @@ pub enum OverrideKind {
     ForcedOpen,
     /// `breaker disable`: every call runs, failures never trip the circuit.
     Disabled,
+    /// `breaker shadow`: every call runs, and every breaker of the fleet reports what it
+    /// would have done (rejected, opened, probed) without writing a trip.
+    Shadow,
 }
 
 impl OverrideKind {
-    /// How the item stores it: `OPEN` or `DISABLED`.
+    /// How the item stores it: `OPEN`, `DISABLED` or `SHADOW`.
     ///
     /// ```
     /// use breaker_runtime::store::OverrideKind;
@@ -130,10 +133,12 @@ impl OverrideKind {
         match self {
             Self::ForcedOpen => "OPEN",
             Self::Disabled => "DISABLED",
+            Self::Shadow => "SHADOW",
         }
     }
 
-    /// The state a breaker acts on while it holds: forced open, `Open`; disabled, `Closed`.
+    /// The state a breaker acts on while it holds: forced open, `Open`; disabled or
+    /// shadow, `Closed` (a shadow's would-be decisions are each environment's own).
     ///
     /// ```
     /// use breaker_runtime::CircuitState;
@@ -144,15 +149,16 @@ impl OverrideKind {
     pub fn acts_as(self) -> CircuitState {
         match self {
             Self::ForcedOpen => CircuitState::Open,
-            Self::Disabled => CircuitState::Closed,
+            Self::Disabled | Self::Shadow => CircuitState::Closed,
         }
     }
 
-    /// The kind an item's `OPEN` or `DISABLED` names; `None` for anything else.
+    /// The kind an item's `OPEN`, `DISABLED` or `SHADOW` names; `None` for anything else.
     pub fn parse(stored: &str) -> Option<Self> {
         match stored {
             "OPEN" => Some(Self::ForcedOpen),
             "DISABLED" => Some(Self::Disabled),
+            "SHADOW" => Some(Self::Shadow),
             _ => None,
         }
     }
@@ -163,6 +169,7 @@ impl std::fmt::Display for OverrideKind {
         f.write_str(match self {
             Self::ForcedOpen => "forced open",
             Self::Disabled => "disabled",
+            Self::Shadow => "shadowed",
         })
     }
 }
@@ -185,7 +192,7 @@ impl std::fmt::Display for OverrideKind {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Override {
-    /// Forced open or disabled.
+    /// Forced open, disabled or shadowed.
     pub kind: OverrideKind,
     /// Unix seconds when it ends by itself; `None`: when released.
     pub until: Option<u64>,

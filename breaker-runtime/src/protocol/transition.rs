@@ -128,8 +128,8 @@ pub enum Transition {
     /// (`replaces`; `None`: it read none). Allowed when the record's override is that one
     /// ([`Override::same_as`]), whatever the circuit's state; creates the record if there
     /// is none. Forced open leaves `OPEN` with `opened_at` = the override's end (or
-    /// [`OPENED_AT_UNTIL_RELEASED`]) and keeps `failure_count`; disabled leaves `CLOSED`
-    /// with no failures. Either removes the probe owner and lease.
+    /// [`OPENED_AT_UNTIL_RELEASED`]) and keeps `failure_count`; disabled (or shadow) leaves
+    /// `CLOSED` with no failures. Either removes the probe owner and lease.
     Override {
         /// The override to set.
         set: Override,
@@ -270,7 +270,7 @@ impl Transition {
                         set.until.unwrap_or(OPENED_AT_UNTIL_RELEASED),
                         current.failure_count,
                     ),
-                    OverrideKind::Disabled => CircuitRecord::closed(),
+                    OverrideKind::Disabled | OverrideKind::Shadow => CircuitRecord::closed(),
                 };
                 CircuitRecord {
                     operator_override: Some(set.clone()),

@@ -1,7 +1,8 @@
 //! The `breaker` binary against dynalite: every subcommand's output and exit status, bad
 //! input, the live view; breaker environments honouring an operator's override within their
-//! cache age and never erasing it; Powertools for AWS Lambda (Python) rejecting a
-//! circuit forced open; and the fleet's failure counters kept out of every command.
+//! cache age and never erasing it, and running every call under a shadow; Powertools for
+//! AWS Lambda (Python) rejecting a circuit forced open; and the fleet's failure counters
+//! kept out of every command.
 
 mod bad_input;
 mod clock;
@@ -10,5 +11,6 @@ mod fleet_counters;
 mod layouts;
 mod powertools;
 mod protocol;
+mod shadow;
 mod support;
 mod watch;

@@ -17,7 +17,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 /// An environment: failure threshold 2, one probe success closes, recovery 1 s, no
 /// jitter, this cache age.
-fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<CircuitBreaker> {
+pub(crate) fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<CircuitBreaker> {
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)
         .success_threshold(1)
@@ -31,7 +31,7 @@ fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<CircuitBreak
 }
 
 /// Calls through `breaker` a downstream that answers `ok`; counts the calls that ran.
-async fn call(breaker: &CircuitBreaker, ran: &AtomicU32, ok: bool) -> Result<(), Error> {
+pub(crate) async fn call(breaker: &CircuitBreaker, ran: &AtomicU32, ok: bool) -> Result<(), Error> {
     breaker
         .call(|| async {
             ran.fetch_add(1, Ordering::SeqCst);
@@ -43,13 +43,13 @@ async fn call(breaker: &CircuitBreaker, ran: &AtomicU32, ok: bool) -> Result<(),
         .await
 }
 
-fn rejected(result: Result<(), Error>) -> bool {
+pub(crate) fn rejected(result: Result<(), Error>) -> bool {
     result.is_err_and(|e| e.downcast_ref::<CircuitBreakerOpenError>().is_some())
 }
 
-const CACHE_AGE: Duration = Duration::from_secs(1);
+pub(crate) const CACHE_AGE: Duration = Duration::from_secs(1);
 /// The cache age, plus the read's latency.
-const SEEN: Duration = Duration::from_millis(1_300);
+pub(crate) const SEEN: Duration = Duration::from_millis(1_300);
 
 #[tokio::test]
 async fn a_forced_open_is_honoured_within_the_cache_age_and_nobody_probes() {

@@ -13,5 +13,6 @@ mod lambda;
 mod methods;
 mod panics;
 mod policies;
+mod shadow;
 mod shared;
 mod sync;

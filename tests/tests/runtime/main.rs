@@ -18,6 +18,7 @@ mod freeze;
 mod model;
 mod policies;
 mod policy_model;
+mod shadow;
 mod store_contract_memory;
 mod tower_layer;
 mod valgrind;

@@ -16,7 +16,7 @@ use super::item::{
 /// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
 /// an override: a state that is not `CLOSED`, `OPEN` or `HALF_OPEN`, an attribute of the
 /// wrong type, a required one missing, or an override attribute that is broken the same
-/// ways (`override` not `OPEN` or `DISABLED`, no `override_by` or `override_at`). Mirrors
+/// ways (`override` not `OPEN`, `DISABLED` or `SHADOW`, no `override_by` or `override_at`). Mirrors
 /// `AttributeNames::decode`, except for numbers of the right type with impossible values,
 /// which no condition can recognise.
 macro_rules! unreadable {
@@ -31,7 +31,7 @@ macro_rules! unreadable {
         OR (attribute_exists(#rc) AND NOT attribute_type(#rc, :num)) \
         OR (#st = :open AND attribute_not_exists(#oa)) \
         OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le))) \
-        OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled)) \
+        OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled, :shadow)) \
             OR NOT attribute_type(#oby, :str) \
             OR NOT attribute_type(#oat, :num) \
             OR (attribute_exists(#ou) AND NOT attribute_type(#ou, :num)) \
@@ -196,6 +196,7 @@ impl Expression {
             (":half", s("HALF_OPEN")),
             (":closed", s("CLOSED")),
             (":disabled", s("DISABLED")),
+            (":shadow", s("SHADOW")),
             (":zero", AttributeValue::N("0".into())),
             (":num", s("N")),
             (":str", s("S")),

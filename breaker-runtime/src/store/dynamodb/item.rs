@@ -13,7 +13,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use crate::protocol::{CircuitRecord, Override, OverrideKind};
 use crate::state::CircuitState;
 
-/// The operator's override: `OPEN` or `DISABLED` (S). Its companions: [`OVERRIDE_UNTIL`]
+/// The operator's override: `OPEN`, `DISABLED` or `SHADOW` (S). Its companions: [`OVERRIDE_UNTIL`]
 /// (N, absent until released), [`OVERRIDE_BY`] (S), [`OVERRIDE_REASON`] (S, optional) and
 /// [`OVERRIDE_AT`] (N). Fixed names: no Powertools attribute can be renamed to them.
 pub(crate) const OVERRIDE: &str = "override";
@@ -145,7 +145,7 @@ impl AttributeNames {
             return Ok(None);
         };
         let kind = OverrideKind::parse(kind)
-            .ok_or_else(|| self.malformed(OVERRIDE, "is not OPEN or DISABLED"))?;
+            .ok_or_else(|| self.malformed(OVERRIDE, "is not OPEN, DISABLED or SHADOW"))?;
         let by = self
             .string(item, OVERRIDE_BY)?
             .ok_or_else(|| self.malformed(OVERRIDE_BY, "is missing on an override"))?;

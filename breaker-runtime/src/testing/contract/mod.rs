@@ -37,6 +37,7 @@ mod fleet;
 mod hand_over;
 mod overrides;
 mod races;
+mod shadow;
 mod support;
 
 use backoff::*;
@@ -45,6 +46,7 @@ use fleet::*;
 use hand_over::*;
 use overrides::*;
 use races::*;
+use shadow::*;
 
 /// Concurrent writers in each race.
 pub const RACERS: usize = 24;
@@ -112,6 +114,7 @@ fn cases() -> Vec<Case> {
         case!(forced_open_creates_an_open_record_that_outlasts_it),
         case!(forced_open_until_released_keeps_failures_and_ends_the_probe),
         case!(disable_closes_and_no_trip_or_election_wins_under_it),
+        case!(shadow_closes_refuses_breaker_writes_and_releases),
         case!(an_override_replaces_only_the_one_it_read),
         case!(release_ends_only_the_override_it_names),
         case!(breaker_writes_win_again_once_an_override_ended),
