@@ -40,6 +40,7 @@ lint:
 unit-tests:
 	$(CARGO) build --workspace --bins
 	$(CARGO) nextest run --workspace --lib --bins --tests --examples --no-fail-fast
+	$(CARGO) nextest run -p breaker-runtime --features metrics,call-spans --test metrics --test call_spans
 
 doc-tests:
 	$(CARGO) test --workspace --doc
@@ -48,8 +49,10 @@ template-checks:
 	scripts/check-template.sh
 	scripts/check-local.sh
 
+# The `metrics` group twice: without the feature (in the first run), then with it.
 bench:
 	$(CARGO) bench -p breaker-runtime --features tower --bench hot_path
+	$(CARGO) bench -p breaker-runtime --features tower,metrics --bench hot_path -- metrics
 
 # Every fleet scenario of the simulator (docs/scale.md): a table each on stdout, then the
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.

@@ -4,6 +4,9 @@
 #
 #   scripts/count-instructions.sh [CALLS]        (needs valgrind on PATH)
 #
+# The last table: the closed path with feature `metrics` and a counting recorder beside the
+# feature off, and with call durations recorded.
+#
 # Each operation runs twice, CALLS and 2·CALLS times; the difference divided by CALLS is
 # the cost of one call, set-up and warm-up excluded. The vDSO clock read is not counted
 # (valgrind runs without the vDSO, so glibc's clock_gettime makes a syscall there): breaker's
@@ -16,11 +19,18 @@ command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; 
 # compiler splits the crate (and so what it inlines) moves with unrelated edits, and a
 # peer's count with it (failsafe's async call read 83 or 105 in two builds). No AWS SDK.
 # A bench target's binary carries a hash in its name: cargo says which file it built.
-bin=$(CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
-  cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
-  --features macros,tower --bench hot_path_calls --message-format=json-render-diagnostics \
-  | sed -n 's/.*"executable":"\([^"]*hot_path_calls[^"]*\)".*/\1/p' | tail -n 1)
-[[ -x "$bin" ]] || { echo "cargo built no hot_path_calls binary" >&2; exit 1; }
+build() { # features -> the binary's path
+  local built
+  built=$(CARGO_PROFILE_BENCH_CODEGEN_UNITS=1 \
+    cargo build --profile bench --quiet -p breaker-runtime --no-default-features \
+    --features "$1" --bench hot_path_calls --message-format=json-render-diagnostics \
+    | sed -n 's/.*"executable":"\([^"]*hot_path_calls[^"]*\)".*/\1/p' | tail -n 1)
+  [[ -x "$built" ]] || { echo "cargo built no hot_path_calls binary ($1)" >&2; exit 1; }
+  echo "$built"
+}
+bin=$(build macros,tower)
+# The same with feature `metrics`, its breaker counting into metrics-util's DebuggingRecorder.
+metrics_bin=$(build macros,tower,metrics)
 
 count() { # operation calls [dyn] -> instructions executed by the whole run
   valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \
@@ -52,3 +62,19 @@ for op in rate-calls-async rate-time-async slow-calls-async service-call-async l
   layer-static-async; do
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
 done
+
+# The closed path with feature `metrics` (breaker-* rows: a counting recorder, durations
+# off; durations-*: the same breaker recording call durations), beside the feature off.
+printf '\n%-20s %12s %12s\n' "metrics feature" "inline poll" "dyn poll"
+for op in breaker-sync; do
+  printf '%-20s %12s %12s\n' "$op, off" "$(per_call "$op")" -
+  printf '%-20s %12s %12s\n' "$op, on" "$(bin=$metrics_bin per_call "$op")" -
+done
+printf '%-20s %12s %12s\n' durations-sync "$(bin=$metrics_bin per_call durations-sync)" -
+for op in breaker-async; do
+  printf '%-20s %12s %12s\n' "$op, off" "$(per_call "$op")" "$(per_call "$op" dyn)"
+  printf '%-20s %12s %12s\n' "$op, on" "$(bin=$metrics_bin per_call "$op")" \
+    "$(bin=$metrics_bin per_call "$op" dyn)"
+done
+printf '%-20s %12s %12s\n' durations-async "$(bin=$metrics_bin per_call durations-async)" \
+  "$(bin=$metrics_bin per_call durations-async dyn)"

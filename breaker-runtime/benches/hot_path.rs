@@ -1,6 +1,8 @@
 //! Hot-path cost of breaker next to failsafe 1.3 and recloser 1.4, in one run.
 //!
-//! `cargo bench -p breaker-runtime --features tower --bench hot_path`
+//! `cargo bench -p breaker-runtime --features tower --bench hot_path`; the `metrics` group
+//! again with the feature: `cargo bench -p breaker-runtime --features tower,metrics --bench
+//! hot_path -- metrics`.
 //!
 //! Every breaker is configured to trip on consecutive failures. Closed path: a call that
 //! succeeds, with the shared state cached. Open path: a call rejected without running.
@@ -384,6 +386,42 @@ mod layer {
     }
 }
 
+/// The closed path's metrics: without the feature, and with it (`--features metrics`)
+/// against metrics-util's `DebuggingRecorder`, which counts into atomics, with no recorder
+/// (no-op handles), and recording durations. `make bench` runs both builds.
+fn metrics_rows(c: &mut Criterion) {
+    let mut group = c.benchmark_group("metrics");
+    #[cfg(not(feature = "metrics"))]
+    breaker_rows(
+        &mut group,
+        ["breaker sync, feature off", "breaker async, feature off"],
+        &ours(),
+    );
+    #[cfg(feature = "metrics")]
+    {
+        let recorder = metrics_util::debugging::DebuggingRecorder::new();
+        breaker_rows(
+            &mut group,
+            ["breaker sync, no recorder", "breaker async, no recorder"],
+            &ours(),
+        );
+        breaker_rows(
+            &mut group,
+            [
+                "breaker sync, counting recorder",
+                "breaker async, counting recorder",
+            ],
+            &support::counted("bench-metrics", config(), &recorder),
+        );
+        breaker_rows(
+            &mut group,
+            ["breaker sync, durations", "breaker async, durations"],
+            &support::counted("bench-durations", support::timed_config(), &recorder),
+        );
+    }
+    group.finish();
+}
+
 /// The tower layer's groups, with feature `tower`.
 fn tower_groups(c: &mut Criterion) {
     #[cfg(feature = "tower")]
@@ -402,6 +440,7 @@ criterion_group!(
     contended,
     macro_path,
     trip_policies,
-    tower_groups
+    tower_groups,
+    metrics_rows
 );
 criterion_main!(benches);

@@ -55,7 +55,8 @@ const OPERATIONS: &str = "baseline, breaker-sync, breaker-async, failsafe-sync, 
      recloser-sync, recloser-async, macro-sync, macro-async, hand-written-sync, \
      hand-written-async, rate-calls-sync, rate-calls-async, rate-time-sync, rate-time-async, \
      slow-calls-sync, slow-calls-async, service-call-async, layer-async, layer-static-async \
-     (the last three with feature tower)";
+     (the last three with feature tower), durations-sync, durations-async (with feature \
+     metrics)";
 
 fn main() {
     // `cargo bench` passes `--bench` ahead of the arguments given after `--`; given none,
@@ -76,7 +77,16 @@ fn main() {
     };
     let through_dyn = args.next().as_deref() == Some("dyn");
 
-    // Every cache warm (the first call reads the store) before the counted calls.
+    // Every cache warm (the first call reads the store) before the counted calls. With
+    // feature `metrics`, the breaker counts into metrics-util's `DebuggingRecorder`.
+    #[cfg(feature = "metrics")]
+    let recorder = metrics_util::debugging::DebuggingRecorder::new();
+    #[cfg(feature = "metrics")]
+    let (breaker, timed) = (
+        support::counted("count", config(), &recorder),
+        support::counted("count-timed", support::timed_config(), &recorder),
+    );
+    #[cfg(not(feature = "metrics"))]
     let breaker = warmed("count", config());
     let failsafe = failsafe_breaker();
     let (sync_recloser, async_recloser) = (
@@ -132,6 +142,12 @@ fn main() {
         ("slow-calls-sync", _) => Box::new(|| breaker_sync(&slow_calls)),
         ("slow-calls-async", false) => Box::new(|| breaker_async::<false>(&slow_calls)),
         ("slow-calls-async", true) => Box::new(|| breaker_async::<true>(&slow_calls)),
+        #[cfg(feature = "metrics")]
+        ("durations-sync", _) => Box::new(|| breaker_sync(&timed)),
+        #[cfg(feature = "metrics")]
+        ("durations-async", false) => Box::new(|| breaker_async::<false>(&timed)),
+        #[cfg(feature = "metrics")]
+        ("durations-async", true) => Box::new(|| breaker_async::<true>(&timed)),
         #[cfg(feature = "tower")]
         (row @ ("service-call-async" | "layer-async" | "layer-static-async"), through_dyn) => {
             layers.row(row, through_dyn)

@@ -28,6 +28,7 @@ pub mod deadline;
 mod default_store;
 mod environment;
 mod error;
+mod observe;
 mod policy;
 mod protocol;
 mod state;

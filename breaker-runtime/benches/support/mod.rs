@@ -85,3 +85,20 @@ pub fn recloser_breaker() -> recloser::Recloser {
         .open_wait(Duration::from_secs(3600))
         .build()
 }
+
+/// [`warmed`], its metrics registered with `recorder` (feature `metrics`): the recorder is
+/// the circuit's for good, since the circuit resolves its handles when built.
+#[cfg(feature = "metrics")]
+pub fn counted(
+    name: &str,
+    config: CircuitBreakerConfig,
+    recorder: &metrics_util::debugging::DebuggingRecorder,
+) -> CircuitBreaker {
+    metrics::with_local_recorder(recorder, || warmed(name, config))
+}
+
+/// [`config`] recording each call's duration (feature `metrics`).
+#[cfg(feature = "metrics")]
+pub fn timed_config() -> CircuitBreakerConfig {
+    policy_config(|builder| builder.failure_threshold(5).record_call_durations(true))
+}

@@ -51,7 +51,7 @@ pub fn request_permit(breaker: &CircuitBreaker) -> PermitRequest<'_> {
 pub(super) fn request_permit_at(breaker: &CircuitBreaker, now: Option<u64>) -> PermitRequest<'_> {
     let circuit = &*breaker.circuit;
     let now = now.unwrap_or_else(|| circuit.now());
-    match circuit.reject_from_cache(now) {
+    match reject_from_cache(circuit, now) {
         Some(info) => PermitRequest::Rejected(Some(info)),
         None => PermitRequest::Pending(Box::pin(permit_slow(circuit))),
     }
@@ -74,16 +74,37 @@ pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, C
 #[cold]
 #[inline(never)]
 fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<'_>, CircuitInfo> {
-    match circuit.reject_from_cache(now) {
+    match reject_from_cache(circuit, now) {
         Some(info) => Err(info),
         None => block_on(permit_slow(circuit)),
     }
 }
 
+/// [`Circuit::reject_from_cache`], counted in the metrics.
+#[inline]
+fn reject_from_cache(circuit: &Circuit, now: u64) -> Option<CircuitInfo> {
+    let rejected = circuit.reject_from_cache(now);
+    if let Some(info) = &rejected {
+        circuit.metrics().rejected(info.state);
+    }
+    rejected
+}
+
+/// [`decide_slow`], its decision counted in the metrics (a rejection, or the state the
+/// circuit admitted the call in).
+pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
+    let decision = decide_slow(circuit).await;
+    match &decision {
+        Ok(permit) => permit.show_state(),
+        Err(info) => circuit.metrics().rejected(info.state),
+    }
+    decision
+}
+
 /// Admission when the cache cannot decide alone: refresh a stale cache, then run, reject,
 /// probe, or elect this environment to probe (after a strongly consistent read when it has
 /// no first right; locally when the store cannot be reached).
-pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
+async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     if circuit.disabled() {
         return Ok(Permit::new(circuit, PermitKind::Bypass));
     }

@@ -19,6 +19,7 @@ use super::circuit::Circuit;
 use super::permit::{Permit, PermitRequest};
 use crate::deadline;
 use crate::error::{Abandoned, CircuitBreakerOpenError};
+use crate::observe::CallSpan;
 use crate::protocol::machine::Outcome;
 use crate::state::{CircuitInfo, FailureKind};
 use crate::timer::Timer;
@@ -35,6 +36,8 @@ pin_project_lite::pin_project! {
         // Some while the caller's future runs: it admitted `running`.
         permit: Option<Permit<'a>>,
         slow: SlowSlot<'a, O>,
+        // The call's `tracing` span, if its circuit traces calls.
+        span: CallSpan,
         #[pin]
         running: Option<CatchUnwind<Fut>>,
     }
@@ -67,6 +70,7 @@ impl<'a, F, Fut, C, O> GuardedCall<'a, F, Fut, C, O> {
             make: Some(make),
             permit: None,
             slow: None,
+            span: CallSpan::default(),
             running: None,
         }
     }
@@ -83,6 +87,8 @@ where
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut this = self.project();
+        let circuit = &this.breaker.circuit;
+        let _span = this.span.enter(circuit.config(), circuit.name());
         let admitting = match this.slow.as_deref() {
             Some(SlowPhase::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
             Some(SlowPhase::Abandoning(..)) => return poll_abandoning(this.breaker, this.slow, cx),

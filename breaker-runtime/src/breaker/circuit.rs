@@ -16,6 +16,7 @@ use super::shadow::Shadow;
 use super::store_access::{StoreAccess, StoreCallError};
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
+use crate::observe::CircuitMetrics;
 use crate::protocol::machine::{self, Admission, Thresholds};
 use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
 use crate::state::{CircuitInfo, CircuitState};
@@ -30,6 +31,8 @@ pub(super) struct Circuit {
     hooks: Hooks,
     /// The would-be record and hooks of shadow mode.
     shadow: Shadow,
+    /// What the circuit reports through the `metrics` facade (nothing without the feature).
+    metrics: CircuitMetrics,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
     closed_until: AtomicU64,
     /// The open path's test: until when the cached record rejects, and what it reports.
@@ -75,6 +78,11 @@ impl Circuit {
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
             backoff: config.recovery_backoff.clone(),
         };
+        let mut metrics = CircuitMetrics::new(&name, &config);
+        let hooks = Hooks::default();
+        if let Some(hook) = metrics.transition_hook() {
+            hooks.push(hook);
+        }
         Self {
             counts: ClosedCounts::new(&config),
             reports: FleetReports::new(
@@ -90,7 +98,8 @@ impl Circuit {
             thresholds,
             config,
             disabled: environment::breakers_disabled(),
-            hooks: Hooks::default(),
+            hooks,
+            metrics,
             closed_until: AtomicU64::new(0),
             rejection: PublishedRejection::default(),
             probe_in_flight: AtomicBool::new(false),
@@ -121,6 +130,12 @@ impl Circuit {
 
     pub(super) fn hooks(&self) -> &Hooks {
         &self.hooks
+    }
+
+    /// What the circuit reports through the `metrics` facade.
+    #[inline]
+    pub(super) fn metrics(&self) -> &CircuitMetrics {
+        &self.metrics
     }
 
     pub(super) fn shadow(&self) -> &Shadow {

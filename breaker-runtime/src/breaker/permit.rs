@@ -10,8 +10,9 @@ use super::circuit::Circuit;
 use super::transitions::{count_closed, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
+use crate::observe::CallClock;
 use crate::protocol::machine::Outcome;
-use crate::state::{CircuitInfo, FailureKind};
+use crate::state::{CircuitInfo, CircuitState, FailureKind};
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -36,6 +37,8 @@ pub struct Permit<'a> {
     /// When the call was admitted (unix millis), if the circuit's policy times calls;
     /// else 0.
     started: u64,
+    /// When the call started, if its duration goes to the metrics.
+    call_clock: CallClock,
 }
 
 impl fmt::Debug for Permit<'_> {
@@ -65,6 +68,7 @@ impl<'a> Permit<'a> {
             circuit,
             kind,
             started: now,
+            call_clock: circuit.metrics().start(),
         }
     }
 
@@ -80,9 +84,21 @@ impl<'a> Permit<'a> {
         )
     }
 
+    /// Shows in the metrics the state this permit admitted its call in.
+    pub(super) fn show_state(&self) {
+        let state = match self.kind {
+            PermitKind::Closed => CircuitState::Closed,
+            PermitKind::Probe => CircuitState::HalfOpen,
+            PermitKind::Bypass | PermitKind::Spent => return,
+        };
+        self.circuit.metrics().show(state);
+    }
+
     /// Reports how the admitted call ended. The closed path completes inline; only a
     /// transition (trip, probe outcome) or a report to the fleet is a boxed future.
-    #[inline]
+    // Always, with the metrics: their increment made it just too big to inline.
+    #[cfg_attr(feature = "metrics", inline(always))]
+    #[cfg_attr(not(feature = "metrics"), inline)]
     pub fn record(mut self, outcome: Outcome) -> Recording<'a> {
         if self.record_inline(outcome) {
             return Recording::Done;
@@ -107,6 +123,7 @@ impl<'a> Permit<'a> {
         let circuit = self.circuit;
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
             PermitKind::Closed => {
+                self.report_end(Outcome::Failure, kind);
                 let next = count_closed(
                     circuit,
                     Outcome::Failure,
@@ -129,7 +146,9 @@ impl<'a> Permit<'a> {
     /// The blocking twin of [`record`](Self::record). A blocking call cannot be
     /// abandoned: one that returns after its call timeout, or near the invocation's
     /// deadline, counts as a failure of that kind whatever it returned.
-    #[inline]
+    // Always, with the metrics: their increment made it just too big to inline.
+    #[cfg_attr(feature = "metrics", inline(always))]
+    #[cfg_attr(not(feature = "metrics"), inline)]
     pub fn record_blocking(mut self, outcome: Outcome) {
         if deadline::raw() | self.circuit.call_timeout_millis() != 0 {
             return self.record_late_blocking(outcome);
@@ -181,21 +200,36 @@ impl<'a> Permit<'a> {
 
     /// Records the closed path's success, the one outcome that needs no lock and no
     /// store, inline in the caller; false for any other outcome.
-    #[inline]
+    // Always, with the metrics: their increment made it just too big to inline.
+    #[cfg_attr(feature = "metrics", inline(always))]
+    #[cfg_attr(not(feature = "metrics"), inline)]
     fn record_inline(&mut self, outcome: Outcome) -> bool {
         let inline = self.kind == PermitKind::Closed
             && outcome == Outcome::Success
             && self.circuit.counts().note_success(self.started);
         if inline {
             self.kind = PermitKind::Spent;
+            self.circuit.metrics().succeeded(self.call_clock);
         }
         inline
+    }
+
+    /// Reports to the metrics how the call ended, other than by the closed path's success.
+    #[inline]
+    fn report_end(&self, outcome: Outcome, kind: FailureKind) {
+        let circuit = self.circuit;
+        let now = || circuit.now();
+        let metrics = circuit.metrics();
+        metrics.ended(outcome, kind, self.call_clock, self.started, now);
     }
 
     /// Every outcome but the closed path's success, out of line so that the hot path inlines.
     #[inline(never)]
     fn record_transition(mut self, outcome: Outcome, kind: FailureKind) -> Recording<'a> {
         let circuit = self.circuit;
+        if self.kind != PermitKind::Spent {
+            self.report_end(outcome, kind);
+        }
         // Spent from here on: the transition's future takes over the probe slot.
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
             PermitKind::Closed => match count_closed(circuit, outcome, self.started, kind, None) {
@@ -213,6 +247,10 @@ impl<'a> Permit<'a> {
 
 impl Drop for Permit<'_> {
     fn drop(&mut self) {
+        if self.kind != PermitKind::Spent {
+            // Never reported (a cancelled future): ignored.
+            self.circuit.metrics().dropped();
+        }
         if self.kind == PermitKind::Probe {
             // Cancelled mid-probe: free the slot so the next call can probe.
             self.circuit.release_probe();

@@ -275,6 +275,25 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
+    /// Records how long each admitted call ran, in the histogram
+    /// `circuitbreaker_call_duration_seconds` (feature `metrics`; default off: it reads the
+    /// monotonic clock when the call is admitted and when it ends, where the closed path
+    /// otherwise reads none, and records into the histogram on every call).
+    #[cfg(feature = "metrics")]
+    pub fn record_call_durations(mut self, enabled: bool) -> Self {
+        self.config.record_call_durations = enabled;
+        self
+    }
+
+    /// Runs each async guarded call (`call`, `call_with`) in a `tracing` span
+    /// `circuitbreaker.call` with the field `circuitbreaker.name` (default off: a span per
+    /// call costs what the subscriber makes of it). Feature `call-spans`.
+    #[cfg(feature = "call-spans")]
+    pub fn trace_calls(mut self, enabled: bool) -> Self {
+        self.config.trace_calls = enabled;
+        self
+    }
+
     /// Runs the circuit in shadow (default false): every call runs, whatever the policies
     /// say, and the circuit reports what it would have done (`on_shadow` hooks, logs,
     /// [`emf::log_shadow`](crate::emf::log_shadow)): a call it would have rejected, an

@@ -70,6 +70,12 @@ pub struct CircuitBreakerConfig {
     pub(crate) environment_id: Option<Arc<str>>,
     /// Every call runs; the policies' verdicts are reported, not acted on.
     pub(crate) shadow: bool,
+    /// Each admitted call's duration goes to a histogram (a second clock read per call).
+    #[cfg(feature = "metrics")]
+    pub(crate) record_call_durations: bool,
+    /// Each async guarded call runs in a `tracing` span of its own.
+    #[cfg(feature = "call-spans")]
+    pub(crate) trace_calls: bool,
 }
 
 impl Default for CircuitBreakerConfig {
@@ -94,6 +100,10 @@ impl Default for CircuitBreakerConfig {
             clock: Clock::System,
             environment_id: None,
             shadow: false,
+            #[cfg(feature = "metrics")]
+            record_call_durations: false,
+            #[cfg(feature = "call-spans")]
+            trace_calls: false,
         }
     }
 }

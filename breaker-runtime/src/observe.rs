@@ -1,0 +1,359 @@
+//! What a circuit reports through the `metrics` facade (the `metrics` feature; the names
+//! and labels are in docs/metrics.md). Every handle is registered once, when the circuit is
+//! built, so a call only increments a counter: install the recorder before building the
+//! circuits, since handles registered before it stay with the no-op recorder. Without the
+//! feature the types are zero-sized and every method is empty, so the closed path is what
+//! it was.
+
+pub(crate) use imp::{CallClock, CircuitMetrics};
+pub(crate) use span::CallSpan;
+
+#[cfg(feature = "metrics")]
+mod imp {
+    use std::sync::atomic::{AtomicU8, Ordering};
+    use std::sync::{Arc, Once, OnceLock};
+    use std::time::Instant;
+
+    use metrics::{Counter, Gauge, Histogram, Label};
+
+    use crate::config::{CircuitBreakerConfig, millis};
+    use crate::protocol::machine::Outcome;
+    use crate::state::{CircuitState, CircuitTransition, FailureKind};
+
+    /// An `on_transition` hook.
+    pub(crate) type TransitionHook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;
+
+    /// Calls by how they ended, each counted once.
+    pub(crate) const CALLS: &str = "circuitbreaker_calls_total";
+    /// Calls that took at least the slow-call duration (also counted in [`CALLS`]).
+    pub(crate) const SLOW_CALLS: &str = "circuitbreaker_slow_calls_total";
+    /// Transitions this environment made.
+    pub(crate) const TRANSITIONS: &str = "circuitbreaker_transitions_total";
+    /// 1 for the state the circuit acts on, 0 for the other two.
+    pub(crate) const STATE: &str = "circuitbreaker_state";
+    /// How long admitted calls ran (opt-in).
+    pub(crate) const DURATION: &str = "circuitbreaker_call_duration_seconds";
+
+    const STATES: [CircuitState; 3] = [
+        CircuitState::Closed,
+        CircuitState::Open,
+        CircuitState::HalfOpen,
+    ];
+    /// [`CircuitMetrics::shown`] before the gauges were first set.
+    const NOT_SHOWN: u8 = u8::MAX;
+
+    /// The handles of one circuit's metrics.
+    pub(crate) struct CircuitMetrics {
+        success: Counter,
+        failure: Counter,
+        ignored: Counter,
+        rejected: Counter,
+        timeout: Counter,
+        slow: Counter,
+        /// By the index of the state left, then entered (the diagonal is never counted);
+        /// taken by the transition hook.
+        transitions: Option<[[Counter; 3]; 3]>,
+        state: Arc<StateGauges>,
+        /// `Some` when call durations are recorded.
+        duration: Option<Histogram>,
+        /// From this many ms on a call is slow (a slow-call rate is set).
+        slow_call_millis: Option<u64>,
+    }
+
+    /// When an admitted call started, in µs of [`micros`], if its circuit records
+    /// durations (else 0). 32 bits: it fits in a permit's padding, and a difference taken
+    /// wrapping is right for any call shorter than 71 minutes.
+    pub(crate) type CallClock = u32;
+
+    /// Microseconds since this process first asked, truncated to 32 bits, never 0 (the
+    /// "not timed" of [`CallClock`]: a µs early at most).
+    fn micros() -> u32 {
+        static EPOCH: OnceLock<Instant> = OnceLock::new();
+        (EPOCH.get_or_init(Instant::now).elapsed().as_micros() as u32).max(1)
+    }
+
+    impl CircuitMetrics {
+        pub(crate) fn new(name: &str, config: &CircuitBreakerConfig) -> Self {
+            describe();
+            let circuit = Label::new("circuitbreaker_name", name.to_owned());
+            let labelled = |pairs: &[(&'static str, &'static str)]| -> Vec<Label> {
+                let mut labels = vec![circuit.clone()];
+                labels.extend(pairs.iter().map(|&(key, value)| Label::new(key, value)));
+                labels
+            };
+            let calls = |outcome| metrics::counter!(CALLS, labelled(&[("outcome", outcome)]));
+            let transitions = STATES.map(|from| {
+                STATES.map(|to| match from == to {
+                    true => Counter::noop(),
+                    false => metrics::counter!(
+                        TRANSITIONS,
+                        labelled(&[("from", label(from)), ("to", label(to))])
+                    ),
+                })
+            });
+            Self {
+                success: calls("success"),
+                failure: calls("failure"),
+                ignored: calls("ignored"),
+                rejected: calls("rejected"),
+                timeout: calls("timeout"),
+                slow: metrics::counter!(SLOW_CALLS, labelled(&[])),
+                transitions: Some(transitions),
+                state: Arc::new(StateGauges {
+                    gauges: STATES
+                        .map(|state| metrics::gauge!(STATE, labelled(&[("state", label(state))]))),
+                    shown: AtomicU8::new(NOT_SHOWN),
+                }),
+                duration: config
+                    .record_call_durations
+                    .then(|| metrics::histogram!(DURATION, labelled(&[]))),
+                slow_call_millis: config.slow_call_duration().map(millis),
+            }
+        }
+
+        /// When a call admitted now started, if its duration is recorded.
+        #[inline]
+        pub(crate) fn start(&self) -> CallClock {
+            match self.duration.is_some() {
+                true => micros(),
+                false => 0,
+            }
+        }
+
+        /// The closed path's success.
+        #[inline]
+        pub(crate) fn succeeded(&self, started: CallClock) {
+            self.success.increment(1);
+            // Not `duration.is_some()`: `started` is in a register already.
+            if started != 0 {
+                self.record_duration(started);
+            }
+        }
+
+        /// Any other end of an admitted call: `outcome`, a failure of `kind`; `admitted_at`
+        /// (unix ms, 0 if not read) and `now` judge whether it was slow.
+        #[inline(never)]
+        pub(crate) fn ended(
+            &self,
+            outcome: Outcome,
+            kind: FailureKind,
+            started: CallClock,
+            admitted_at: u64,
+            now: impl FnOnce() -> u64,
+        ) {
+            let counter = match outcome {
+                Outcome::Success => &self.success,
+                Outcome::Failure if kind.is_deadline() => &self.timeout,
+                Outcome::Failure => &self.failure,
+                Outcome::Ignored => &self.ignored,
+            };
+            counter.increment(1);
+            if let Some(slow) = self.slow_call_millis
+                && admitted_at != 0
+                && now().saturating_sub(admitted_at) >= slow
+            {
+                self.slow.increment(1);
+            }
+            self.record_duration(started);
+        }
+
+        /// A call dropped before its outcome was reported (a cancelled future).
+        pub(crate) fn dropped(&self) {
+            self.ignored.increment(1);
+        }
+
+        /// A call rejected, by a circuit acting as `state`.
+        #[inline(never)]
+        pub(crate) fn rejected(&self, state: CircuitState) {
+            self.rejected.increment(1);
+            self.show(state);
+        }
+
+        /// The `on_transition` hook that counts this environment's transitions and moves
+        /// the state gauges; `None` once taken.
+        pub(crate) fn transition_hook(&mut self) -> Option<TransitionHook> {
+            let transitions = self.transitions.take()?;
+            let state = Arc::clone(&self.state);
+            Some(Arc::new(move |transition: CircuitTransition| {
+                let (from, to) = (transition.from_state, transition.to_state);
+                transitions[index(from)][index(to)].increment(1);
+                state.show(to);
+            }))
+        }
+
+        /// The circuit acts as `state`: the gauges say so.
+        pub(crate) fn show(&self, state: CircuitState) {
+            self.state.show(state);
+        }
+
+        #[cold]
+        #[inline(never)]
+        fn record_duration(&self, started: CallClock) {
+            if let Some(duration) = &self.duration {
+                let micros = micros().wrapping_sub(started);
+                duration.record(f64::from(micros) / 1e6);
+            }
+        }
+    }
+
+    /// The state gauges of one circuit.
+    struct StateGauges {
+        /// By state index.
+        gauges: [Gauge; 3],
+        /// The index of the state the gauges show.
+        shown: AtomicU8,
+    }
+
+    impl StateGauges {
+        /// Written only on a change: a rejected call shows the state too.
+        fn show(&self, state: CircuitState) {
+            let at = index(state) as u8;
+            if self.shown.swap(at, Ordering::Relaxed) == at {
+                return;
+            }
+            for (gauge, each) in self.gauges.iter().zip(STATES) {
+                gauge.set(f64::from(u8::from(each == state)));
+            }
+        }
+    }
+
+    /// The state's label value: `closed`, `open`, `half_open`.
+    fn label(state: CircuitState) -> &'static str {
+        match state {
+            CircuitState::Closed => "closed",
+            CircuitState::Open => "open",
+            CircuitState::HalfOpen => "half_open",
+        }
+    }
+
+    fn index(state: CircuitState) -> usize {
+        match state {
+            CircuitState::Closed => 0,
+            CircuitState::Open => 1,
+            CircuitState::HalfOpen => 2,
+        }
+    }
+
+    /// Describes the metrics to the recorder, once per process.
+    fn describe() {
+        static DESCRIBED: Once = Once::new();
+        DESCRIBED.call_once(|| {
+            metrics::describe_counter!(CALLS, "Calls through the circuit breaker, by outcome");
+            metrics::describe_counter!(SLOW_CALLS, "Calls that took the slow-call duration");
+            metrics::describe_counter!(TRANSITIONS, "State transitions this environment made");
+            metrics::describe_gauge!(STATE, "1 for the state the circuit acts on, else 0");
+            metrics::describe_histogram!(
+                DURATION,
+                metrics::Unit::Seconds,
+                "How long admitted calls ran"
+            );
+        });
+    }
+}
+
+#[cfg(not(feature = "metrics"))]
+mod imp {
+    use crate::config::CircuitBreakerConfig;
+    use crate::protocol::machine::Outcome;
+    use crate::state::{CircuitState, CircuitTransition, FailureKind};
+
+    /// An `on_transition` hook.
+    pub(crate) type TransitionHook = std::sync::Arc<dyn Fn(CircuitTransition) + Send + Sync>;
+
+    /// Nothing: the `metrics` feature is off.
+    pub(crate) struct CircuitMetrics;
+
+    /// Nothing: the `metrics` feature is off.
+    #[derive(Debug, Clone, Copy)]
+    pub(crate) struct CallClock;
+
+    impl CircuitMetrics {
+        pub(crate) fn new(_name: &str, _config: &CircuitBreakerConfig) -> Self {
+            Self
+        }
+
+        #[inline(always)]
+        pub(crate) fn start(&self) -> CallClock {
+            CallClock
+        }
+
+        #[inline(always)]
+        pub(crate) fn succeeded(&self, _started: CallClock) {}
+
+        #[inline(always)]
+        pub(crate) fn ended(
+            &self,
+            _outcome: Outcome,
+            _kind: FailureKind,
+            _started: CallClock,
+            _admitted_at: u64,
+            _now: impl FnOnce() -> u64,
+        ) {
+        }
+
+        #[inline(always)]
+        pub(crate) fn dropped(&self) {}
+
+        #[inline(always)]
+        pub(crate) fn rejected(&self, _state: CircuitState) {}
+
+        pub(crate) fn transition_hook(&mut self) -> Option<TransitionHook> {
+            None
+        }
+
+        #[inline(always)]
+        pub(crate) fn show(&self, _state: CircuitState) {}
+    }
+}
+
+/// The `tracing` span of one async guarded call (feature `call-spans`, config `trace_calls`).
+#[cfg(feature = "call-spans")]
+mod span {
+    use crate::config::CircuitBreakerConfig;
+
+    /// The span of one guarded call, opened at its first poll if its circuit traces calls.
+    #[derive(Debug, Default)]
+    pub(crate) struct CallSpan(Option<tracing::Span>);
+
+    impl CallSpan {
+        /// Enters the call's span (opened now if this is the first poll) for one poll.
+        #[inline]
+        pub(crate) fn enter(
+            &mut self,
+            config: &CircuitBreakerConfig,
+            name: &str,
+        ) -> Option<tracing::span::Entered<'_>> {
+            match config.trace_calls {
+                true => Some(self.open(name).enter()),
+                false => None,
+            }
+        }
+
+        #[cold]
+        fn open(&mut self, name: &str) -> &tracing::Span {
+            self.0.get_or_insert_with(|| {
+                tracing::info_span!("circuitbreaker.call", "circuitbreaker.name" = name)
+            })
+        }
+    }
+}
+
+/// Nothing: the feature `call-spans` is off.
+#[cfg(not(feature = "call-spans"))]
+mod span {
+    use crate::config::CircuitBreakerConfig;
+
+    /// Nothing: the feature `call-spans` is off.
+    #[derive(Debug, Default)]
+    pub(crate) struct CallSpan(());
+
+    /// Nothing entered.
+    pub(crate) struct NoSpan;
+
+    impl CallSpan {
+        #[inline(always)]
+        pub(crate) fn enter(&mut self, _config: &CircuitBreakerConfig, _name: &str) -> NoSpan {
+            NoSpan
+        }
+    }
+}

@@ -1,0 +1,234 @@
+//! The `metrics` feature: every name and label docs/metrics.md lists, read back from
+//! metrics-util's `DebuggingRecorder`. Each circuit is built under a recorder of its own test
+//! (`with_local_recorder`): a circuit resolves its handles when it is built, so the calls
+//! that follow count into that recorder on any thread.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use breaker_runtime::store::InMemoryStore;
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+type Error = Box<dyn std::error::Error + Send + Sync>;
+
+/// One metric as the recorder holds it: its name and labels, sorted.
+type Series = (String, Vec<(String, String)>);
+
+/// A circuit named `name` whose metrics go to a recorder of its own, returned with it.
+fn observed(
+    name: &str,
+    config: impl FnOnce(CircuitBreakerConfigBuilder) -> CircuitBreakerConfigBuilder,
+) -> (CircuitBreaker, DebuggingRecorder) {
+    let recorder = DebuggingRecorder::new();
+    let config = config(CircuitBreakerConfig::builder()).build().unwrap();
+    let breaker = metrics::with_local_recorder(&recorder, || {
+        CircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config)
+    });
+    (breaker, recorder)
+}
+
+/// Every series the recorder holds, by name and labels (a snapshot resets the counters).
+fn snapshot(recorder: &DebuggingRecorder) -> BTreeMap<Series, DebugValue> {
+    recorder
+        .snapshotter()
+        .snapshot()
+        .into_vec()
+        .into_iter()
+        .map(|(key, _, _, value)| {
+            let (_, key) = key.into_parts();
+            let mut labels: Vec<_> = key
+                .labels()
+                .map(|label| (label.key().to_owned(), label.value().to_owned()))
+                .collect();
+            labels.sort();
+            ((key.name().to_owned(), labels), value)
+        })
+        .collect()
+}
+
+fn series(name: &str, labels: &[(&str, &str)]) -> Series {
+    let mut labels: Vec<_> = labels
+        .iter()
+        .map(|(key, value)| (key.to_string(), value.to_string()))
+        .collect();
+    labels.sort();
+    (name.to_owned(), labels)
+}
+
+fn counter(metrics: &BTreeMap<Series, DebugValue>, name: &str, labels: &[(&str, &str)]) -> u64 {
+    match metrics.get(&series(name, labels)) {
+        Some(DebugValue::Counter(n)) => *n,
+        other => panic!("{name} {labels:?}: not a counter: {other:?}"),
+    }
+}
+
+fn gauge(metrics: &BTreeMap<Series, DebugValue>, name: &str, labels: &[(&str, &str)]) -> f64 {
+    match metrics.get(&series(name, labels)) {
+        Some(DebugValue::Gauge(value)) => value.into_inner(),
+        other => panic!("{name} {labels:?}: not a gauge: {other:?}"),
+    }
+}
+
+fn calls(metrics: &BTreeMap<Series, DebugValue>, circuit: &str, outcome: &str) -> u64 {
+    let labels = [("circuitbreaker_name", circuit), ("outcome", outcome)];
+    counter(metrics, "circuitbreaker_calls_total", &labels)
+}
+
+fn transitions(metrics: &BTreeMap<Series, DebugValue>, circuit: &str, from: &str, to: &str) -> u64 {
+    let labels = [("circuitbreaker_name", circuit), ("from", from), ("to", to)];
+    counter(metrics, "circuitbreaker_transitions_total", &labels)
+}
+
+/// The three state gauges, closed, open and half open.
+fn states(metrics: &BTreeMap<Series, DebugValue>, circuit: &str) -> [f64; 3] {
+    ["closed", "open", "half_open"].map(|state| {
+        let labels = [("circuitbreaker_name", circuit), ("state", state)];
+        gauge(metrics, "circuitbreaker_state", &labels)
+    })
+}
+
+#[tokio::test]
+async fn calls_by_outcome_transitions_and_the_state_gauge() {
+    let name = "metrics-outcomes";
+    let clock = ManualClock::new();
+    let (breaker, recorder) = observed(name, |config| {
+        config
+            .failure_threshold(2)
+            .success_threshold(1)
+            .recovery_timeout(Duration::from_secs(30))
+            .clock(clock.clone())
+    });
+    for _ in 0..3 {
+        let _: Result<u8, Error> = breaker.call(|| async { Ok(1) }).await;
+    }
+    let not_counted = |_: &Error| false;
+    let _: Result<u8, Error> = breaker
+        .call_with(not_counted, || async { Err("404".into()) })
+        .await;
+    for _ in 0..2 {
+        let _: Result<u8, Error> = breaker.call_blocking(|| Err("boom".into()));
+    }
+    let rejected: Result<u8, Error> = breaker.call(|| async { Ok(1) }).await;
+    assert!(rejected.is_err(), "the circuit tripped");
+    let _: Result<u8, Error> = breaker.call_blocking(|| Ok(1));
+
+    let open = snapshot(&recorder);
+    assert_eq!(calls(&open, name, "success"), 3);
+    assert_eq!(calls(&open, name, "ignored"), 1);
+    assert_eq!(calls(&open, name, "failure"), 2);
+    assert_eq!(calls(&open, name, "rejected"), 2);
+    assert_eq!(calls(&open, name, "timeout"), 0);
+    assert_eq!(transitions(&open, name, "closed", "open"), 1);
+    assert_eq!(transitions(&open, name, "open", "half_open"), 0);
+    assert_eq!(states(&open, name), [0.0, 1.0, 0.0]);
+
+    clock.advance(Duration::from_secs(30));
+    let probed: Result<u8, Error> = breaker.call(|| async { Ok(1) }).await;
+    assert_eq!(probed.unwrap(), 1);
+    let closed = snapshot(&recorder);
+    assert_eq!(calls(&closed, name, "success"), 1, "the probe");
+    assert_eq!(transitions(&closed, name, "open", "half_open"), 1);
+    assert_eq!(transitions(&closed, name, "half_open", "closed"), 1);
+    assert_eq!(
+        transitions(&closed, name, "closed", "open"),
+        0,
+        "reset by the snapshot"
+    );
+    assert_eq!(states(&closed, name), [1.0, 0.0, 0.0]);
+}
+
+#[tokio::test]
+async fn a_call_abandoned_at_its_timeout_counts_as_timeout() {
+    let name = "metrics-timeout";
+    let (breaker, recorder) = observed(name, |config| {
+        config.call_timeout(Duration::from_millis(20))
+    });
+    let late: Result<u8, Error> = breaker
+        .call(|| async {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            Ok(1)
+        })
+        .await;
+    assert!(late.is_err());
+    let metrics = snapshot(&recorder);
+    assert_eq!(calls(&metrics, name, "timeout"), 1);
+    assert_eq!(calls(&metrics, name, "failure"), 0);
+}
+
+#[tokio::test]
+async fn a_call_dropped_before_its_end_counts_as_ignored() {
+    let name = "metrics-dropped";
+    let (breaker, recorder) = observed(name, |config| config);
+    let call = breaker.call(|| async {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        Ok::<u8, Error>(1)
+    });
+    let timed_out = tokio::time::timeout(Duration::from_millis(10), call).await;
+    assert!(timed_out.is_err(), "dropped while running");
+    let metrics = snapshot(&recorder);
+    assert_eq!(calls(&metrics, name, "ignored"), 1);
+    assert_eq!(calls(&metrics, name, "success"), 0);
+}
+
+#[tokio::test]
+async fn slow_calls_are_counted_besides_their_outcome() {
+    let name = "metrics-slow";
+    let clock = ManualClock::new();
+    let (breaker, recorder) = observed(name, |config| {
+        config
+            .slow_calls(Duration::from_millis(100), 90)
+            .clock(clock.clone())
+    });
+    let _: Result<u8, Error> = breaker
+        .call(|| async {
+            clock.advance(Duration::from_millis(150));
+            Ok(1)
+        })
+        .await;
+    let _: Result<u8, Error> = breaker.call(|| async { Ok(1) }).await;
+    let metrics = snapshot(&recorder);
+    assert_eq!(calls(&metrics, name, "success"), 2);
+    let slow = [("circuitbreaker_name", name)];
+    assert_eq!(
+        counter(&metrics, "circuitbreaker_slow_calls_total", &slow),
+        1
+    );
+}
+
+#[tokio::test]
+async fn call_durations_are_recorded_only_when_asked() {
+    let (timed, timed_recorder) = observed("metrics-durations", |config| {
+        config.record_call_durations(true)
+    });
+    let (untimed, untimed_recorder) = observed("metrics-no-durations", |config| config);
+    for breaker in [&timed, &untimed] {
+        for _ in 0..4 {
+            let _: Result<u8, Error> = breaker.call(|| async { Ok(1) }).await;
+        }
+        let _: Result<u8, Error> = breaker.call(|| async { Err("boom".into()) }).await;
+    }
+    let duration = series(
+        "circuitbreaker_call_duration_seconds",
+        &[("circuitbreaker_name", "metrics-durations")],
+    );
+    match snapshot(&timed_recorder).get(&duration) {
+        Some(DebugValue::Histogram(seconds)) => {
+            assert_eq!(seconds.len(), 5, "every call, its failure too");
+            assert!(
+                seconds
+                    .iter()
+                    .all(|s| s.into_inner() >= 0.0 && s.into_inner() < 1.0)
+            );
+        }
+        other => panic!("no duration histogram: {other:?}"),
+    }
+    let untimed = snapshot(&untimed_recorder);
+    assert!(
+        untimed.keys().all(|(name, _)| !name.contains("duration")),
+        "{untimed:?}"
+    );
+    assert_eq!(calls(&untimed, "metrics-no-durations", "success"), 4);
+}
