@@ -59,7 +59,7 @@ fn backoff_cuts_the_failed_probes_of_a_long_outage_to_a_handful() {
         );
         assert!(backed_off.windows * 4 <= fixed.windows, "seed {seed}");
         // The cost: the close waits for the capped window in which the downstream is back.
-        let latency = backed_off.close_latency_s.expect("closed after the outage");
+        let latency = backed_off.time_to_close_s.expect("closed after the outage");
         assert!(latency <= 300.0 + 10.0, "seed {seed}: {latency} s");
         assert_eq!(backed_off.closes_won, 1, "seed {seed}");
     }
