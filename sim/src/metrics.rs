@@ -131,13 +131,14 @@ impl Metrics {
         self
     }
 
-    /// When the fleet may first elect in `window` (virtual ms): its opening plus the
-    /// backed-off recovery timeout; from its landing if the opening is unknown.
+    /// When the fleet may first elect in `window` (virtual ms): its opening's second plus
+    /// the backed-off recovery timeout. The stored `opened_at` is unix time on the writer's
+    /// clock; it only seeds the backoff's jitter, as it does in the breaker.
     fn first_election_ms(&self, window: &Window) -> u64 {
         let base = std::time::Duration::from_millis(self.recovery_ms);
-        let (opened_at, reopens) = window.opening.unwrap_or((window.start_ms / 1000, 0));
+        let (opened_at, reopens) = window.opening.unwrap_or((0, 0));
         let wait = self.backoff.wait(base, reopens, 1, opened_at);
-        (opened_at * 1000).saturating_add(wait.as_millis() as u64)
+        (window.start_ms / 1000 * 1000).saturating_add(wait.as_millis() as u64)
     }
 
     /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is how
