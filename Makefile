@@ -34,6 +34,7 @@ test: tools lint unit-tests doc-tests template-checks
 lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p breaker-runtime --all-targets --features metrics,call-spans,tower,contract -- -D warnings
 
 # The functions' tests run the real function binaries, which `cargo test` does not build for
 # packages other than the test's own: build every binary first.
