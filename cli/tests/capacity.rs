@@ -3,6 +3,7 @@
 //! reads and writes while the circuit stays open are the ones the simulated fleet makes,
 //! within a stated tolerance, on a reduced fleet so the runs take seconds.
 
+use breaker_runtime::RecoveryBackoff;
 use breaker_sim::downstream::{Health, HealthSchedule};
 use breaker_sim::fleet;
 use breaker_sim::scenario::Scenario;
@@ -56,10 +57,23 @@ struct Simulated {
     recovery_window_s: Option<f64>,
 }
 
+/// The figures of the reduced fleet from second `from` to `to`; every window waits the
+/// recovery timeout (the arithmetic's case) unless `backoff` says otherwise.
 fn simulated(calls_per_env: f64, health: HealthSchedule, from: usize, to: usize) -> Simulated {
+    simulated_with(calls_per_env, health, from, to, RecoveryBackoff::none())
+}
+
+fn simulated_with(
+    calls_per_env: f64,
+    health: HealthSchedule,
+    from: usize,
+    to: usize,
+    backoff: RecoveryBackoff,
+) -> Simulated {
     let mut scenario = Scenario::named("outage")
         .expect("a scenario")
         .scaled_to(ENVS);
+    scenario.breaker.recovery_backoff = backoff;
     scenario.rate = Rate::PerEnv(calls_per_env);
     scenario.health = health;
     scenario.duration_ms = to as u64 * 1000;
@@ -141,6 +155,19 @@ fn an_open_circuit_takes_what_capacity_predicts() {
     assert!(
         within(window, predicted_window, 0.01),
         "{window} against {predicted_window}"
+    );
+}
+
+#[test]
+fn with_the_default_backoff_an_open_circuit_writes_less_than_predicted() {
+    let predicted = capacity(BUSY);
+    let predicted_wcu = number(&predicted, &["open", "write_units_per_s"]);
+    let down = HealthSchedule::new(vec![(10_000, Health::Down)]);
+    let run = simulated_with(BUSY, down, 60, 660, RecoveryBackoff::default());
+    assert!(
+        run.write_units_per_s > 0.0 && run.write_units_per_s <= predicted_wcu,
+        "{} against at most {predicted_wcu}",
+        run.write_units_per_s
     );
 }
 

@@ -204,7 +204,9 @@ pub(crate) fn to_text(fleet: &Fleet, settings: &Settings, e: &Estimate) -> Strin
     format!(
         "{} environments, {} calls/s over the fleet ({:.3} per environment); \
          local_cache_max_age {} s, recovery_timeout {} s, failure_threshold {}\n{table}\n\
-         open: one election and one reopen per recovery window of {:.1} s\n\
+         open: one election and one reopen per recovery window of {:.1} s (the first \
+         windows'; with the default recovery backoff each reopen lengthens the next wait, up \
+         to 10 x the recovery timeout, so a long outage writes less: an upper bound)\n\
          trip burst: about {:.0} trip writes in the second the downstream goes down, \
          {:.0} of them throttled (free: each environment opens on its own count anyway)\n\
          {reports}\n{}",
