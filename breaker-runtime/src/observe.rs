@@ -18,7 +18,7 @@ mod imp {
 
     use crate::config::{CircuitBreakerConfig, millis};
     use crate::protocol::machine::Outcome;
-    use crate::state::{CircuitState, CircuitTransition, FailureKind};
+    use crate::state::{CircuitState, CircuitTransition, FailureKind, ShadowDecision};
 
     /// An `on_transition` hook.
     pub(crate) type TransitionHook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;
@@ -33,6 +33,15 @@ mod imp {
     pub(crate) const STATE: &str = "circuitbreaker_state";
     /// How long admitted calls ran (opt-in).
     pub(crate) const DURATION: &str = "circuitbreaker_call_duration_seconds";
+    /// Shadow mode's verdicts: what the breaker would have done (every call ran).
+    pub(crate) const SHADOW_DECISIONS: &str = "circuitbreaker_shadow_decisions_total";
+
+    const DECISIONS: [ShadowDecision; 4] = [
+        ShadowDecision::WouldReject,
+        ShadowDecision::WouldOpen,
+        ShadowDecision::WouldProbe,
+        ShadowDecision::WouldClose,
+    ];
 
     const STATES: [CircuitState; 3] = [
         CircuitState::Closed,
@@ -58,6 +67,8 @@ mod imp {
         duration: Option<Histogram>,
         /// From this many ms on a call is slow (a slow-call rate is set).
         slow_call_millis: Option<u64>,
+        /// By [`DECISIONS`] index.
+        shadow: [Counter; 4],
     }
 
     /// When an admitted call started, in µs of [`micros`], if its circuit records
@@ -108,6 +119,19 @@ mod imp {
                     .record_call_durations
                     .then(|| metrics::histogram!(DURATION, labelled(&[]))),
                 slow_call_millis: config.slow_call_duration().map(millis),
+                shadow: DECISIONS.map(|decision| {
+                    metrics::counter!(
+                        SHADOW_DECISIONS,
+                        labelled(&[("decision", decision.as_str())])
+                    )
+                }),
+            }
+        }
+
+        /// A shadow verdict.
+        pub(crate) fn shadow_decision(&self, decision: ShadowDecision) {
+            if let Some(at) = DECISIONS.iter().position(|d| *d == decision) {
+                self.shadow[at].increment(1);
             }
         }
 
@@ -242,6 +266,10 @@ mod imp {
             metrics::describe_counter!(SLOW_CALLS, "Calls that took the slow-call duration");
             metrics::describe_counter!(TRANSITIONS, "State transitions this environment made");
             metrics::describe_gauge!(STATE, "1 for the state the circuit acts on, else 0");
+            metrics::describe_counter!(
+                SHADOW_DECISIONS,
+                "Shadow mode: what the breaker would have done, by decision"
+            );
             metrics::describe_histogram!(
                 DURATION,
                 metrics::Unit::Seconds,
@@ -255,7 +283,7 @@ mod imp {
 mod imp {
     use crate::config::CircuitBreakerConfig;
     use crate::protocol::machine::Outcome;
-    use crate::state::{CircuitState, CircuitTransition, FailureKind};
+    use crate::state::{CircuitState, CircuitTransition, FailureKind, ShadowDecision};
 
     /// An `on_transition` hook.
     pub(crate) type TransitionHook = std::sync::Arc<dyn Fn(CircuitTransition) + Send + Sync>;
@@ -303,6 +331,9 @@ mod imp {
 
         #[inline(always)]
         pub(crate) fn show(&self, _state: CircuitState) {}
+
+        #[inline(always)]
+        pub(crate) fn shadow_decision(&self, _decision: ShadowDecision) {}
     }
 }
 

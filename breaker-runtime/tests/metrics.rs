@@ -232,3 +232,32 @@ async fn call_durations_are_recorded_only_when_asked() {
     );
     assert_eq!(calls(&untimed, "metrics-no-durations", "success"), 4);
 }
+
+#[tokio::test]
+async fn shadow_verdicts_are_counted_by_decision_and_every_call_runs() {
+    let name = "metrics-shadow";
+    let (breaker, recorder) = observed(name, |config| {
+        config
+            .shadow(true)
+            .failure_threshold(2)
+            .clock(ManualClock::new())
+    });
+    for _ in 0..5 {
+        let result: Result<(), Error> = breaker.call(|| async { Err("503".into()) }).await;
+        assert_eq!(result.unwrap_err().to_string(), "503", "the call ran");
+    }
+    let metrics = snapshot(&recorder);
+    let decisions = |decision| {
+        let labels = [("circuitbreaker_name", name), ("decision", decision)];
+        counter(&metrics, "circuitbreaker_shadow_decisions_total", &labels)
+    };
+    assert_eq!(
+        decisions("would_open"),
+        1,
+        "the second failure would have opened it"
+    );
+    assert_eq!(decisions("would_reject"), 3, "the three calls after it ran");
+    assert_eq!(decisions("would_probe"), 0);
+    assert_eq!(calls(&metrics, name, "rejected"), 0, "nothing was rejected");
+    assert_eq!(calls(&metrics, name, "failure"), 5);
+}

@@ -171,6 +171,7 @@ fn report(
     cause: Option<TransitionCause>,
 ) {
     let name = circuit.name();
+    circuit.metrics().shadow_decision(decision);
     let why = cause.as_ref().map_or("", TransitionCause::as_str);
     match decision {
         ShadowDecision::WouldReject => {
