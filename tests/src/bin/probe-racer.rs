@@ -1,7 +1,7 @@
 //! One execution environment racing for every probe of many half-open circuits (the test
-//! `dynamodb::probe_admission`): for each round, from its start instant on, it calls the
-//! round's circuit through a `DynamoDbStore` on the default table until it sees the
-//! circuit closed. A call that runs while the item names this environment the prober is a
+//! `dynamodb::probe_admission`): for each round, from its start instant on (or at once, if
+//! the previous round ran late), it calls the round's circuit through a `DynamoDbStore` on
+//! the default table until it sees the circuit closed. A call that runs while the item names this environment the prober is a
 //! probe: it prints `probe ROUND START_US END_US RACER` (unix microseconds) and takes 15 ms.
 //!
 //! Settings: `CIRCUIT_BREAKER_TABLE` (and the standard AWS environment), `RACER_INDEX`,
@@ -14,6 +14,10 @@ use anyhow::Context as _;
 use breaker_runtime::store::StateStore;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use devstack::circuits::BoxError;
+
+/// How long a racer goes on calling one round's circuit that has not closed: past a
+/// 10 s lease that nobody probes under.
+const GIVE_UP_MS: u64 = 30_000;
 
 fn var(name: &str) -> anyhow::Result<u64> {
     std::env::var(name)
@@ -51,11 +55,13 @@ async fn main() -> anyhow::Result<()> {
             .environment_id(me.clone())
             .build()?;
         let breaker = CircuitBreaker::new(circuit.clone(), Arc::clone(&store), config);
+        // Rounds start together on schedule; one that runs late (a loaded machine, or a
+        // lease left by an election whose answer timed out) goes on until it closes.
         let begin = start_ms + round * round_ms;
         let wait = begin.saturating_sub(u64::try_from(unix_micros() / 1000)?);
         tokio::time::sleep(Duration::from_millis(wait)).await;
-        let end = begin + round_ms;
-        while u64::try_from(unix_micros() / 1000)? < end {
+        let give_up = u64::try_from(unix_micros() / 1000)? + GIVE_UP_MS;
+        while u64::try_from(unix_micros() / 1000)? < give_up {
             let ran = breaker
                 .call(|| probe_or_closed(&*store, &circuit, &me, round))
                 .await;
