@@ -8,7 +8,6 @@ use std::time::Duration;
 use breaker_rules::TTL_GRACE_SECS;
 
 use super::backoff::RecoveryBackoff;
-
 use super::rates::{Counts, Rates};
 use super::record::{CircuitRecord, OverrideKind};
 use super::transition::{Transition, WriteOutcome};
@@ -158,12 +157,11 @@ fn election(
 /// When this environment may elect itself (unix millis). The environment with the first
 /// right (the one that committed the opening, or the owner of an expired lease) may at
 /// once: at the record's recovery (the timeout, backed off by its reopens), or when its
-/// lease runs out; so may a quiet environment
-/// that can reach the store, which then verifies first. Every other environment waits
-/// the fallback longer (its cache age, a second, and its jitter), so that in a fleet of
-/// busy environments, whose cached copies all turn due at the same instant, one
-/// environment probes and the rest learn of it from their next read instead of racing
-/// for the election.
+/// lease runs out; so may a quiet environment that can reach the store, which then
+/// verifies first. Every other environment waits the fallback longer (its cache age, a
+/// second, and its jitter), so that in a fleet of busy environments, whose cached copies
+/// all turn due at the same instant, one environment probes and the rest learn of it from
+/// their next read instead of racing for the election.
 fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Thresholds) -> u64 {
     let since = match record.state {
         // The lease runs through its expiry second.
