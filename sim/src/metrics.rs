@@ -131,16 +131,6 @@ impl Metrics {
         self
     }
 
-    /// When the fleet may first elect in `window` (virtual ms): its opening's second plus
-    /// the backed-off recovery timeout. The stored `opened_at` is unix time on the writer's
-    /// clock; it only seeds the backoff's jitter, as it does in the breaker.
-    fn first_election_ms(&self, window: &Window) -> u64 {
-        let base = std::time::Duration::from_millis(self.recovery_ms);
-        let (opened_at, reopens) = window.opening.unwrap_or((0, 0));
-        let wait = self.backoff.wait(base, reopens, 1, opened_at);
-        (window.start_ms / 1000 * 1000).saturating_add(wait.as_millis() as u64)
-    }
-
     /// Metrics of `scenario` on `envs` environments for `duration_ms`; `burst_ms` is how
     /// long a trip burst lasts after the trip landed, `recovered_at_ms` when the
     /// downstream recovers for good.
@@ -214,7 +204,7 @@ impl Metrics {
     pub fn opened_before_start(&mut self, at_ms: u64) {
         self.item = CircuitState::Open;
         self.trip_landed_ms = Some(at_ms);
-        self.start_window(at_ms);
+        self.start_window(at_ms, None);
     }
 
     fn second(&mut self, at_ms: u64) -> Option<&mut Second> {
@@ -355,14 +345,10 @@ impl Metrics {
                 _ => s.write_units += r.write_units,
             }
         }
-        if r.kind == RequestKind::Elect {
-            self.count_election(r);
-        }
-        let open_window = self.windows.last_mut().filter(|w| w.end_ms.is_none());
-        if let Some(window) = open_window
-            .filter(|_| r.kind == RequestKind::Pass && r.outcome != RequestOutcome::Unreachable)
-        {
-            window.pass_writes += r.attempts;
+        match r.kind {
+            RequestKind::Elect => self.count_election(r),
+            RequestKind::Pass => self.count_pass(r),
+            _ => {}
         }
         if r.kind == RequestKind::Report && r.outcome == RequestOutcome::Won {
             self.last_report = Some((r.env, t));
@@ -372,34 +358,12 @@ impl Metrics {
                 // A trip in the same poll as its environment's report: the fleet policy's.
                 self.fleet_trips_won += 1;
             }
-            self.landed(r.kind, t);
-            if let Some(window) = self.windows.last_mut().filter(|_| r.opening.is_some()) {
-                window.opening = r.opening;
-            }
+            self.landed(r.kind, t, r.opening);
         }
     }
 
-    fn count_election(&mut self, r: &StoreRequest) {
-        let open_window = self
-            .windows
-            .last_mut()
-            .filter(|window| window.end_ms.is_none());
-        let Some(window) = open_window else {
-            let answered = r.outcome != RequestOutcome::Unreachable;
-            self.election_writes_outside_windows += u64::from(r.attempts) * u64::from(answered);
-            return;
-        };
-        window.elections_throttled += r.throttled_attempts;
-        match r.outcome {
-            RequestOutcome::Won => window.elections_won += 1,
-            RequestOutcome::Lost => window.elections_lost += 1,
-            RequestOutcome::Unreachable => window.elections_unanswered += 1,
-            RequestOutcome::Throttled | RequestOutcome::Served => {}
-        }
-    }
-
-    /// A write of `kind` won at `t`.
-    fn landed(&mut self, kind: RequestKind, t: u64) {
+    /// A write of `kind` won at `t`; a trip or reopen carries its `opening`.
+    fn landed(&mut self, kind: RequestKind, t: u64, opening: Option<(u64, u32)>) {
         match kind {
             RequestKind::Trip => {
                 self.trips_won += 1;
@@ -415,18 +379,18 @@ impl Metrics {
                 self.item = CircuitState::Open;
                 self.trip_landed_ms = Some(t);
                 self.close_landed_ms = None;
-                self.start_window(t);
+                self.start_window(t, opening);
             }
             RequestKind::Reopen => {
                 self.item = CircuitState::Open;
-                self.start_window(t);
+                self.start_window(t, opening);
             }
             RequestKind::Elect => self.item = CircuitState::HalfOpen,
             RequestKind::Close => {
                 self.closes_won += 1;
                 self.close_times.push(t);
                 self.item = CircuitState::Closed;
-                if let Some(window) = self.windows.last_mut().filter(|w| w.end_ms.is_none()) {
+                if let Some(window) = self.open_window() {
                     window.closed = true;
                 }
                 self.end_window(t);
@@ -436,25 +400,6 @@ impl Metrics {
             }
             RequestKind::Read | RequestKind::Report | RequestKind::Pass | RequestKind::Other => {}
         }
-    }
-
-    fn start_window(&mut self, t: u64) {
-        self.end_window(t);
-        self.windows.push(Window {
-            start_ms: t,
-            ..Window::default()
-        });
-    }
-
-    fn end_window(&mut self, t: u64) {
-        if let Some(window) = self.windows.last_mut().filter(|w| w.end_ms.is_none()) {
-            window.end_ms = Some(t);
-        }
-    }
-
-    /// The recovery windows so far.
-    pub fn windows(&self) -> &[Window] {
-        &self.windows
     }
 
     /// The per-second series.
@@ -469,6 +414,7 @@ impl Metrics {
 }
 
 mod summarize;
+mod windows;
 
 pub use summarize::max_overlap;
 
