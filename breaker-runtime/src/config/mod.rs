@@ -13,6 +13,7 @@ use crate::policy::SlidingWindow;
 use crate::protocol::RecoveryBackoff;
 
 mod builder;
+mod checks;
 mod limits;
 
 pub use builder::CircuitBreakerConfigBuilder;
