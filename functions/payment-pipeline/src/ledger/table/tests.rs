@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
 use aws_sdk_dynamodb::operation::put_item::PutItemOutput;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::error::{ConditionalCheckFailedException, InternalServerError};
-use aws_smithy_mocks::{RuleMode, mock, mock_client};
+use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
 use super::*;
 use crate::ledger::item::Item;
@@ -26,6 +26,17 @@ fn ledger(client: Client) -> Ledger {
         Duration::from_secs(86_400),
         Duration::from_secs(1),
     )
+}
+
+/// The claim of `order()` on a ledger whose puts and reads answer as `put` and `get` say,
+/// and whose park of the stale attempt fails its condition.
+async fn claim_while_the_park_fails(put: &Rule, get: &Rule) -> Claim {
+    let update = mock!(Client::update_item).then_error(condition_failed);
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [put, get, &update]);
+    ledger(client)
+        .claim(&order(), &Progress::default())
+        .await
+        .unwrap()
 }
 
 fn item(status: &str, attempt_id: &str, lease_until: u64) -> Item {
@@ -161,12 +172,7 @@ async fn a_stale_attempt_that_settled_while_being_parked_answers_what_it_wrote()
         })
         .repeatedly()
         .build();
-    let update = mock!(Client::update_item).then_error(condition_failed);
-    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&put, &get, &update]);
-    let claim = ledger(client)
-        .claim(&order(), &Progress::default())
-        .await
-        .unwrap();
+    let claim = claim_while_the_park_fails(&put, &get).await;
     assert_eq!(claim, Claim::Charged);
 }
 
@@ -186,11 +192,6 @@ async fn a_stale_attempt_that_released_the_order_while_being_parked_lets_it_be_c
         })
         .output(|| GetItemOutput::builder().build())
         .build();
-    let update = mock!(Client::update_item).then_error(condition_failed);
-    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&put, &get, &update]);
-    let claim = ledger(client)
-        .claim(&order(), &Progress::default())
-        .await
-        .unwrap();
+    let claim = claim_while_the_park_fails(&put, &get).await;
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
 }
