@@ -27,3 +27,9 @@ if missing:
     sys.exit("environment variables:\n  " + "\n  ".join(missing))
 print(f"{len(names)} environment variables set in template.yaml and documented")
 PY
+
+
+# Every function's policy on the circuit table allows the actions the store sends and the
+# keys its circuit's breakers write, as the runtime forms them: a key or an action added
+# later cannot be forgotten here, nor in docs/dynamodb.md.
+.local/venv/bin/python scripts/check-iam.py

@@ -27,6 +27,7 @@ mod batch;
 mod builder;
 mod client;
 mod conditions;
+mod iam;
 mod item;
 mod listing;
 mod report;
@@ -46,8 +47,9 @@ pub use listing::StoredCircuit;
 /// `expiration`. The function needs `dynamodb:GetItem`, `PutItem` and `UpdateItem` on it,
 /// and `BatchGetItem` to [warm up](crate::warm_up) at init. Fleet-wide failure counts live
 /// in items of their own, one per circuit and fleet window (`{circuit}#fleet@{window}`),
-/// which the TTL removes. Cheap to clone (clones share
-/// one client).
+/// which the TTL removes: a policy limited by `dynamodb:LeadingKeys` must allow both
+/// ([`iam_leading_keys`](Self::iam_leading_keys), [`IAM_ACTIONS`](Self::IAM_ACTIONS)).
+/// Cheap to clone (clones share one client).
 ///
 /// ```no_run
 /// use std::sync::{Arc, LazyLock};

@@ -26,9 +26,14 @@ pub(crate) const FLEET_WINDOW: &str = "fleet_window";
 /// The update every report sends; `#e` is the TTL attribute.
 const ADD_REPORT: &str = "ADD #f :f, #c :c, #r :r SET #w = :w, #e = :e";
 
+/// What every key of `circuit`'s counters starts with; the window's start follows.
+pub(super) fn report_key_prefix(circuit: &str) -> String {
+    format!("{circuit}#fleet@")
+}
+
 /// The key value of `circuit`'s counters for the window starting at `window_start`.
 pub(crate) fn report_key_value(circuit: &str, window_start: u64) -> String {
-    format!("{circuit}#fleet@{window_start}")
+    format!("{}{window_start}", report_key_prefix(circuit))
 }
 
 /// Whether `item` holds a window's counters rather than a circuit.
