@@ -44,7 +44,8 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::state::{CircuitState, CircuitTransition, ShadowDecision, ShadowEvent};
+use crate::events::{CircuitTransition, ShadowDecision, ShadowEvent};
+use crate::protocol::CircuitState;
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";
@@ -137,7 +138,7 @@ pub const fn shadow_metric_name(decision: ShadowDecision) -> &'static str {
 /// ```
 /// use breaker_runtime::{ShadowDecision, ShadowEvent, emf};
 /// let event = ShadowEvent {
-///     circuit_name: "payment-backend".into(),
+///     name: "payment-backend".into(),
 ///     decision: ShadowDecision::WouldOpen,
 ///     opened_at: Some(1_700_000_000),
 ///     cause: None,
@@ -157,7 +158,7 @@ pub fn shadow_record(event: &ShadowEvent, namespace: &str, timestamp_millis: u64
         timestamp_millis,
         metric,
     };
-    record.write(&event.circuit_name, &verdict, event.opened_at, event.cause)
+    record.write(&event.name, &verdict, event.opened_at, event.cause)
 }
 
 /// The EMF document for `transition`, as one line of JSON: pure, for tests and for code
@@ -167,7 +168,7 @@ pub fn shadow_record(event: &ShadowEvent, namespace: &str, timestamp_millis: u64
 /// use breaker_runtime::{CircuitState, CircuitTransition, emf};
 ///
 /// let opened = CircuitTransition {
-///     circuit_name: "payment-backend".into(),
+///     name: "payment-backend".into(),
 ///     from_state: CircuitState::Closed,
 ///     to_state: CircuitState::Open,
 ///     opened_at: Some(1_700_000_000),
@@ -195,7 +196,7 @@ pub fn transition_record(
         metric,
     };
     record.write(
-        &transition.circuit_name,
+        &transition.name,
         &states,
         transition.opened_at,
         transition.cause,
@@ -217,7 +218,7 @@ impl Document<'_> {
         circuit: &str,
         properties: &str,
         opened_at: Option<u64>,
-        cause: Option<crate::state::TransitionCause>,
+        cause: Option<crate::events::TransitionCause>,
     ) -> String {
         let Self {
             namespace,
@@ -303,7 +304,7 @@ mod tests {
 
     fn transition(name: &str, to_state: CircuitState, opened_at: Option<u64>) -> CircuitTransition {
         CircuitTransition {
-            circuit_name: name.into(),
+            name: name.into(),
             from_state: CircuitState::HalfOpen,
             to_state,
             opened_at,
@@ -339,8 +340,8 @@ mod tests {
     #[test]
     fn an_opening_says_what_opened_it() {
         let mut opened = transition("ce", CircuitState::Open, Some(7));
-        opened.cause = Some(crate::state::TransitionCause::Failures {
-            kind: crate::state::FailureKind::InvocationDeadline,
+        opened.cause = Some(crate::events::TransitionCause::Failures {
+            kind: crate::events::FailureKind::InvocationDeadline,
             count: 5,
         });
         let record = transition_record(&opened, "Breaker", 1);

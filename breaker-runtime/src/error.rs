@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::state::{CircuitInfo, FailureKind};
+use crate::events::{CircuitInfo, FailureKind};
 
 /// Returned (converted into the protected function's error type) when the breaker did not
 /// let a call complete: it was rejected because the circuit is open and no

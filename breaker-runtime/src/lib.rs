@@ -28,10 +28,10 @@ pub mod deadline;
 mod default_store;
 mod environment;
 mod error;
+mod events;
 mod observe;
 mod policy;
 mod protocol;
-mod state;
 mod store_runtime;
 mod timer;
 mod warm_up;
@@ -46,12 +46,11 @@ pub use breaker::CircuitBreaker;
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy};
 pub use default_store::{DefaultStoreError, default_store, set_default_store, try_default_store};
 pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
-pub use policy::SlidingWindow;
-pub use protocol::RecoveryBackoff;
-pub use state::{
-    CircuitInfo, CircuitState, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent,
-    TransitionCause,
+pub use events::{
+    CircuitInfo, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent, TransitionCause,
 };
+pub use policy::SlidingWindow;
+pub use protocol::{CircuitState, RecoveryBackoff};
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]

@@ -17,8 +17,9 @@ mod imp {
     use metrics::{Counter, Gauge, Histogram, Label};
 
     use crate::config::{CircuitBreakerConfig, millis};
+    use crate::events::{CircuitTransition, FailureKind, ShadowDecision};
+    use crate::protocol::CircuitState;
     use crate::protocol::machine::Outcome;
-    use crate::state::{CircuitState, CircuitTransition, FailureKind, ShadowDecision};
 
     /// An `on_transition` hook.
     pub(crate) type TransitionHook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;
@@ -282,8 +283,9 @@ mod imp {
 #[cfg(not(feature = "metrics"))]
 mod imp {
     use crate::config::CircuitBreakerConfig;
+    use crate::events::{CircuitTransition, FailureKind, ShadowDecision};
+    use crate::protocol::CircuitState;
     use crate::protocol::machine::Outcome;
-    use crate::state::{CircuitState, CircuitTransition, FailureKind, ShadowDecision};
 
     /// An `on_transition` hook.
     pub(crate) type TransitionHook = std::sync::Arc<dyn Fn(CircuitTransition) + Send + Sync>;

@@ -19,10 +19,10 @@ pub use crate::config::CircuitBreakerConfig;
 use crate::config::{CircuitBreakerConfigBuilder, FleetPolicy};
 pub use crate::default_store::default_store;
 pub use crate::error::CircuitBreakerOpenError;
+pub use crate::events::{CircuitInfo, CircuitTransition};
 use crate::policy::SlidingWindow;
 use crate::protocol::RecoveryBackoff;
 pub use crate::protocol::machine::Outcome;
-pub use crate::state::{CircuitInfo, CircuitTransition};
 use crate::store::StateStore;
 
 // ---------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 use crate::store::{StateStore, StoreError};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
@@ -63,7 +63,7 @@ pub(crate) async fn read_many(
 pub(crate) async fn apply(
     store: Arc<dyn StateStore>,
     circuit: Arc<str>,
-    transition: Transition,
+    transition: RecordWrite,
     timeout: Duration,
 ) -> Result<WriteOutcome, StoreError> {
     on_store_runtime(

@@ -1,12 +1,12 @@
 //! The subcommands. Every write is one conditional write of the protocol
-//! (`Transition::Override`, `Release`, `Reset`) on the item as just read, strongly
+//! (`RecordWrite::Override`, `Release`, `Reset`) on the item as just read, strongly
 //! consistently; a write that loses to someone else's is reported, not retried.
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, anyhow, bail};
 use breaker_runtime::store::{
-    Override, OverrideKind, StateStore as _, StoredCircuit, Transition, WriteOutcome,
+    Override, OverrideKind, RecordWrite, StateStore as _, StoredCircuit, WriteOutcome,
 };
 
 use crate::args::{CircuitArgs, Output, OverrideArgs};
@@ -90,7 +90,7 @@ pub(crate) async fn set_override(
             .saturating_add(whole_secs(args.recovery))
             .saturating_add(breaker_rules::TTL_GRACE_SECS)
     });
-    let transition = Transition::Override {
+    let transition = RecordWrite::Override {
         set,
         replaces: replaces.clone(),
         expiration,
@@ -122,7 +122,7 @@ pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<(
             view::override_summary(record, now)
         );
     }
-    let reset = Transition::Reset {
+    let reset = RecordWrite::Reset {
         now,
         expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
     };
@@ -147,7 +147,7 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
     };
     table.check_clock()?;
     let now = now();
-    let transition = Transition::Release {
+    let transition = RecordWrite::Release {
         released: released.clone(),
         now,
         expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
@@ -177,7 +177,7 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
 }
 
 /// Applies an operator's transition; a lost write names what beat it.
-async fn write(table: &Table, name: &str, transition: &Transition) -> anyhow::Result<()> {
+async fn write(table: &Table, name: &str, transition: &RecordWrite) -> anyhow::Result<()> {
     match table.store.apply(name, transition).await? {
         WriteOutcome::Won => Ok(()),
         WriteOutcome::Lost(current) => {

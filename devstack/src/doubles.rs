@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
-    CircuitRecord, InMemoryStore, StateStore, StoreError, StoreFuture, Transition, WriteOutcome,
+    CircuitRecord, InMemoryStore, RecordWrite, StateStore, StoreError, StoreFuture, WriteOutcome,
 };
 
 /// What a [`ScriptedStore`] does with each call.
@@ -156,7 +156,7 @@ impl StateStore for ScriptedStore {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.behave(Operation::Write, || self.inner.apply(circuit, transition))
     }

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, StateStore, StoreFuture, Transition, WriteOutcome,
+    CircuitRecord, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture, WriteOutcome,
 };
 
 use crate::model::{Consistency, ItemModel, RequestKind, RequestOutcome, Served};
@@ -121,14 +121,14 @@ impl SharedTable {
 /// The store adapter of one environment: a [`StateStore`] over the [`SharedTable`].
 ///
 /// ```
-/// use breaker_runtime::store::{StateStore, Transition, WriteOutcome};
+/// use breaker_runtime::store::{StateStore, RecordWrite, WriteOutcome};
 /// use breaker_sim::env_store::{EnvStore, SharedTable};
 /// use breaker_sim::model::{ItemModel, ModelConfig};
 ///
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let table = SharedTable::new(ItemModel::new(ModelConfig::default(), 1));
 /// let store = EnvStore::new(3, table.clone());
-/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// assert_eq!((store.reads(), store.writes()), (0, 1));
 /// let mut log = Vec::new();
@@ -191,7 +191,7 @@ impl StateStore for EnvStore {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let now = self.table.now();
@@ -199,8 +199,8 @@ impl StateStore for EnvStore {
         self.table
             .log(self.env, now, RequestKind::of(transition), &served);
         let opening = match transition {
-            Transition::Trip { opened_at, .. } => Some((*opened_at, 0)),
-            Transition::Reopen {
+            RecordWrite::Trip { opened_at, .. } => Some((*opened_at, 0)),
+            RecordWrite::Reopen {
                 opened_at,
                 reopen_count,
                 ..

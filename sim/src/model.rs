@@ -2,7 +2,7 @@
 //!
 //! Why a model and not dynalite: the limits that matter at fleet scale are DynamoDB's
 //! service limits, which no local server enforces. The model applies each write through
-//! the protocol's one transition type ([`Transition::allowed`], [`Transition::applied_to`]),
+//! the protocol's one write type ([`RecordWrite::allowed`], [`RecordWrite::applied_to`]),
 //! so it cannot disagree with the protocol; everything else here is the service around the
 //! item:
 //!
@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use breaker_runtime::store::{CircuitRecord, FleetTally, StoreError, Transition, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, FleetTally, RecordWrite, StoreError, WriteOutcome};
 
 use crate::rng::Rng;
 
@@ -114,19 +114,19 @@ pub enum RequestKind {
     Pass,
     /// A failure report to the fleet's counters (an item of its own).
     Report,
-    /// A transition this simulator does not know yet (`Transition` is non-exhaustive).
+    /// A transition this simulator does not know yet (`RecordWrite` is non-exhaustive).
     Other,
 }
 
 impl RequestKind {
     /// The kind of request that carries `transition`.
-    pub fn of(transition: &Transition) -> Self {
+    pub fn of(transition: &RecordWrite) -> Self {
         match transition {
-            Transition::Trip { .. } => Self::Trip,
-            Transition::Elect { .. } => Self::Elect,
-            Transition::Close { .. } => Self::Close,
-            Transition::Pass { .. } => Self::Pass,
-            Transition::Reopen { .. } => Self::Reopen,
+            RecordWrite::Trip { .. } => Self::Trip,
+            RecordWrite::Elect { .. } => Self::Elect,
+            RecordWrite::Close { .. } => Self::Close,
+            RecordWrite::HandOver { .. } => Self::Pass,
+            RecordWrite::Reopen { .. } => Self::Reopen,
             _ => Self::Other,
         }
     }
@@ -223,11 +223,11 @@ enum Cost {
 /// DynamoDB holding one item per circuit; see the module docs.
 ///
 /// ```
-/// use breaker_runtime::store::{Transition, WriteOutcome};
+/// use breaker_runtime::store::{RecordWrite, WriteOutcome};
 /// use breaker_sim::model::{Consistency, ItemModel, ModelConfig};
 ///
 /// let mut model = ItemModel::new(ModelConfig::default(), 1);
-/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
 /// let served = model.apply("ce", &trip, 0);
 /// assert_eq!(served.result, Ok(WriteOutcome::Won));
 /// assert_eq!(served.write_units, 1);
@@ -310,7 +310,7 @@ impl ItemModel {
     pub fn apply(
         &mut self,
         circuit: &str,
-        transition: &Transition,
+        transition: &RecordWrite,
         now_ms: u64,
     ) -> Served<WriteOutcome> {
         let max_lag = self.config.max_lag_ms;

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use breaker_runtime::store::{InMemoryStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{InMemoryStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::contract::run_contract;
 use breaker_sim::env_store::{EnvStore, SharedTable};
 use breaker_sim::model::{ItemModel, ModelConfig};
@@ -25,16 +25,16 @@ async fn the_model_passes_the_store_contract() {
     run_contract(Arc::new(EnvStore::new(0, table))).await;
 }
 
-fn random_transition(rng: &mut Rng) -> Transition {
+fn random_transition(rng: &mut Rng) -> RecordWrite {
     let owner = format!("env-{}", rng.between(0, 2));
     let at = 1_000 + rng.between(0, 6);
     match rng.between(0, 4) {
-        0 => Transition::Trip {
+        0 => RecordWrite::Trip {
             failure_count: rng.between(1, 5) as u32,
             opened_at: at,
             expiration: at + 3630,
         },
-        1 => Transition::Elect {
+        1 => RecordWrite::Elect {
             owner,
             expected_opened_at: rng.chance(0.8).then(|| 1_000 + rng.between(0, 6)),
             expected_successes: rng.between(0, 2) as u32,
@@ -42,17 +42,17 @@ fn random_transition(rng: &mut Rng) -> Transition {
             lease_expiry: at + rng.between(0, 3),
             expiration: at + 3630,
         },
-        2 => Transition::Close {
+        2 => RecordWrite::Close {
             owner,
             expiration: at + 3630,
         },
-        3 => Transition::Pass {
+        3 => RecordWrite::HandOver {
             owner,
             probe_successes: rng.between(1, 2) as u32,
             lease_expiry: at - 1,
             expiration: at + 3630,
         },
-        _ => Transition::Reopen {
+        _ => RecordWrite::Reopen {
             owner,
             opened_at: at,
             failure_count: 1,

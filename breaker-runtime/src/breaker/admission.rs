@@ -9,9 +9,10 @@ use super::probe_slot::ProbeSlot;
 use super::shadow;
 use super::transitions::{announce, commit, commit_settled};
 use crate::blocking::block_on;
+use crate::events::CircuitInfo;
 use crate::protocol::CircuitRecord;
+use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Admission};
-use crate::state::{CircuitInfo, CircuitState};
 
 /// The closed path's admission: a permit when the circuit is bypassed, or known closed
 /// and fresh; `None` sends the call to the slow path.

@@ -24,8 +24,8 @@ use std::task::{Context, Poll};
 
 use super::permit::{Permit, PermitRequest, Recording, classify};
 use crate::error::Abandoned;
+use crate::events::FailureKind;
 use crate::protocol::machine::Outcome;
-use crate::state::FailureKind;
 use crate::timer::Timer;
 
 /// What a panic in the caller's code carries until it is resumed.

@@ -4,8 +4,8 @@
 //! and whose opening the record is. (The probe successes are the fleet's: in the record.) Guarded by the circuit's mutex.
 
 use crate::protocol::CircuitRecord;
+use crate::protocol::CircuitState;
 use crate::protocol::machine::Local;
-use crate::state::CircuitState;
 
 /// What the slow path knows of the shared record.
 #[derive(Debug)]

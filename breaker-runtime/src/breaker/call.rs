@@ -19,9 +19,9 @@ use super::circuit::Circuit;
 use super::permit::{Permit, PermitRequest};
 use crate::deadline;
 use crate::error::{Abandoned, CircuitBreakerOpenError};
+use crate::events::{CircuitInfo, FailureKind};
 use crate::observe::CallSpan;
 use crate::protocol::machine::Outcome;
-use crate::state::{CircuitInfo, FailureKind};
 use crate::timer::Timer;
 
 pin_project_lite::pin_project! {

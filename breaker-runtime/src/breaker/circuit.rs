@@ -16,10 +16,11 @@ use super::shadow::Shadow;
 use super::store_access::{StoreAccess, StoreCallError};
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
+use crate::events::CircuitInfo;
 use crate::observe::CircuitMetrics;
+use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Admission, Thresholds};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
-use crate::state::{CircuitInfo, CircuitState};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 use crate::store::StateStore;
 
 pub(super) struct Circuit {
@@ -309,7 +310,7 @@ impl Circuit {
     /// Writes `transition` to the shared record.
     pub(super) async fn write_store(
         &self,
-        transition: Transition,
+        transition: RecordWrite,
     ) -> Result<WriteOutcome, StoreCallError> {
         self.unless_backing_off(self.access.write(transition)).await
     }

@@ -4,7 +4,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::state::CircuitTransition;
+use crate::events::CircuitTransition;
 
 /// One hook of events `E`.
 pub(super) type Hook<E = CircuitTransition> = Arc<dyn Fn(E) + Send + Sync>;

@@ -14,8 +14,9 @@
 //! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
 //! - `owned` (feature `tower`): a permit for futures that own their breaker.
 //!
-//! Hot path (closed, cached): one clock read, one atomic load, the call, and at most one
-//! atomic store. Open path (a rejection from the cache): one clock read and a few atomic
+//! Hot path (closed, cached): no clock read (the recent time is one atomic load of what the
+//! clock thread read), one atomic load of the cached state, the call, and at most one
+//! atomic store. Open path (a rejection from the cache): the recent time and a few atomic
 //! loads, no lock, no allocation. Everything else takes the slow path under a short std
 //! mutex that is never held across an await or a hook.
 
@@ -52,9 +53,10 @@ pub use permit::{Permit, PermitRequest, Recording, classify};
 
 use crate::config::CircuitBreakerConfig;
 use crate::error::CircuitBreakerOpenError;
+use crate::events::{CircuitInfo, CircuitTransition};
 use crate::protocol::CircuitRecord;
+use crate::protocol::CircuitState;
 use crate::protocol::machine::Outcome;
-use crate::state::{CircuitInfo, CircuitState, CircuitTransition};
 use crate::store::StateStore;
 use circuit::Circuit;
 
@@ -158,7 +160,7 @@ impl CircuitBreaker {
     /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
     /// use breaker_runtime::store::InMemoryStore;
     /// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
-    ///     .with_on_transition(|t| println!("{} {} -> {}", t.circuit_name, t.from_state, t.to_state))
+    ///     .with_on_transition(|t| println!("{} {} -> {}", t.name, t.from_state, t.to_state))
     ///     .with_on_transition(|t| println!("metrics: {}", t.to_state));
     /// # drop(breaker);
     /// ```

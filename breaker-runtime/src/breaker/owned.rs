@@ -15,8 +15,8 @@ use super::admission::{fast_admission, permit_slow, request_permit};
 use super::circuit::Circuit;
 use super::permit::{PermitKind, PermitRequest};
 use super::transitions::{count_closed, end_probe, follow_up};
+use crate::events::{CircuitInfo, FailureKind};
 use crate::protocol::machine::Outcome;
-use crate::state::{CircuitInfo, FailureKind};
 
 /// A boxed future that owns what it needs.
 pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;

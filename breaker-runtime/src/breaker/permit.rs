@@ -10,9 +10,10 @@ use super::circuit::Circuit;
 use super::transitions::{count_closed, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
+use crate::events::{CircuitInfo, FailureKind};
 use crate::observe::CallClock;
+use crate::protocol::CircuitState;
 use crate::protocol::machine::Outcome;
-use crate::state::{CircuitInfo, CircuitState, FailureKind};
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::protocol::CircuitRecord;
-use crate::state::CircuitState;
+use crate::protocol::CircuitState;
 
 /// What a published rejection reports besides the circuit's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

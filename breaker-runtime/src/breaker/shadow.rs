@@ -15,9 +15,10 @@ use super::circuit::Circuit;
 use super::hooks::Hooks;
 use super::permit::{Permit, PermitKind};
 use super::probe_slot::ProbeSlot;
+use crate::events::{FailureKind, ShadowDecision, ShadowEvent, TransitionCause};
+use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Admission, Outcome};
-use crate::protocol::{CircuitRecord, Transition};
-use crate::state::{CircuitState, FailureKind, ShadowDecision, ShadowEvent, TransitionCause};
+use crate::protocol::{CircuitRecord, RecordWrite};
 
 /// What a circuit in shadow keeps: its would-be record and its `on_shadow` hooks.
 #[derive(Default)]
@@ -58,7 +59,7 @@ impl CircuitBreaker {
     /// use breaker_runtime::store::InMemoryStore;
     /// let config = CircuitBreakerConfig::builder().shadow(true).build().unwrap();
     /// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), config)
-    ///     .with_on_shadow(|event| println!("{} {}", event.circuit_name, event.decision))
+    ///     .with_on_shadow(|event| println!("{} {}", event.name, event.decision))
     ///     .with_on_shadow(emf::log_shadow);
     /// # drop(breaker);
     /// ```
@@ -139,8 +140,8 @@ pub(super) fn end_probe(circuit: &Circuit, outcome: Outcome, kind: FailureKind, 
     );
     let settled = settle(circuit, &transition);
     match transition {
-        Transition::Close { .. } => report(circuit, ShadowDecision::WouldClose, &settled, None),
-        Transition::Reopen { .. } => {
+        RecordWrite::Close { .. } => report(circuit, ShadowDecision::WouldClose, &settled, None),
+        RecordWrite::Reopen { .. } => {
             let cause = TransitionCause::Failures { kind, count: 1 };
             report(circuit, ShadowDecision::WouldOpen, &settled, Some(cause));
         }
@@ -151,7 +152,7 @@ pub(super) fn end_probe(circuit: &Circuit, outcome: Outcome, kind: FailureKind, 
 
 /// Applies `transition` to the would-be record, and republishes the circuit so that the
 /// closed path runs only while the would-be record is closed. Returns the new record.
-fn settle(circuit: &Circuit, transition: &Transition) -> CircuitRecord {
+fn settle(circuit: &Circuit, transition: &RecordWrite) -> CircuitRecord {
     let settled = {
         let mut would_be = circuit.shadow().would_be();
         *would_be = transition.applied_to(Some(&would_be));
@@ -180,7 +181,7 @@ fn report(
         _ => tracing::info!(circuit = %name, verdict = %decision, cause = why, "shadow verdict"),
     }
     let event = ShadowEvent {
-        circuit_name: Arc::clone(name),
+        name: Arc::clone(name),
         decision,
         opened_at: would_be.opened_at,
         cause,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 use crate::store::{StateStore, StoreError};
 use crate::store_runtime;
 
@@ -76,7 +76,7 @@ impl StoreAccess {
     /// Writes `transition` to the shared record (lazily, like [`read`](Self::read)).
     pub(super) fn write(
         &self,
-        transition: Transition,
+        transition: RecordWrite,
     ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + use<> {
         store_runtime::apply(
             Arc::clone(&self.store),

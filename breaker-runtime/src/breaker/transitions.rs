@@ -10,10 +10,11 @@ use super::circuit::Circuit;
 use super::probe_slot::ProbeSlot;
 use super::shadow;
 use super::store_access::StoreCallError;
+use crate::events::{CircuitTransition, FailureKind, TransitionCause};
+use crate::protocol::CircuitState;
 use crate::protocol::fleet::fleet_trips;
 use crate::protocol::machine::{self, Outcome, Settled};
-use crate::protocol::{CircuitRecord, FailureReport, Transition, WriteOutcome};
-use crate::state::{CircuitState, CircuitTransition, FailureKind, TransitionCause};
+use crate::protocol::{CircuitRecord, FailureReport, RecordWrite, WriteOutcome};
 
 /// CLOSED → OPEN after `failures` failures (`cause` says whose and of what kind). Opens
 /// locally at once, then writes; a lost write adopts the stored state, a failed one stays
@@ -196,7 +197,7 @@ pub(super) fn commit(
     circuit: &Circuit,
     cache: &mut RecordCache,
     base: &CircuitRecord,
-    transition: &Transition,
+    transition: &RecordWrite,
     reply: Result<WriteOutcome, StoreCallError>,
     now: u64,
 ) -> bool {
@@ -215,7 +216,7 @@ pub(super) fn commit(
 pub(super) fn commit_settled(
     circuit: &Circuit,
     cache: &mut RecordCache,
-    transition: &Transition,
+    transition: &RecordWrite,
     settled: Settled,
     now: u64,
 ) -> bool {
@@ -245,7 +246,7 @@ pub(super) fn announce(
     let why = cause.as_ref().map_or("", TransitionCause::as_str);
     tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
     let transition = CircuitTransition {
-        circuit_name: name.to_string(),
+        name: name.to_string(),
         from_state,
         to_state,
         opened_at,

@@ -9,7 +9,7 @@
 //! store answers with the window's totals, and the environment whose report makes them
 //! meet the policy trips the circuit with the ordinary conditional trip.
 
-use crate::config::FleetPolicy;
+use super::fleet_policy::FleetPolicy;
 
 /// One environment's report: failures since its last report, the calls it made around
 /// them, for the fleet window starting at `window_start` (unix seconds).

@@ -1,5 +1,5 @@
 //! The circuit's state machine as pure data: given the shared record, what this
-//! environment knows locally and `now`, it returns the decision and the [`Transition`] to
+//! environment knows locally and `now`, it returns the decision and the [`RecordWrite`] to
 //! write, and after the store answered, what to believe. No clock, lock, async or SDK type
 //! in here; `breaker` combines it with the store.
 
@@ -10,8 +10,8 @@ use breaker_rules::TTL_GRACE_SECS;
 use super::backoff::RecoveryBackoff;
 use super::rates::{Counts, Rates};
 use super::record::{CircuitRecord, OverrideKind};
-use super::transition::{Transition, WriteOutcome};
-use crate::state::CircuitState;
+use super::state::CircuitState;
+use super::write::{RecordWrite, WriteOutcome};
 
 /// The numbers the machine needs, derived once per circuit from its config.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,10 +79,10 @@ pub(crate) enum Admission {
     /// consistently: read, then decide again.
     Verify,
     /// Recovery elapsed: try to win the probe election with this write, then probe.
-    Elect(Transition),
+    Elect(RecordWrite),
     /// Recovery elapsed and the store cannot be reached: elect this environment locally,
     /// without a write, and probe on its own.
-    ElectAlone(Transition),
+    ElectAlone(RecordWrite),
     /// This environment owns the probe: run the call as a probe.
     Probe,
 }
@@ -136,8 +136,8 @@ fn election(
     me: &str,
     now_millis: u64,
     thresholds: &Thresholds,
-) -> Transition {
-    Transition::Elect {
+) -> RecordWrite {
+    RecordWrite::Elect {
         owner: me.to_owned(),
         expected_opened_at: record.opened_at,
         expected_successes: match record.state {
@@ -305,8 +305,8 @@ pub(crate) fn trip(
     consecutive_failures: u32,
     now_millis: u64,
     thresholds: &Thresholds,
-) -> Transition {
-    Transition::Trip {
+) -> RecordWrite {
+    RecordWrite::Trip {
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
         expiration: expiration(now_millis, thresholds.recovery_millis, thresholds),
@@ -327,7 +327,7 @@ pub(crate) fn on_probe_outcome(
     now_millis: u64,
     thresholds: &Thresholds,
     hand_on: bool,
-) -> Transition {
+) -> RecordWrite {
     let successes = match outcome {
         Outcome::Success => record.probe_successes.saturating_add(1),
         _ => record.probe_successes,
@@ -344,7 +344,7 @@ pub(crate) fn on_probe_outcome(
                 ..CircuitRecord::open(secs(now_millis), 1)
             };
             let wait = thresholds.recovery_millis_of(&reopened);
-            Transition::Reopen {
+            RecordWrite::Reopen {
                 owner: me.to_owned(),
                 opened_at: secs(now_millis),
                 failure_count: reopened.failure_count,
@@ -352,14 +352,14 @@ pub(crate) fn on_probe_outcome(
                 expiration: expiration(now_millis, wait, thresholds),
             }
         }
-        Outcome::Success if successes >= thresholds.success_threshold => Transition::Close {
+        Outcome::Success if successes >= thresholds.success_threshold => RecordWrite::Close {
             owner: me.to_owned(),
             expiration: ttl,
         },
         Outcome::Success | Outcome::Ignored => {
             // The takeover condition is `lease < now`: a second back is free at once.
             let handed_on = secs(now_millis).saturating_sub(1);
-            Transition::Pass {
+            RecordWrite::HandOver {
                 owner: me.to_owned(),
                 probe_successes: successes,
                 lease_expiry: match hand_on {
@@ -378,7 +378,7 @@ pub(crate) fn on_probe_outcome(
 /// environment carries on alone.
 pub(crate) fn settle(
     base: &CircuitRecord,
-    transition: &Transition,
+    transition: &RecordWrite,
     reply: Option<WriteOutcome>,
     me: &str,
     now_millis: u64,
@@ -394,7 +394,7 @@ pub(crate) fn settle(
             let record = current.unwrap_or_default();
             // An election lost to a record naming this environment the owner: an election of
             // ours landed earlier but its reply never came back (a cancelled call, a timeout).
-            let own_landed = matches!(transition, Transition::Elect { .. })
+            let own_landed = matches!(transition, RecordWrite::Elect { .. })
                 && admit(&record, me, now_millis, thresholds, &Local::default())
                     == Admission::Probe;
             Settled {
@@ -403,7 +403,7 @@ pub(crate) fn settle(
                 won: false,
             }
         }
-        None if matches!(transition, Transition::Elect { .. }) => Settled {
+        None if matches!(transition, RecordWrite::Elect { .. }) => Settled {
             record: base.clone(),
             committed: false,
             won: false,
@@ -413,7 +413,7 @@ pub(crate) fn settle(
 }
 
 /// A transition this environment applies on its own, without the store.
-pub(crate) fn settle_alone(base: &CircuitRecord, transition: &Transition) -> Settled {
+pub(crate) fn settle_alone(base: &CircuitRecord, transition: &RecordWrite) -> Settled {
     Settled {
         record: transition.applied_to(Some(base)),
         committed: true,
@@ -422,9 +422,9 @@ pub(crate) fn settle_alone(base: &CircuitRecord, transition: &Transition) -> Set
 }
 
 /// The opening a committed transition gives this environment the first right to probe.
-pub(crate) fn committed_opening(transition: &Transition, settled: &Settled) -> Option<u64> {
+pub(crate) fn committed_opening(transition: &RecordWrite, settled: &Settled) -> Option<u64> {
     match transition {
-        Transition::Trip { .. } | Transition::Reopen { .. } if settled.committed => {
+        RecordWrite::Trip { .. } | RecordWrite::Reopen { .. } if settled.committed => {
             settled.record.opened_at
         }
         _ => None,

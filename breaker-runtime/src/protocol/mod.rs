@@ -1,18 +1,22 @@
 //! The shared-state protocol as pure data: the record every store holds ([`record`]), the
-//! conditional writes that change it ([`transition`]), what a rate policy judges
+//! conditional writes that change it ([`write`]), what a rate policy judges
 //! ([`rates`]), what environments report for the fleet-wide policy ([`fleet`]) and the
 //! state machine that decides ([`machine`]). No clock, lock, async or
-//! SDK type in here: `store` carries transitions to a store, `breaker` feeds the machine.
+//! SDK type in here: `store` carries the writes to a store, `breaker` feeds the machine.
 
 mod backoff;
 pub(crate) mod fleet;
+mod fleet_policy;
 pub(crate) mod machine;
 mod rates;
 mod record;
-mod transition;
+mod state;
+mod write;
 
 pub use backoff::RecoveryBackoff;
 pub use fleet::{FailureReport, FleetTally, MIN_REPORTERS};
+pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};
-pub use transition::{OPENED_AT_UNTIL_RELEASED, Transition, WriteOutcome};
+pub use state::CircuitState;
+pub use write::{OPENED_AT_UNTIL_RELEASED, RecordWrite, WriteOutcome};

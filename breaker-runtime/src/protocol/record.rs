@@ -1,12 +1,12 @@
 //! `CircuitRecord`: the shared state of one circuit, as a store keeps it.
 
-use crate::state::CircuitState;
+use super::state::CircuitState;
 
 /// The shared state of one circuit, as stored.
 ///
 /// `#[non_exhaustive]`: later versions may add fields. Build a record with [`closed`](Self::closed), [`open`](Self::open) or
-/// [`half_open`](Self::half_open), or from a [`Transition`](super::Transition) with
-/// [`applied_to`](super::Transition::applied_to); every field is public to read and set.
+/// [`half_open`](Self::half_open), or from a [`RecordWrite`](super::RecordWrite) with
+/// [`applied_to`](super::RecordWrite::applied_to); every field is public to read and set.
 ///
 /// ```
 /// use breaker_runtime::CircuitState;

@@ -1,20 +1,20 @@
 //! `InMemoryStore`: the protocol evaluated in the process. The embedded default, and the
-//! reference every other store must match: it applies each [`Transition`] exactly as the
+//! reference every other store must match: it applies each [`RecordWrite`] exactly as the
 //! transition describes itself.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::{StateStore, StoreFuture};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 
 /// Keeps circuit records in this process: each Lambda environment has its own circuits.
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use breaker_runtime::store::{InMemoryStore, StateStore, Transition, WriteOutcome};
+/// use breaker_runtime::store::{InMemoryStore, StateStore, RecordWrite, WriteOutcome};
 /// let store = InMemoryStore::new();
-/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// // A second trip loses and returns the record that is there.
 /// let WriteOutcome::Lost(Some(current)) = store.apply("ce", &trip).await.unwrap() else { panic!() };
@@ -67,7 +67,7 @@ impl StateStore for InMemoryStore {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
         let current = records.get(circuit);

@@ -1,7 +1,7 @@
 //! Where the shared state of a circuit lives.
 //!
 //! A [`StateStore`] holds one [`CircuitRecord`] per circuit and offers exactly the protocol's
-//! operations: a read, and [`apply`](StateStore::apply) of one conditional [`Transition`].
+//! operations: a read, and [`apply`](StateStore::apply) of one conditional [`RecordWrite`].
 //! Each write either wins (the condition held and the record was written) or loses and
 //! returns the record that made it lose, so the caller can adopt it without another read.
 //!
@@ -19,9 +19,16 @@ mod memory;
 
 pub use crate::protocol::{
     CircuitRecord, FailureReport, FleetTally, MIN_REPORTERS, OPENED_AT_UNTIL_RELEASED, Override,
-    OverrideKind, Transition, WriteOutcome,
+    OverrideKind, RecordWrite, WriteOutcome,
 };
 pub use memory::InMemoryStore;
+
+/// The old name of [`RecordWrite`].
+#[doc(hidden)]
+#[deprecated(
+    note = "renamed `RecordWrite`: a conditional write, not the hooks' `CircuitTransition`"
+)]
+pub type Transition = RecordWrite;
 
 #[cfg(feature = "dynamodb")]
 mod dynamodb;
@@ -84,13 +91,13 @@ impl StoreError {
 
 /// The operations of the shared-state protocol. Implement it to keep circuits somewhere else.
 ///
-/// `apply` must evaluate the transition's condition ([`Transition::allowed`]) and the write
-/// ([`Transition::applied_to`]) atomically. The breaker runs every call on its own small
+/// `apply` must evaluate the transition's condition ([`RecordWrite::allowed`]) and the write
+/// ([`RecordWrite::applied_to`]) atomically. The breaker runs every call on its own small
 /// runtime, with the configured store timeout around it.
 ///
 /// ```
 /// use breaker_runtime::store::{
-///     CircuitRecord, InMemoryStore, StateStore, StoreFuture, Transition, WriteOutcome,
+///     CircuitRecord, InMemoryStore, StateStore, StoreFuture, RecordWrite, WriteOutcome,
 /// };
 ///
 /// /// A store that logs each operation and delegates to an in-memory one.
@@ -102,14 +109,14 @@ impl StoreError {
 ///         println!("read {circuit}");
 ///         self.0.read(circuit)
 ///     }
-///     fn apply<'a>(&'a self, circuit: &'a str, transition: &'a Transition) -> StoreFuture<'a, WriteOutcome> {
+///     fn apply<'a>(&'a self, circuit: &'a str, transition: &'a RecordWrite) -> StoreFuture<'a, WriteOutcome> {
 ///         println!("{circuit}: write towards {}", transition.to_state());
 ///         self.0.apply(circuit, transition)
 ///     }
 /// }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let store = Logged::default();
-/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// assert_eq!(store.read("ce").await.unwrap(), Some(CircuitRecord::open(100, 5)));
 /// # }
@@ -131,10 +138,10 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// answer in one request (`DynamoDbStore`: one `BatchGetItem`).
     ///
     /// ```
-    /// use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition};
+    /// use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, RecordWrite};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let store = InMemoryStore::new();
-    /// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+    /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
     /// store.apply("b", &trip).await.unwrap();
     /// let records = store.read_many(&["a", "b"]).await.unwrap();
     /// assert_eq!(records, vec![None, Some(CircuitRecord::open(100, 5))]);
@@ -157,7 +164,7 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome>;
 
     /// Whether this store may keep fleet counters ([`report`](Self::report)); `false`
@@ -199,7 +206,7 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         (**self).apply(circuit, transition)
     }

@@ -1,7 +1,7 @@
 //! The error of a guarded service, and how a rejection becomes one.
 
 use crate::error::CircuitBreakerOpenError;
-use crate::state::CircuitInfo;
+use crate::events::CircuitInfo;
 
 /// The error of a guarded service: the inner service's error, or a
 /// [`CircuitBreakerOpenError`] when the circuit rejected the request.

@@ -13,8 +13,8 @@ use tower_service::Service;
 
 use crate::breaker::CircuitBreaker;
 use crate::breaker::{OwnedFuture, OwnedPermit};
+use crate::events::CircuitInfo;
 use crate::protocol::machine::Outcome;
-use crate::state::CircuitInfo;
 
 use super::classify::Classify;
 use super::error::{BoxError, open_error};

@@ -1,6 +1,8 @@
 //! Each subcommand's output, exit status and the item it leaves.
 
-use breaker_runtime::store::{OPENED_AT_UNTIL_RELEASED, StateStore as _, Transition, WriteOutcome};
+use breaker_runtime::store::{
+    OPENED_AT_UNTIL_RELEASED, RecordWrite, StateStore as _, WriteOutcome,
+};
 use devstack::wall_clock::unix_secs;
 
 use crate::support::{Table, USER, n, s};
@@ -275,7 +277,7 @@ async fn releasing_a_forced_open_that_ended_leaves_the_probe_that_followed() {
     }
     // After the end, an environment elects itself on the override's opening.
     let now = unix_secs();
-    let elect = Transition::Elect {
+    let elect = RecordWrite::Elect {
         owner: "env-7".into(),
         expected_opened_at: Some(until),
         expected_successes: 0,

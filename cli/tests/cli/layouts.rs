@@ -2,7 +2,7 @@
 //! functions' store is configured for.
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{OverrideKind, StateStore as _, Transition, WriteOutcome};
+use breaker_runtime::store::{OverrideKind, RecordWrite, StateStore as _, WriteOutcome};
 use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
@@ -21,7 +21,7 @@ async fn composite_keys_and_renamed_attributes_are_flags() {
         .build()
         .expect("valid store");
     let now = unix_secs();
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 4,
         opened_at: now,
         expiration: now + 3_630,

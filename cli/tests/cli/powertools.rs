@@ -12,7 +12,7 @@ mod session;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{StateStore as _, Transition, WriteOutcome};
+use breaker_runtime::store::{RecordWrite, StateStore as _, WriteOutcome};
 use devstack::wall_clock::unix_secs;
 use session::Powertools;
 
@@ -121,7 +121,7 @@ async fn probes_that_close_the_next_window(version: &str) -> u32 {
     // A breaker environment takes over the expired lease, probes and closes.
     until_past(lease).await;
     let now = unix_secs();
-    let takeover = Transition::Elect {
+    let takeover = RecordWrite::Elect {
         owner: "rust-env".into(),
         expected_opened_at: n(&item, "opened_at"),
         expected_successes: 0,
@@ -129,7 +129,7 @@ async fn probes_that_close_the_next_window(version: &str) -> u32 {
         lease_expiry: now + 30,
         expiration: now + 3_630,
     };
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: "rust-env".into(),
         expiration: now + 3_630,
     };

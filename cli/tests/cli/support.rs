@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{DynamoDbStore, StateStore as _, Transition, WriteOutcome};
+use breaker_runtime::store::{DynamoDbStore, RecordWrite, StateStore as _, WriteOutcome};
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::wall_clock::unix_secs;
 
@@ -103,7 +103,7 @@ impl Table {
     /// Trips `circuit` now with `failures`, as a breaker environment would.
     pub(crate) async fn trip(&self, circuit: &str, failures: u32) -> u64 {
         let now = unix_secs();
-        let trip = Transition::Trip {
+        let trip = RecordWrite::Trip {
             failure_count: failures,
             opened_at: now,
             expiration: now + 3_630,
@@ -119,7 +119,7 @@ impl Table {
     pub(crate) async fn half_open(&self, circuit: &str, owner: &str) -> u64 {
         let opened = self.trip(circuit, 5).await;
         let now = unix_secs();
-        let elect = Transition::Elect {
+        let elect = RecordWrite::Elect {
             owner: owner.into(),
             expected_opened_at: Some(opened),
             expected_successes: 0,

@@ -1,16 +1,16 @@
 use super::*;
 use breaker_runtime::CircuitState;
 
-fn trip(opened_at: u64) -> Transition {
-    Transition::Trip {
+fn trip(opened_at: u64) -> RecordWrite {
+    RecordWrite::Trip {
         failure_count: 5,
         opened_at,
         expiration: opened_at + 3630,
     }
 }
 
-fn elect(owner: &str, opened_at: u64) -> Transition {
-    Transition::Elect {
+fn elect(owner: &str, opened_at: u64) -> RecordWrite {
+    RecordWrite::Elect {
         owner: owner.into(),
         expected_opened_at: Some(opened_at),
         expected_successes: 0,

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, StateStore, StoreFuture, Transition, WriteOutcome,
+    CircuitRecord, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture, WriteOutcome,
 };
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, RecoveryBackoff};
 use devstack::circuits::{BoxError as Error, is_rejection};
@@ -174,7 +174,7 @@ impl StateStore for ReportsToTable {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.counted.apply(circuit, transition)
     }

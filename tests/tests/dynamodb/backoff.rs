@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::store::{CircuitRecord, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
 use devstack::circuits::{BoxError, is_rejection};
@@ -27,14 +27,14 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
     won(store
         .apply(
             circuit,
-            &Transition::Trip {
+            &RecordWrite::Trip {
                 failure_count: 5,
                 opened_at: T0,
                 expiration: T0 + 3630,
             },
         )
         .await);
-    let elect = |owner: &str, opened_at: u64, now: u64| Transition::Elect {
+    let elect = |owner: &str, opened_at: u64, now: u64| RecordWrite::Elect {
         owner: owner.into(),
         expected_opened_at: Some(opened_at),
         expected_successes: 0,
@@ -43,7 +43,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         expiration: now + 3630,
     };
     won(store.apply(circuit, &elect("env-a", T0, T0 + 30)).await);
-    let reopen = Transition::Reopen {
+    let reopen = RecordWrite::Reopen {
         owner: "env-a".into(),
         opened_at: T0 + 31,
         failure_count: 1,
@@ -69,7 +69,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         Some(&n(2)),
         "an election keeps it"
     );
-    let pass = Transition::Pass {
+    let pass = RecordWrite::HandOver {
         owner: "env-b".into(),
         probe_successes: 1,
         lease_expiry: T0 + 200,
@@ -86,7 +86,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
     let record = store.read(circuit).await.expect("read").expect("item");
     assert_eq!((record.reopen_count, record.probe_successes), (2, 1));
 
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: "env-b".into(),
         expiration: T0 + 3900,
     };
@@ -99,7 +99,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
     won(store
         .apply(
             circuit,
-            &Transition::Trip {
+            &RecordWrite::Trip {
                 failure_count: 5,
                 opened_at: T0 + 400,
                 expiration: T0 + 4030,
@@ -151,7 +151,7 @@ async fn a_powertools_item_reads_as_no_reopen_and_a_broken_count_heals_on_the_ne
         Ok(Some(CircuitRecord::closed())),
         "unreadable: read as closed"
     );
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 5,
         opened_at: T0 + 10,
         expiration: T0 + 3640,

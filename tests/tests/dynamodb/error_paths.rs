@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::error::{
 };
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 use breaker_runtime::store::{
-    CircuitRecord, DynamoDbStore, FailureReport, StateStore, Transition, WriteOutcome,
+    CircuitRecord, DynamoDbStore, FailureReport, RecordWrite, StateStore, WriteOutcome,
 };
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use devstack::fixtures::sdk::local_sdk_config;
@@ -57,8 +57,8 @@ fn open_record() -> CircuitRecord {
     CircuitRecord::open(T0, 4)
 }
 
-fn trip() -> Transition {
-    Transition::Trip {
+fn trip() -> RecordWrite {
+    RecordWrite::Trip {
         failure_count: 5,
         opened_at: T0 + 1,
         expiration: T0 + 3631,
@@ -167,7 +167,7 @@ async fn server_errors_are_store_errors() {
     let store = mocked(&[&get_500, &update_503]);
     let read = store.read("ce").await.expect_err("500").to_string();
     assert!(read.contains("GetItem"), "{read}");
-    let election = Transition::Elect {
+    let election = RecordWrite::Elect {
         owner: "env".into(),
         expected_opened_at: Some(T0),
         expected_successes: 0,

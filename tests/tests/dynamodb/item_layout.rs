@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, DynamoDbStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
@@ -66,7 +66,7 @@ async fn every_transition_writes_the_powertools_item() {
     let key = item(&[("id", s("payment-backend"))]);
     let circuit = "payment-backend";
 
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 5,
         opened_at: T0,
         expiration: T0 + 3630,
@@ -83,7 +83,7 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let election = Transition::Elect {
+    let election = RecordWrite::Elect {
         owner: "env-1".into(),
         expected_opened_at: Some(T0),
         expected_successes: 0,
@@ -105,7 +105,7 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let reopen = Transition::Reopen {
+    let reopen = RecordWrite::Reopen {
         owner: "env-1".into(),
         opened_at: T0 + 31,
         failure_count: 1,
@@ -125,7 +125,7 @@ async fn every_transition_writes_the_powertools_item() {
         ])
     );
 
-    let election = Transition::Elect {
+    let election = RecordWrite::Elect {
         owner: "env-1".into(),
         expected_opened_at: Some(T0 + 31),
         expected_successes: 0,
@@ -134,7 +134,7 @@ async fn every_transition_writes_the_powertools_item() {
         expiration: T0 + 3692,
     };
     assert_eq!(store.apply(circuit, &election).await, Ok(WriteOutcome::Won));
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: "env-1".into(),
         expiration: T0 + 3693,
     };
@@ -160,7 +160,7 @@ async fn the_composite_key_holds_the_static_pk_and_the_name() {
         .client(dynalite.client())
         .build()
         .expect("valid store");
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3630,
@@ -225,7 +225,7 @@ async fn powertools_shaped_items_are_read_correctly() {
         assert_eq!(store.read(&circuit).await, Ok(Some(expected)), "{circuit}");
     }
     // A Python environment probes; this (Rust) one may not close its circuit.
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: "rust-env".into(),
         expiration: T0,
     };
@@ -234,7 +234,7 @@ async fn powertools_shaped_items_are_read_correctly() {
         Ok(WriteOutcome::Lost(Some(_)))
     ));
     // ... and the Python prober's own close (same owner id) wins.
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: "python-env-7".into(),
         expiration: T0,
     };

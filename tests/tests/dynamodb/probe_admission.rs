@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::process::Stdio;
 
 use breaker_runtime::CircuitState;
-use breaker_runtime::store::{DynamoDbStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{DynamoDbStore, RecordWrite, StateStore, WriteOutcome};
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::wall_clock::unix_millis;
 use tokio::process::Command;
@@ -29,7 +29,7 @@ async fn sixteen_processes_racing_for_every_probe_never_run_two_at_once() {
     // Every round's circuit opened a minute ago by an environment that is gone.
     let opened_at = unix_millis() / 1000 - 60;
     for round in 0..ROUNDS {
-        let trip = Transition::Trip {
+        let trip = RecordWrite::Trip {
             failure_count: 5,
             opened_at,
             expiration: opened_at + 3630,

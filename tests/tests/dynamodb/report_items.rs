@@ -5,7 +5,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{
-    DynamoDbStore, FailureReport, FleetTally, StateStore, Transition, WriteOutcome,
+    DynamoDbStore, FailureReport, FleetTally, RecordWrite, StateStore, WriteOutcome,
 };
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::shared_table;
@@ -47,7 +47,7 @@ async fn two_reports_beside_a_tripped_circuit(
     table: &str,
     circuit_key: Item,
 ) {
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3_630,

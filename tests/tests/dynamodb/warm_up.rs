@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker_runtime::store::{CircuitRecord, DynamoDbStore, StateStore, Transition};
+use breaker_runtime::store::{CircuitRecord, DynamoDbStore, RecordWrite, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, WarmUp};
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::fault_proxy::{FaultProxy, Service};
@@ -17,8 +17,8 @@ use super::simple_table;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
-fn trip(opened_at: u64) -> Transition {
-    Transition::Trip {
+fn trip(opened_at: u64) -> RecordWrite {
+    RecordWrite::Trip {
         failure_count: 4,
         opened_at,
         expiration: opened_at + 3600,

@@ -150,7 +150,7 @@ async fn on_transition_sees_every_transition_once_and_nothing_else() {
     HOOK_CLOCK.advance(Duration::from_secs(10));
     hooked(false).await.unwrap();
     let transition = |from_state, to_state, opened_at, cause| CircuitTransition {
-        circuit_name: "hooked".into(),
+        name: "hooked".into(),
         from_state,
         to_state,
         opened_at,

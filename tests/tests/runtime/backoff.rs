@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, InMemoryStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
 use devstack::circuits::{BoxError, is_rejection};
@@ -183,7 +183,7 @@ async fn a_whole_item_reopen_without_the_count_waits_the_recovery_timeout() {
     // A Powertools environment elects itself and reopens: whole items, without the count.
     let now = clock.unix_millis() / 1000 + wait_of(&reopened).as_secs() + 1;
     clock.set_unix_millis(now * 1000);
-    let elect = Transition::Elect {
+    let elect = RecordWrite::Elect {
         owner: "powertools".into(),
         expected_opened_at: reopened.opened_at,
         expected_successes: 0,
@@ -192,7 +192,7 @@ async fn a_whole_item_reopen_without_the_count_waits_the_recovery_timeout() {
         expiration: now + 3630,
     };
     assert_eq!(store.apply(CIRCUIT, &elect).await, Ok(WriteOutcome::Won));
-    let powertools_reopen = Transition::Reopen {
+    let powertools_reopen = RecordWrite::Reopen {
         owner: "powertools".into(),
         opened_at: now,
         failure_count: 1,

@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use breaker_runtime::store::{InMemoryStore, StateStore, Transition};
+use breaker_runtime::store::{InMemoryStore, RecordWrite, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState, CircuitTransition};
 use devstack::circuits::{BoxError as Error, fail, is_rejection, manual_config};
@@ -209,7 +209,7 @@ async fn hooks_fire_once_per_committed_transition_and_panicking_hooks_are_contai
         ]
     );
     let first = seen.lock().unwrap()[0].clone();
-    assert_eq!(first.circuit_name, "svc");
+    assert_eq!(first.name, "svc");
     assert_eq!(first.opened_at, Some(clock.unix_millis() / 1000 - 30));
 }
 
@@ -226,7 +226,7 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
     store
         .apply(
             "svc",
-            &Transition::Trip {
+            &RecordWrite::Trip {
                 failure_count: 5,
                 opened_at,
                 expiration: opened_at + 3630,

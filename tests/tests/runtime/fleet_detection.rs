@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, InMemoryStore, StateStore, StoreFuture, Transition,
+    CircuitRecord, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore, StoreFuture,
     WriteOutcome,
 };
 use breaker_runtime::testing::ManualClock;
@@ -40,7 +40,7 @@ impl StateStore for CountingReports {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         self.inner.apply(circuit, transition)
     }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition, WriteOutcome};
+use breaker_runtime::store::{CircuitRecord, InMemoryStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
 use devstack::circuits::{BoxError, fail, is_rejection};
@@ -62,7 +62,7 @@ async fn stored(store: &dyn StateStore) -> CircuitRecord {
 /// The circuit opened now by an environment that is gone since.
 async fn opened_by_a_departed_environment(store: &dyn StateStore, clock: &ManualClock) {
     let opened_at = clock.unix_millis() / 1000;
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
@@ -147,7 +147,7 @@ async fn a_dead_probers_slot_is_freed_by_its_lease() {
     clock.advance(RECOVERY);
     // A prober elects itself, counts one success, takes the next probe and dies in it.
     let now = clock.unix_millis() / 1000;
-    let elect = |at: u64, successes: u32| Transition::Elect {
+    let elect = |at: u64, successes: u32| RecordWrite::Elect {
         owner: "env-dead".into(),
         expected_opened_at: Some(now - 30),
         expected_successes: successes,
@@ -157,7 +157,7 @@ async fn a_dead_probers_slot_is_freed_by_its_lease() {
     };
     let won = |outcome| assert_eq!(outcome, Ok(WriteOutcome::Won));
     won(store.apply("downstream", &elect(now, 0)).await);
-    let pass = Transition::Pass {
+    let pass = RecordWrite::HandOver {
         owner: "env-dead".into(),
         probe_successes: 1,
         lease_expiry: now - 1,
@@ -220,7 +220,7 @@ fn threads_racing_for_every_probe_never_run_two_at_once() {
         let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
         let clock = ManualClock::new();
         let opened_at = clock.unix_millis() / 1000;
-        let trip = Transition::Trip {
+        let trip = RecordWrite::Trip {
             failure_count: 2,
             opened_at,
             expiration: opened_at + 3630,

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, Transition};
+use breaker_runtime::store::{CircuitRecord, InMemoryStore, RecordWrite, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
 use devstack::circuits::{BoxError, fail, is_rejection};
@@ -131,7 +131,7 @@ async fn without_the_opener_another_environment_verifies_then_elects_after_the_f
     let calls = AtomicUsize::new(0);
     // Another environment (gone since) opened the circuit.
     let opened_at = clock.unix_millis() / 1000;
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,

@@ -214,12 +214,12 @@ fn threads_failing_at_once_commit_one_transition() {
 
 #[tokio::test]
 async fn failures_under_a_disable_leave_the_window_empty_for_the_release() {
-    use breaker_runtime::store::{Override, OverrideKind, Transition, WriteOutcome};
+    use breaker_runtime::store::{Override, OverrideKind, RecordWrite, WriteOutcome};
     let clock = ManualClock::new();
     let store = Arc::new(InMemoryStore::new());
     let now_secs = || clock.unix_millis() / 1000;
     let disable = Override::new(OverrideKind::Disabled, "ops", now_secs());
-    let set = Transition::Override {
+    let set = RecordWrite::Override {
         set: disable.clone(),
         replaces: None,
         expiration: None,
@@ -242,7 +242,7 @@ async fn failures_under_a_disable_leave_the_window_empty_for_the_release() {
     }
     assert_eq!(breaker.state(), CircuitState::Closed);
 
-    let release = Transition::Release {
+    let release = RecordWrite::Release {
         released: disable,
         now: now_secs(),
         expiration: now_secs() + 86_400,

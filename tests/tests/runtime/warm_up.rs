@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker_runtime::store::{StateStore, Transition};
+use breaker_runtime::store::{RecordWrite, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, WarmUp,
@@ -29,7 +29,7 @@ fn config(clock: &ManualClock) -> CircuitBreakerConfig {
 /// A store whose circuit `tripped` is open since now (by another environment).
 async fn store_with_open_circuit(tripped: &str) -> Arc<ScriptedStore> {
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,
@@ -93,7 +93,7 @@ async fn a_circuit_with_its_own_knowledge_keeps_it() {
     // Another environment trips it meanwhile. A warm-up's read does not replace what a
     // circuit read (or wrote) on its own: the circuit trusts its own read for its cache
     // age, as without a warm-up.
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,

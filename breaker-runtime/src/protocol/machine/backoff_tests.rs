@@ -73,7 +73,7 @@ fn a_failed_probe_counts_the_reopen_and_its_ttl_outlives_the_longer_wait() {
         reopen_count: 2,
         ..CircuitRecord::half_open(OPENED, 1, ME, OPENED + 210)
     };
-    let Transition::Reopen {
+    let RecordWrite::Reopen {
         reopen_count,
         opened_at,
         expiration,
@@ -118,7 +118,7 @@ fn an_election_and_a_pass_keep_the_count_and_a_close_or_trip_resets_it() {
         true,
     );
     assert_eq!(passed.applied_to(Some(&probing)).reopen_count, 4);
-    let closed = Transition::Close {
+    let closed = RecordWrite::Close {
         owner: OTHER.into(),
         expiration: 0,
     };

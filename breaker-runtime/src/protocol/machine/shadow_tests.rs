@@ -65,7 +65,7 @@ fn the_would_be_record_rejects_then_elects_at_once_at_the_recovery_timeout() {
     // No fallback, no verifying read: the would-be opening is this environment's own.
     assert!(matches!(
         would_admit(&would_be, ME, T0 + 30_000, &thresholds(), false),
-        Admission::Elect(Transition::Elect { .. })
+        Admission::Elect(RecordWrite::Elect { .. })
     ));
     // A would-be probe in flight: the next call would have been rejected.
     assert_eq!(

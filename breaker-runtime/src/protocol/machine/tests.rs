@@ -41,8 +41,8 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
     }
 }
 
-fn election_at(now: u64, expected_opened_at: Option<u64>) -> Transition {
-    Transition::Elect {
+fn election_at(now: u64, expected_opened_at: Option<u64>) -> RecordWrite {
+    RecordWrite::Elect {
         owner: ME.into(),
         expected_opened_at,
         expected_successes: 0,
@@ -273,7 +273,7 @@ fn closed_failures_trip_at_the_threshold() {
     assert!(trips(7, &thresholds()));
     assert_eq!(
         trip(3, T0 + 1_500, &thresholds()),
-        Transition::Trip {
+        RecordWrite::Trip {
             failure_count: 3,
             opened_at: T0 / 1000 + 1,
             expiration: T0 / 1000 + 1 + 30 + 3600
@@ -281,7 +281,7 @@ fn closed_failures_trip_at_the_threshold() {
     );
     assert!(matches!(
         trip(7, T0, &thresholds()),
-        Transition::Trip {
+        RecordWrite::Trip {
             failure_count: 7,
             ..
         }
@@ -304,7 +304,7 @@ fn probe_outcomes_count_the_fleets_successes() {
         probe_successes: successes,
         ..half_open(ME, T0 / 1000, now / 1000 + 10)
     };
-    let pass = |successes| Transition::Pass {
+    let pass = |successes| RecordWrite::HandOver {
         owner: ME.into(),
         probe_successes: successes,
         lease_expiry: now / 1000 - 1,
@@ -317,7 +317,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     );
     assert_eq!(
         on_probe_outcome(Outcome::Success, &probing(1), ME, now, &thresholds(), true),
-        Transition::Close {
+        RecordWrite::Close {
             owner: ME.into(),
             expiration: exp
         },
@@ -325,7 +325,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     );
     assert_eq!(
         on_probe_outcome(Outcome::Failure, &probing(1), ME, now, &thresholds(), true),
-        Transition::Reopen {
+        RecordWrite::Reopen {
             owner: ME.into(),
             opened_at: now / 1000,
             failure_count: 1,
@@ -341,7 +341,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     let kept = on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), false);
     assert_eq!(
         kept,
-        Transition::Pass {
+        RecordWrite::HandOver {
             owner: ME.into(),
             probe_successes: 1,
             lease_expiry: now / 1000 + 10,
@@ -385,7 +385,7 @@ fn probe_outcomes_count_the_fleets_successes() {
 }
 
 /// `settle` on a reply, from `base`, at `T0 + 30 s`.
-fn settled(base: &CircuitRecord, transition: &Transition, reply: Option<WriteOutcome>) -> Settled {
+fn settled(base: &CircuitRecord, transition: &RecordWrite, reply: Option<WriteOutcome>) -> Settled {
     settle(base, transition, reply, ME, T0 + 30_000, &thresholds())
 }
 
@@ -393,7 +393,7 @@ fn settled(base: &CircuitRecord, transition: &Transition, reply: Option<WriteOut
 fn records_after_won_writes() {
     let opened = T0 / 1000;
     let won = Some(WriteOutcome::Won);
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 3,
         opened_at: opened,
         expiration: 1,
@@ -408,7 +408,7 @@ fn records_after_won_writes() {
         half_open(ME, opened, opened + 40)
     );
 
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: ME.into(),
         expiration: 1,
     };
@@ -417,7 +417,7 @@ fn records_after_won_writes() {
         CircuitRecord::closed()
     );
 
-    let reopen = Transition::Reopen {
+    let reopen = RecordWrite::Reopen {
         owner: ME.into(),
         opened_at: opened + 31,
         failure_count: 1,
@@ -434,7 +434,7 @@ fn records_after_won_writes() {
 #[test]
 fn lost_writes_adopt_the_stored_record() {
     let opened = T0 / 1000;
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 3,
         opened_at: opened + 5,
         expiration: 1,
@@ -450,7 +450,7 @@ fn lost_writes_adopt_the_stored_record() {
         "a lost trip keeps the winner's opened_at"
     );
     assert!(!after.committed && !after.won);
-    let close = Transition::Close {
+    let close = RecordWrite::Close {
         owner: ME.into(),
         expiration: 1,
     };
@@ -487,7 +487,7 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
 #[test]
 fn a_write_the_store_did_not_answer_is_applied_locally() {
     let opened = T0 / 1000;
-    let trip = Transition::Trip {
+    let trip = RecordWrite::Trip {
         failure_count: 3,
         opened_at: opened,
         expiration: 1,

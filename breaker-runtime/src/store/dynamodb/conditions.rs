@@ -1,6 +1,6 @@
 //! The protocol's conditions as DynamoDB condition expressions.
 //!
-//! Each expression says on the item what `Transition::allowed` says on the decoded record.
+//! Each expression says on the item what `RecordWrite::allowed` says on the decoded record.
 //! Placeholders are fixed (`#st`, `:open`, ...); [`Expression::bind`] keeps only the names
 //! and values an expression uses, because DynamoDB rejects unused ones.
 

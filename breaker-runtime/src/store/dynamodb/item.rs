@@ -10,8 +10,8 @@ use std::fmt;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use crate::protocol::CircuitState;
 use crate::protocol::{CircuitRecord, Override, OverrideKind};
-use crate::state::CircuitState;
 
 /// The operator's override: `OPEN`, `DISABLED` or `SHADOW` (S). Its companions: [`OVERRIDE_UNTIL`]
 /// (N, absent until released), [`OVERRIDE_BY`] (S), [`OVERRIDE_REASON`] (S, optional) and

@@ -1,8 +1,8 @@
 //! `DynamoDbStore`: the shared state of every circuit in one DynamoDB table, so a whole
 //! Lambda fleet opens, probes and closes together.
 //!
-//! Every [`Transition`] is one conditional write whose condition says in DynamoDB's words
-//! what [`Transition::allowed`] says on a record; a lost write returns the item that beat it
+//! Every [`RecordWrite`] is one conditional write whose condition says in DynamoDB's words
+//! what [`RecordWrite::allowed`] says on a record; a lost write returns the item that beat it
 //! (`ReturnValuesOnConditionCheckFailure=ALL_OLD`), or, when the server sends none back
 //! (dynalite), the result of one consistent read. Reads are eventually consistent: the
 //! breaker reads at most once per `local_cache_max_age`, and every write is conditional, so
@@ -21,7 +21,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use tokio::sync::OnceCell;
 
 use super::{StateStore, StoreError, StoreFuture};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 
 mod batch;
 mod builder;
@@ -191,7 +191,7 @@ impl Shared {
     async fn put(
         &self,
         circuit: &str,
-        transition: &Transition,
+        transition: &RecordWrite,
         condition: &str,
         values: Vec<(&'static str, AttributeValue)>,
     ) -> Result<WriteOutcome, StoreError> {
@@ -312,7 +312,7 @@ impl StateStore for DynamoDbStore {
     fn apply<'a>(
         &'a self,
         circuit: &'a str,
-        transition: &'a Transition,
+        transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         Box::pin(self.shared.apply(circuit, transition))
     }

@@ -1,10 +1,12 @@
-//! Each [`Transition`] as one DynamoDB request: the condition that says what
-//! `Transition::allowed` says, and a whole-item put or an in-place update.
+//! Each [`RecordWrite`] as one DynamoDB request: the condition that says what
+//! `RecordWrite::allowed` says, and a whole-item put or an in-place update.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::{Shared, conditions};
-use crate::protocol::{OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, Transition, WriteOutcome};
+use crate::protocol::{
+    OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, RecordWrite, WriteOutcome,
+};
 use crate::store::StoreError;
 
 impl Shared {
@@ -14,15 +16,15 @@ impl Shared {
     pub(super) async fn apply(
         &self,
         circuit: &str,
-        transition: &Transition,
+        transition: &RecordWrite,
     ) -> Result<WriteOutcome, StoreError> {
         match transition {
-            Transition::Trip { opened_at, .. } => {
+            RecordWrite::Trip { opened_at, .. } => {
                 let values = vec![(":now", number(*opened_at))];
                 self.put(circuit, transition, conditions::TRIP, values)
                     .await
             }
-            Transition::Elect {
+            RecordWrite::Elect {
                 owner,
                 expected_opened_at,
                 expected_successes,
@@ -45,7 +47,7 @@ impl Shared {
                 self.update(circuit, conditions::ELECT_UPDATE, &condition, values)
                     .await
             }
-            Transition::Pass {
+            RecordWrite::HandOver {
                 owner,
                 probe_successes,
                 lease_expiry,
@@ -60,17 +62,17 @@ impl Shared {
                 self.update(circuit, conditions::PASS_UPDATE, conditions::OWNER, values)
                     .await
             }
-            Transition::Close { owner, .. } | Transition::Reopen { owner, .. } => {
+            RecordWrite::Close { owner, .. } | RecordWrite::Reopen { owner, .. } => {
                 let values = vec![(":me", AttributeValue::S(owner.clone()))];
                 self.put(circuit, transition, conditions::OWNER, values)
                     .await
             }
-            Transition::Reset { now, .. } => {
+            RecordWrite::Reset { now, .. } => {
                 let values = vec![(":now", number(*now))];
                 self.put(circuit, transition, conditions::RESET, values)
                     .await
             }
-            Transition::Override {
+            RecordWrite::Override {
                 set,
                 replaces,
                 expiration,
@@ -107,7 +109,7 @@ impl Shared {
                 };
                 self.update(circuit, &update, condition, values).await
             }
-            Transition::Release {
+            RecordWrite::Release {
                 released,
                 now,
                 expiration,

@@ -2,8 +2,8 @@
 //! it fails, on a circuit of the case's own.
 
 use super::support::*;
-use crate::protocol::{CircuitRecord, Transition, WriteOutcome};
-use crate::state::CircuitState;
+use crate::protocol::CircuitState;
+use crate::protocol::{CircuitRecord, RecordWrite, WriteOutcome};
 use crate::store::StateStore;
 
 pub(super) async fn read_of_an_unknown_circuit_is_none(store: &dyn StateStore, circuit: &str) {
@@ -171,7 +171,7 @@ pub(super) async fn a_former_owner_cannot_close_or_reopen_after_a_takeover(
 async fn loses_to_the_probe_of_env_a(
     store: &dyn StateStore,
     circuit: &str,
-    transition: Transition,
+    transition: RecordWrite,
 ) {
     half_open_by(store, circuit, "env-a").await;
     let outcome = apply(store, circuit, &transition).await;

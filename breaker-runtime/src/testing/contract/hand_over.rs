@@ -6,7 +6,7 @@ use std::sync::Arc;
 use super::RACE_ROUNDS;
 use super::races::{race, the_winner};
 use super::support::*;
-use crate::protocol::{Override, OverrideKind, Transition, WriteOutcome};
+use crate::protocol::{Override, OverrideKind, RecordWrite, WriteOutcome};
 use crate::store::StateStore;
 
 pub(super) async fn a_hand_over_counts_the_success_and_frees_the_lease(
@@ -99,7 +99,7 @@ pub(super) async fn concurrent_takeovers_of_a_handed_over_probe_have_exactly_one
         let outcomes = race(&store, move |store, i| {
             let c = c.clone();
             async move {
-                let e: Transition = takeover(&format!("env-{i}"), successes, now);
+                let e: RecordWrite = takeover(&format!("env-{i}"), successes, now);
                 store.apply(&c, &e).await.expect("takeover answers")
             }
         })

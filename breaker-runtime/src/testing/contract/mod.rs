@@ -2,15 +2,15 @@
 //! against your own store (feature `contract`) from a multi-thread tokio runtime.
 //!
 //! Every transition is applied where its condition holds (it must win and leave
-//! [`Transition::applied_to`] the record before it) and where it fails (it must lose,
+//! [`RecordWrite::applied_to`] the record before it) and where it fails (it must lose,
 //! change nothing, and return the record that made it lose); each outcome is checked
-//! against [`Transition::allowed`], the reference `InMemoryStore` evaluates. Races run many
+//! against [`RecordWrite::allowed`], the reference `InMemoryStore` evaluates. Races run many
 //! writers at once and demand exactly one winner, round after round. Fleet reports either
 //! answer `None` (the store keeps no fleet counters) or add up exactly under concurrent
 //! reporters, window by window, without touching the circuit's record.
 //!
-//! [`Transition::applied_to`]: crate::store::Transition::applied_to
-//! [`Transition::allowed`]: crate::store::Transition::allowed
+//! [`RecordWrite::applied_to`]: crate::store::RecordWrite::applied_to
+//! [`RecordWrite::allowed`]: crate::store::RecordWrite::allowed
 //!
 //! ```
 //! use std::sync::Arc;

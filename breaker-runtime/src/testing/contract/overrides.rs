@@ -2,10 +2,10 @@
 //! of the breaker's own writes erases an override while it holds.
 
 use super::support::*;
+use crate::protocol::CircuitState;
 use crate::protocol::{
     CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, WriteOutcome,
 };
-use crate::state::CircuitState;
 use crate::store::StateStore;
 
 const OPEN: OverrideKind = OverrideKind::ForcedOpen;

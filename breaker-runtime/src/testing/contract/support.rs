@@ -1,22 +1,22 @@
 //! What the contract's cases share: fixed instants, transition and record builders, and
 //! the checked write every sequential case goes through.
 
-use crate::protocol::{CircuitRecord, Override, OverrideKind, Transition, WriteOutcome};
+use crate::protocol::{CircuitRecord, Override, OverrideKind, RecordWrite, WriteOutcome};
 use crate::store::StateStore;
 
 pub(super) const T0: u64 = 1_700_000_000;
 const TTL: u64 = T0 + 3_630;
 
-pub(super) fn trip_at(opened_at: u64, failure_count: u32) -> Transition {
-    Transition::Trip {
+pub(super) fn trip_at(opened_at: u64, failure_count: u32) -> RecordWrite {
+    RecordWrite::Trip {
         failure_count,
         opened_at,
         expiration: TTL,
     }
 }
 
-pub(super) fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> Transition {
-    Transition::Elect {
+pub(super) fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -> RecordWrite {
+    RecordWrite::Elect {
         owner: owner.to_owned(),
         expected_opened_at,
         expected_successes: 0,
@@ -27,16 +27,16 @@ pub(super) fn election(owner: &str, expected_opened_at: Option<u64>, now: u64) -
 }
 
 /// A takeover of a handed-over probe by `owner` at `now`, expecting the fleet's `successes`.
-pub(super) fn takeover(owner: &str, successes: u32, now: u64) -> Transition {
+pub(super) fn takeover(owner: &str, successes: u32, now: u64) -> RecordWrite {
     match election(owner, Some(T0), now) {
-        Transition::Elect {
+        RecordWrite::Elect {
             owner,
             expected_opened_at,
             now,
             lease_expiry,
             expiration,
             ..
-        } => Transition::Elect {
+        } => RecordWrite::Elect {
             owner,
             expected_opened_at,
             expected_successes: successes,
@@ -48,8 +48,8 @@ pub(super) fn takeover(owner: &str, successes: u32, now: u64) -> Transition {
     }
 }
 
-pub(super) fn close(owner: &str) -> Transition {
-    Transition::Close {
+pub(super) fn close(owner: &str) -> RecordWrite {
+    RecordWrite::Close {
         owner: owner.to_owned(),
         expiration: TTL,
     }
@@ -57,8 +57,8 @@ pub(super) fn close(owner: &str) -> Transition {
 
 /// `owner` counts the fleet's `successes` and hands the probe on: its lease ended at
 /// `now - 1`.
-pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> Transition {
-    Transition::Pass {
+pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> RecordWrite {
+    RecordWrite::HandOver {
         owner: owner.to_owned(),
         probe_successes: successes,
         lease_expiry: now - 1,
@@ -67,7 +67,7 @@ pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> Transition {
 }
 
 /// A reopen that records no reopen count (the count's own cases are in `backoff`).
-pub(super) fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> Transition {
+pub(super) fn reopen(owner: &str, opened_at: u64, failure_count: u32) -> RecordWrite {
     reopen_counting(owner, opened_at, failure_count, 0)
 }
 
@@ -77,8 +77,8 @@ pub(super) fn reopen_counting(
     opened_at: u64,
     failure_count: u32,
     reopen_count: u32,
-) -> Transition {
-    Transition::Reopen {
+) -> RecordWrite {
+    RecordWrite::Reopen {
         owner: owner.to_owned(),
         opened_at,
         failure_count,
@@ -97,24 +97,24 @@ pub(super) fn an_override(kind: OverrideKind, by: &str, until: Option<u64>) -> O
 }
 
 /// Sets `set`, replacing `replaces`; with an end, the TTL outlives it.
-pub(super) fn override_with(set: &Override, replaces: Option<&Override>) -> Transition {
-    Transition::Override {
+pub(super) fn override_with(set: &Override, replaces: Option<&Override>) -> RecordWrite {
+    RecordWrite::Override {
         set: set.clone(),
         replaces: replaces.cloned(),
         expiration: set.until.map(|until| until + 3_600),
     }
 }
 
-pub(super) fn release(released: &Override, now: u64) -> Transition {
-    Transition::Release {
+pub(super) fn release(released: &Override, now: u64) -> RecordWrite {
+    RecordWrite::Release {
         released: released.clone(),
         now,
         expiration: now + 86_400,
     }
 }
 
-pub(super) fn reset(now: u64) -> Transition {
-    Transition::Reset {
+pub(super) fn reset(now: u64) -> RecordWrite {
+    RecordWrite::Reset {
         now,
         expiration: now + 3_630,
     }
@@ -143,7 +143,7 @@ pub(super) async fn read(store: &dyn StateStore, circuit: &str) -> Option<Circui
 pub(super) async fn apply(
     store: &dyn StateStore,
     circuit: &str,
-    transition: &Transition,
+    transition: &RecordWrite,
 ) -> WriteOutcome {
     let before = read(store, circuit).await;
     let outcome = store

@@ -1,10 +1,12 @@
-//! `Transition`: the protocol's four conditional writes, each knowing its own condition and
-//! the record it leaves. The machine emits them, the breaker carries them to the store, and
-//! every store applies them: `InMemoryStore` through [`Transition::allowed`] and
-//! [`Transition::applied_to`], `DynamoDbStore` as the same condition in DynamoDB's words.
+//! `RecordWrite`: the protocol's eight conditional writes (the breaker's five: trip, elect,
+//! hand-over, close, reopen; the operator's three: override, release, reset), each knowing
+//! its own condition and the record it leaves. The machine emits the breaker's, the
+//! breaker carries them to the store, and every store applies them: `InMemoryStore`
+//! through [`RecordWrite::allowed`] and [`RecordWrite::applied_to`], `DynamoDbStore` as the
+//! same condition in DynamoDB's words.
 
 use super::record::{CircuitRecord, Override, OverrideKind};
-use crate::state::CircuitState;
+use super::state::CircuitState;
 
 /// The result of a conditional write.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,16 +35,16 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 ///
 /// ```
 /// use breaker_runtime::CircuitState;
-/// use breaker_runtime::store::{CircuitRecord, Transition};
+/// use breaker_runtime::store::{CircuitRecord, RecordWrite};
 ///
-/// let trip = Transition::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
 /// assert!(trip.allowed(None));
 /// let opened = trip.applied_to(None);
 /// assert_eq!(opened, CircuitRecord::open(100, 5));
 /// // A second trip loses on the open record.
 /// assert!(!trip.allowed(Some(&opened)));
 ///
-/// let elect = Transition::Elect {
+/// let elect = RecordWrite::Elect {
 ///     owner: "env-1".into(),
 ///     expected_opened_at: Some(100),
 ///     expected_successes: 0,
@@ -55,7 +57,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum Transition {
+pub enum RecordWrite {
     /// CLOSED → OPEN. Allowed on an absent or `CLOSED` record without a live override.
     Trip {
         /// Consecutive failures that tripped it.
@@ -92,7 +94,7 @@ pub enum Transition {
     /// the owner's own lease kept (a busy owner probes again with its next call). Allowed
     /// only on `HALF_OPEN` owned by `owner`; keeps the owner, so the item stays one that
     /// Powertools reads as half-open.
-    Pass {
+    HandOver {
         /// The owner handing the probe on.
         owner: String,
         /// The fleet's probe successes in a row, this one included.
@@ -177,7 +179,7 @@ fn override_is(current: Option<&CircuitRecord>, expected: Option<&Override>) -> 
     }
 }
 
-impl Transition {
+impl RecordWrite {
     /// Whether the write wins on `current` (`None`: no record).
     pub fn allowed(&self, current: Option<&CircuitRecord>) -> bool {
         match self {
@@ -201,11 +203,11 @@ impl Transition {
                 CircuitState::Closed => false,
             }),
             Self::Elect { .. } => false,
-            Self::Close { owner, .. } | Self::Reopen { owner, .. } | Self::Pass { owner, .. } => {
-                current.is_some_and(|r| {
-                    r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
-                })
-            }
+            Self::Close { owner, .. }
+            | Self::Reopen { owner, .. }
+            | Self::HandOver { owner, .. } => current.is_some_and(|r| {
+                r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
+            }),
             Self::Override { replaces, .. } => override_is(current, replaces.as_ref()),
             Self::Release { released, now, .. } => {
                 override_is(current, Some(released))
@@ -253,7 +255,7 @@ impl Transition {
                     ..current
                 }
             }
-            Self::Pass {
+            Self::HandOver {
                 probe_successes,
                 lease_expiry,
                 ..
@@ -297,7 +299,7 @@ impl Transition {
     pub fn to_state(&self) -> CircuitState {
         match self {
             Self::Trip { .. } | Self::Reopen { .. } => CircuitState::Open,
-            Self::Elect { .. } | Self::Pass { .. } => CircuitState::HalfOpen,
+            Self::Elect { .. } | Self::HandOver { .. } => CircuitState::HalfOpen,
             Self::Close { .. } | Self::Reset { .. } => CircuitState::Closed,
             Self::Override { set, .. } => set.kind.acts_as(),
             Self::Release { released, .. } => released.kind.acts_as(),
@@ -309,7 +311,7 @@ impl Transition {
         match self {
             Self::Trip { expiration, .. }
             | Self::Elect { expiration, .. }
-            | Self::Pass { expiration, .. }
+            | Self::HandOver { expiration, .. }
             | Self::Close { expiration, .. }
             | Self::Reopen { expiration, .. }
             | Self::Release { expiration, .. }

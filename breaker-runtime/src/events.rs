@@ -1,52 +1,11 @@
-//! The public value types that describe a circuit.
+//! What a circuit tells its users: the snapshot a rejected call sees ([`CircuitInfo`]) and
+//! the events hooks receive ([`CircuitTransition`], [`ShadowEvent`]), with the causes they
+//! carry.
 
 use std::fmt;
 use std::sync::Arc;
 
-/// The state of a circuit, as stored in the shared record.
-///
-/// ```
-/// use breaker_runtime::CircuitState;
-/// assert_eq!(CircuitState::HalfOpen.to_string(), "HALF_OPEN");
-/// assert_eq!(CircuitState::parse("OPEN"), Some(CircuitState::Open));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum CircuitState {
-    /// Calls go through; failures are counted.
-    #[default]
-    Closed,
-    /// Calls are rejected until the recovery timeout elapses.
-    Open,
-    /// One environment probes the downstream; every other call is rejected.
-    HalfOpen,
-}
-
-impl CircuitState {
-    /// The name stored in DynamoDB: `CLOSED`, `OPEN` or `HALF_OPEN`.
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Closed => "CLOSED",
-            Self::Open => "OPEN",
-            Self::HalfOpen => "HALF_OPEN",
-        }
-    }
-
-    /// Parses a stored name; `None` for anything else.
-    pub fn parse(stored: &str) -> Option<Self> {
-        match stored {
-            "CLOSED" => Some(Self::Closed),
-            "OPEN" => Some(Self::Open),
-            "HALF_OPEN" => Some(Self::HalfOpen),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for CircuitState {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::protocol::CircuitState;
 
 /// What a rejected call (and an `on_circuit_open` callback) learns about the circuit.
 ///
@@ -79,7 +38,7 @@ pub struct CircuitInfo {
 /// use breaker_runtime::{CircuitState, CircuitTransition};
 /// use breaker_runtime::{FailureKind, TransitionCause};
 /// let t = CircuitTransition {
-///     circuit_name: "ce".into(),
+///     name: "ce".into(),
 ///     from_state: CircuitState::Closed,
 ///     to_state: CircuitState::Open,
 ///     opened_at: Some(1_700_000_000),
@@ -90,7 +49,7 @@ pub struct CircuitInfo {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CircuitTransition {
     /// The circuit's id.
-    pub circuit_name: String,
+    pub name: String,
     /// The state before the transition.
     pub from_state: CircuitState,
     /// The state after the transition.
@@ -237,7 +196,7 @@ impl fmt::Display for ShadowDecision {
 /// ```
 /// use breaker_runtime::{ShadowDecision, ShadowEvent};
 /// let event = ShadowEvent {
-///     circuit_name: "payment-backend".into(),
+///     name: "payment-backend".into(),
 ///     decision: ShadowDecision::WouldOpen,
 ///     opened_at: Some(1_700_000_000),
 ///     cause: None,
@@ -247,7 +206,7 @@ impl fmt::Display for ShadowDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ShadowEvent {
     /// The circuit's id.
-    pub circuit_name: Arc<str>,
+    pub name: Arc<str>,
     /// What the circuit would have done.
     pub decision: ShadowDecision,
     /// Unix seconds when the would-be circuit (last) opened; `None` once it would be
