@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::cache::RecordCache;
 use super::closed_counts::ClosedCounts;
-use super::fleet_reports::FleetReports;
+use super::fleet_reports::{FleetReports, Reporter};
 use super::hooks::Hooks;
 use super::rejection::{self, PublishedRejection, Rejected};
 use super::shadow::Shadow;
@@ -90,6 +90,11 @@ impl Circuit {
                 config
                     .fleet_policy()
                     .filter(|_| store.keeps_fleet_counters()),
+                Reporter {
+                    environment: Arc::clone(&environment_id),
+                    circuit: Arc::clone(&name),
+                    store: Arc::downgrade(&store),
+                },
             ),
             call_timeout_millis: config.call_timeout.map_or(0, millis),
             deadline_margin_millis: millis(config.deadline_margin()),

@@ -13,18 +13,57 @@
 //! passed. A quiet environment (the normal shape of a Lambda fleet) reports each failure
 //! at once: it may not call again for a minute.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
 use breaker_rules::TTL_GRACE_SECS;
 
 use crate::config::{FleetPolicy, millis};
 use crate::protocol::FailureReport;
 use crate::protocol::fleet::window_start;
+use crate::store::StateStore;
+
+/// Who reports: one environment's breakers of one circuit on one store, however many
+/// breaker values the process holds for it. They count as one reporter per window.
+pub(super) struct Reporter {
+    pub(super) environment: Arc<str>,
+    pub(super) circuit: Arc<str>,
+    /// Weak, so the registry keeps no store alive; it keeps the store's address from being
+    /// reused while its entry exists, so the address identifies the store.
+    pub(super) store: Weak<dyn StateStore>,
+}
+
+/// The last fleet window each reporter reported in, process-wide.
+type Windows = HashMap<(Arc<str>, Arc<str>), (Weak<dyn StateStore>, u64)>;
+static LAST_WINDOWS: LazyLock<Mutex<Windows>> = LazyLock::new(Mutex::default);
+
+impl Reporter {
+    /// Marks `window` as reported in; whether this is the reporter's first report in it.
+    fn first_in(&self, window: u64) -> bool {
+        let mut windows = LAST_WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (Arc::clone(&self.environment), Arc::clone(&self.circuit));
+        let same_store = |other: &Weak<dyn StateStore>| {
+            other.as_ptr().cast::<()>() == self.store.as_ptr().cast::<()>()
+        };
+        match windows.get_mut(&key) {
+            Some((store, last)) if same_store(store) => {
+                let first = *last != window;
+                *last = window;
+                first
+            }
+            _ => {
+                windows.insert(key, (Weak::clone(&self.store), window));
+                true
+            }
+        }
+    }
+}
 
 /// The reports of one circuit of this environment.
 pub(super) struct FleetReports {
     policy: Option<FleetPolicy>,
+    reporter: Reporter,
     /// The store keeps no fleet counters: nothing is reported.
     unsupported: AtomicBool,
     /// After a failed report, no report is sent before this (unix millis).
@@ -40,8 +79,6 @@ struct Pending {
     first_failure: u64,
     /// When the last report went out (unix millis); 0: never.
     last_report: u64,
-    /// The window of the last report: a later one in the same window is no new reporter.
-    last_window: Option<u64>,
     /// The call count at the last report.
     calls_at_report: u64,
     /// A recent instant and the call count then: the calls a report carries start no
@@ -50,9 +87,10 @@ struct Pending {
 }
 
 impl FleetReports {
-    pub(super) fn new(policy: Option<FleetPolicy>) -> Self {
+    pub(super) fn new(policy: Option<FleetPolicy>, reporter: Reporter) -> Self {
         Self {
             policy,
+            reporter,
             unsupported: AtomicBool::new(false),
             retry_at: AtomicU64::new(0),
             state: Mutex::default(),
@@ -140,12 +178,11 @@ impl FleetReports {
             window_secs,
             failures,
             calls: u32::try_from(counted).unwrap_or(u32::MAX),
-            new_reporter: u32::from(pending.last_window != Some(window)),
+            new_reporter: u32::from(self.reporter.first_in(window)),
             expiration: window + window_secs + TTL_GRACE_SECS,
         };
         pending.failures = 0;
         pending.last_report = now;
-        pending.last_window = Some(window);
         pending.calls_at_report = calls;
         Some(report)
     }
@@ -179,8 +216,24 @@ mod tests {
 
     use super::*;
 
+    fn reporter(environment: &str, store: &Arc<dyn StateStore>) -> Reporter {
+        Reporter {
+            environment: environment.into(),
+            circuit: "c".into(),
+            store: Arc::downgrade(store),
+        }
+    }
+
+    fn reports_of(environment: &str, store: &Arc<dyn StateStore>) -> FleetReports {
+        FleetReports::new(Some(FleetPolicy::default()), reporter(environment, store))
+    }
+
+    /// Reports of an environment of its own (tests run concurrently in one process).
     fn reports() -> FleetReports {
-        FleetReports::new(Some(FleetPolicy::default()))
+        static ENVIRONMENTS: AtomicU64 = AtomicU64::new(0);
+        let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let environment = format!("env-{}", ENVIRONMENTS.fetch_add(1, Ordering::Relaxed));
+        reports_of(&environment, &store)
     }
 
     #[test]
@@ -260,8 +313,29 @@ mod tests {
     }
 
     #[test]
+    fn two_breakers_of_one_circuit_in_one_environment_are_one_reporter() {
+        let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let (first, second) = (
+            reports_of("env-twice", &store),
+            reports_of("env-twice", &store),
+        );
+        let other_store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let elsewhere = reports_of("env-twice", &other_store);
+        let new = |r: &FleetReports, at| r.on_failure(at, 1, None, 5, None).unwrap().new_reporter;
+        assert_eq!(new(&first, 100_000), 1);
+        assert_eq!(
+            new(&second, 100_500),
+            0,
+            "the same environment, circuit and store"
+        );
+        assert_eq!(new(&elsewhere, 100_600), 1, "another store counts apart");
+        assert_eq!(new(&second, 110_000), 1, "a new window");
+    }
+
+    #[test]
     fn without_a_policy_or_a_store_that_counts_nothing_is_reported() {
-        let none = FleetReports::new(None);
+        let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let none = FleetReports::new(None, reporter("env-none", &store));
         assert_eq!(none.on_failure(1_000, 1, Some(1), 5, None), None);
         let r = reports();
         r.unsupported();

@@ -137,6 +137,7 @@ fn state(stack: &SampleStack) -> Value {
                 Some(Fault::Unavailable) => "unavailable",
                 Some(Fault::Latency(_)) => "slow",
                 Some(Fault::DropConnection) => "drop",
+                Some(Fault::AnswerLost) => "answer-lost",
             },
             "requests": stack.proxy.seen(service),
             "faulted": stack.proxy.injected(service),

@@ -145,3 +145,42 @@ async fn a_report_uses_the_renamed_key_and_ttl_attributes() {
         counters_after_two_reports(&[("circuit", s("ce#fleet@1700000000"))], "ttl")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_report_whose_answer_was_lost_counts_once() {
+    use devstack::fixtures::fault_proxy::{Fault, FaultProxy, Service};
+    let dynalite = Dynalite::start().await.expect("dynalite starts");
+    dynalite
+        .create_circuit_table("circuits")
+        .await
+        .expect("table");
+    let proxy = FaultProxy::start(&format!("127.0.0.1:{}", dynalite.port()))
+        .await
+        .expect("proxy");
+    // The store's own client, which retries a 500 (at most 2 attempts).
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .sdk_config(&devstack::fixtures::sdk::local_sdk_config(proxy.endpoint()))
+        .build()
+        .expect("valid store");
+
+    proxy.inject(Service::Other, Some(Fault::AnswerLost));
+    let lost = store.report("ce", &report(2, 3, 1)).await;
+    assert!(lost.is_err(), "the answer was lost: {lost:?}");
+    assert_eq!(proxy.seen(Service::Other), 1, "the report was not retried");
+    proxy.inject(Service::Other, None);
+
+    let key = item(&[("id", s("ce#fleet@1700000000"))]);
+    assert_eq!(
+        raw(&dynalite, "circuits", key).await,
+        counters_after_two_reports(&[("id", s("ce#fleet@1700000000"))], "expiration")
+            .into_iter()
+            .map(|(name, value)| match name.as_str() {
+                "fleet_failures" => (name, n(2)),
+                "fleet_calls" => (name, n(3)),
+                _ => (name, value),
+            })
+            .collect::<Item>(),
+        "the report landed once"
+    );
+}

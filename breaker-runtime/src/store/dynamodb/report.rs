@@ -5,7 +5,13 @@
 //! A report is one unconditional UpdateItem: `ADD` is atomic on the server, so concurrent
 //! reports sum exactly and there is nothing to condition on. It creates the item the first
 //! time and answers the window's totals (`ReturnValues=UPDATED_NEW`).
+//!
+//! It is sent once, never retried by the SDK: `ADD` is not idempotent, and a retry of a
+//! report whose answer was lost after it landed would count its failures, calls and
+//! reporter twice (one environment could then meet `MIN_REPORTERS` alone). A report that
+//! fails is lost; its failures still count towards the environment's own policy.
 
+use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::Shared;
@@ -69,6 +75,10 @@ impl Shared {
             .expression_attribute_values(":w", number(report.window_start))
             .expression_attribute_values(":e", number(report.expiration))
             .return_values(ReturnValue::UpdatedNew)
+            .customize()
+            .config_override(
+                aws_sdk_dynamodb::config::Builder::default().retry_config(RetryConfig::disabled()),
+            )
             .send()
             .await
             .map_err(|e| self.error("UpdateItem", &e))?;
