@@ -7,17 +7,18 @@
 //! guarded async call inside it is abandoned at the deadline minus the circuit's
 //! [`deadline_margin`](crate::CircuitBreakerConfigBuilder::deadline_margin): its future is
 //! dropped, it counts as a failure
-//! ([`FailureKind::InvocationDeadline`](crate::FailureKind::InvocationDeadline)), and the trip
-//! or report it causes is written within the margin, before Lambda ends the invocation.
+//! ([`FailureKind::InvocationDeadline`](crate::FailureKind::InvocationDeadline)), the caller
+//! gets a [`CallAbandonedError`](crate::CallAbandonedError), and the trip or report it causes
+//! is written within the margin, before Lambda ends the invocation.
 //!
 //! ```
-//! use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, deadline};
+//! use breaker_runtime::{CircuitBreaker, deadline};
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let breaker = CircuitBreaker::new("api", std::sync::Arc::new(breaker_runtime::store::InMemoryStore::new()), Default::default());
 //! // In a handler: `deadline::scope(event.context.deadline, work(event)).await`.
 //! let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
 //! let in_five_seconds = now.as_millis() as u64 + 5_000;
-//! let answer: Result<u32, CircuitBreakerOpenError> =
+//! let answer: Result<u32, anyhow::Error> =
 //!     deadline::scope(in_five_seconds, breaker.call(|| async { Ok(42) })).await;
 //! assert_eq!(answer.unwrap(), 42);
 //! # }

@@ -137,12 +137,7 @@ pub const fn shadow_metric_name(decision: ShadowDecision) -> &'static str {
 ///
 /// ```
 /// use breaker_runtime::{ShadowDecision, ShadowEvent, emf};
-/// let event = ShadowEvent {
-///     name: "payment-backend".into(),
-///     decision: ShadowDecision::WouldOpen,
-///     opened_at: Some(1_700_000_000),
-///     cause: None,
-/// };
+/// let event = ShadowEvent::new("payment-backend", ShadowDecision::WouldOpen, Some(1_700_000_000), None);
 /// let record = emf::shadow_record(&event, "Shop", 1_700_000_000_123);
 /// assert!(record.ends_with(r#""circuit":"payment-backend","verdict":"would_open","would_be_state":"OPEN","opened_at":1700000000,"CircuitWouldOpen":1}"#), "{record}");
 /// ```
@@ -167,13 +162,13 @@ pub fn shadow_record(event: &ShadowEvent, namespace: &str, timestamp_millis: u64
 /// ```
 /// use breaker_runtime::{CircuitState, CircuitTransition, emf};
 ///
-/// let opened = CircuitTransition {
-///     name: "payment-backend".into(),
-///     from_state: CircuitState::Closed,
-///     to_state: CircuitState::Open,
-///     opened_at: Some(1_700_000_000),
-///     cause: None,
-/// };
+/// let opened = CircuitTransition::new(
+///     "payment-backend",
+///     CircuitState::Closed,
+///     CircuitState::Open,
+///     Some(1_700_000_000),
+///     None,
+/// );
 /// let record = emf::transition_record(&opened, "Shop", 1_700_000_000_123);
 /// assert_eq!(
 ///     record,

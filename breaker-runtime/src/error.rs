@@ -5,78 +5,94 @@ use std::time::Duration;
 
 use crate::events::{CircuitInfo, FailureKind};
 
-/// Returned (converted into the protected function's error type) when the breaker did not
-/// let a call complete: it was rejected because the circuit is open and no
-/// `on_circuit_open` callback is set, or it was abandoned at its deadline
-/// ([`abandoned`](Self::abandoned) says which and when).
+/// Returned (converted into the protected function's error type) when the circuit rejected
+/// a call without running it: the circuit is open (or half-open with its probe elsewhere)
+/// and no `on_circuit_open` callback is set.
 ///
-/// Code that works with `Box<dyn Error>` finds it with `downcast_ref`:
+/// `#[non_exhaustive]`: later versions may add fields; [`circuit`](Self::circuit) is public
+/// to read. Code that works with `Box<dyn Error>` finds it with `downcast_ref`:
 ///
 /// ```
 /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState};
-/// let err: Box<dyn std::error::Error + Send + Sync> = CircuitBreakerOpenError::rejected(
-///     CircuitInfo { name: "ce".into(), state: CircuitState::Open, failure_count: 5, opened_at: Some(1) },
-/// )
-/// .into();
+/// let circuit = CircuitInfo::new("ce", CircuitState::Open, 5, Some(1));
+/// let err: Box<dyn std::error::Error + Send + Sync> = CircuitBreakerOpenError::new(circuit).into();
 /// assert_eq!(err.to_string(), "circuit 'ce' is open");
 /// assert!(err.downcast_ref::<CircuitBreakerOpenError>().is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("circuit '{}' is open", circuit.name)]
+#[non_exhaustive]
 pub struct CircuitBreakerOpenError {
-    /// The circuit that rejected (or abandoned) the call.
+    /// The circuit that rejected the call.
     pub circuit: CircuitInfo,
-    /// `Some` when the call was admitted, then abandoned at its deadline; `None` for a
-    /// rejection.
-    pub abandoned: Option<Abandoned>,
 }
 
 impl CircuitBreakerOpenError {
     /// A call rejected by `circuit`.
-    pub fn rejected(circuit: CircuitInfo) -> Self {
-        Self {
-            circuit,
-            abandoned: None,
-        }
-    }
-
-    /// A call `circuit` abandoned.
-    pub fn abandoned(circuit: CircuitInfo, abandoned: Abandoned) -> Self {
-        Self {
-            circuit,
-            abandoned: Some(abandoned),
-        }
-    }
-
-    /// Whether the call was rejected without running (rather than abandoned).
-    pub fn is_rejection(&self) -> bool {
-        self.abandoned.is_none()
+    pub fn new(circuit: CircuitInfo) -> Self {
+        Self { circuit }
     }
 }
 
-impl fmt::Display for CircuitBreakerOpenError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = &self.circuit.name;
-        match &self.abandoned {
-            None => write!(f, "circuit '{name}' is open"),
-            Some(abandoned) => write!(f, "circuit '{name}': {abandoned}"),
-        }
-    }
-}
-
-/// Why and when a running call was abandoned.
+/// Returned (converted into the protected function's error type) when the breaker admitted
+/// an async call, then abandoned it at its deadline: its `call_timeout`, or the invocation's
+/// deadline ([`deadline::scope`](crate::deadline::scope)). The call counts as a failure; it
+/// may have reached the downstream. A blocking call is never abandoned.
+///
+/// `#[non_exhaustive]`: later versions may add fields; every field is public to read.
 ///
 /// ```
 /// use std::time::Duration;
-/// use breaker_runtime::{Abandoned, FailureKind};
-/// let a = Abandoned { kind: FailureKind::CallTimeout, after: Duration::from_millis(2500) };
-/// assert_eq!(a.to_string(), "call abandoned after 2.5s (call timeout)");
+/// use breaker_runtime::{CallAbandonedError, CircuitInfo, CircuitState, FailureKind};
+/// let circuit = CircuitInfo::new("ce", CircuitState::Closed, 1, None);
+/// let err = CallAbandonedError::new(circuit, FailureKind::CallTimeout, Duration::from_millis(2500));
+/// assert_eq!(err.to_string(), "circuit 'ce': call abandoned after 2.5s (call timeout)");
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Abandoned {
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub struct CallAbandonedError {
+    /// The circuit that abandoned the call, as it was then (still closed, unless the
+    /// abandonment tripped it).
+    pub circuit: CircuitInfo,
     /// [`FailureKind::CallTimeout`] or [`FailureKind::InvocationDeadline`].
     pub kind: FailureKind,
     /// How long the call had run.
     pub after: Duration,
+}
+
+impl CallAbandonedError {
+    /// A call `circuit` abandoned after it ran for `after`, for `kind`
+    /// ([`FailureKind::CallTimeout`] or [`FailureKind::InvocationDeadline`]).
+    pub fn new(circuit: CircuitInfo, kind: FailureKind, after: Duration) -> Self {
+        Self {
+            circuit,
+            kind,
+            after,
+        }
+    }
+
+    pub(crate) fn from_parts(circuit: CircuitInfo, abandoned: Abandoned) -> Self {
+        Self::new(circuit, abandoned.kind, abandoned.after)
+    }
+}
+
+impl fmt::Display for CallAbandonedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let abandoned = Abandoned {
+            kind: self.kind,
+            after: self.after,
+        };
+        write!(f, "circuit '{}': {abandoned}", self.circuit.name)
+    }
+}
+
+/// Why and when a running call was abandoned, before the circuit's info is attached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Abandoned {
+    /// [`FailureKind::CallTimeout`] or [`FailureKind::InvocationDeadline`].
+    pub(crate) kind: FailureKind,
+    /// How long the call had run.
+    pub(crate) after: Duration,
 }
 
 impl fmt::Display for Abandoned {

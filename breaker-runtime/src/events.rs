@@ -9,17 +9,17 @@ use crate::protocol::CircuitState;
 
 /// What a rejected call (and an `on_circuit_open` callback) learns about the circuit.
 ///
+/// `#[non_exhaustive]`: later versions may add fields; every field is public to read. Build
+/// one (to test a callback) with [`new`](Self::new).
+///
 /// ```
 /// use breaker_runtime::{CircuitInfo, CircuitState};
-/// let info = CircuitInfo {
-///     name: "payment-backend".into(),
-///     state: CircuitState::Open,
-///     failure_count: 5,
-///     opened_at: Some(1_700_000_000),
-/// };
-/// assert_eq!(info.clone(), info);
+/// let info = CircuitInfo::new("payment-backend", CircuitState::Open, 5, Some(1_700_000_000));
+/// assert_eq!(info.name(), "payment-backend");
+/// assert_eq!((info.state, info.failure_count), (CircuitState::Open, 5));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CircuitInfo {
     /// The circuit's id (the `name` of the attribute). Shared with the circuit, so a
     /// rejection neither allocates nor copies it.
@@ -32,21 +32,49 @@ pub struct CircuitInfo {
     pub opened_at: Option<u64>,
 }
 
+impl CircuitInfo {
+    /// What circuit `name` in `state` tells a rejected call: `failure_count` failures,
+    /// opened at `opened_at` (unix seconds; `None` while closed).
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        state: CircuitState,
+        failure_count: u32,
+        opened_at: Option<u64>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            state,
+            failure_count,
+            opened_at,
+        }
+    }
+
+    /// The circuit's id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
 /// A state change committed by this environment, handed to `on_transition` hooks.
+///
+/// `#[non_exhaustive]`: later versions may add fields; every field is public to read. Build
+/// one (to test a hook) with [`new`](Self::new).
 ///
 /// ```
 /// use breaker_runtime::{CircuitState, CircuitTransition};
 /// use breaker_runtime::{FailureKind, TransitionCause};
-/// let t = CircuitTransition {
-///     name: "ce".into(),
-///     from_state: CircuitState::Closed,
-///     to_state: CircuitState::Open,
-///     opened_at: Some(1_700_000_000),
-///     cause: Some(TransitionCause::Failures { kind: FailureKind::CallTimeout, count: 5 }),
-/// };
-/// assert_eq!(t.to_state, CircuitState::Open);
+/// let cause = TransitionCause::Failures { kind: FailureKind::CallTimeout, count: 5 };
+/// let t = CircuitTransition::new(
+///     "ce",
+///     CircuitState::Closed,
+///     CircuitState::Open,
+///     Some(1_700_000_000),
+///     Some(cause),
+/// );
+/// assert_eq!((t.name(), t.to_state), ("ce", CircuitState::Open));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CircuitTransition {
     /// The circuit's id.
     pub name: String,
@@ -58,6 +86,31 @@ pub struct CircuitTransition {
     pub opened_at: Option<u64>,
     /// What opened the circuit, for a trip or a reopen; `None` for other transitions.
     pub cause: Option<TransitionCause>,
+}
+
+impl CircuitTransition {
+    /// Circuit `name` went from `from_state` to `to_state`; `opened_at` (unix seconds) is
+    /// when it (last) opened, `cause` what opened it.
+    pub fn new(
+        name: impl Into<String>,
+        from_state: CircuitState,
+        to_state: CircuitState,
+        opened_at: Option<u64>,
+        cause: Option<TransitionCause>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            from_state,
+            to_state,
+            opened_at,
+            cause,
+        }
+    }
+
+    /// The circuit's id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// How a call that counts against the circuit failed.
@@ -193,17 +246,16 @@ impl fmt::Display for ShadowDecision {
 /// One verdict of a circuit in shadow, handed to `on_shadow` hooks
 /// ([`CircuitBreaker::with_on_shadow`](crate::CircuitBreaker::with_on_shadow)).
 ///
+/// `#[non_exhaustive]`: later versions may add fields; every field is public to read. Build
+/// one (to test a hook) with [`new`](Self::new).
+///
 /// ```
 /// use breaker_runtime::{ShadowDecision, ShadowEvent};
-/// let event = ShadowEvent {
-///     name: "payment-backend".into(),
-///     decision: ShadowDecision::WouldOpen,
-///     opened_at: Some(1_700_000_000),
-///     cause: None,
-/// };
-/// assert_eq!(event.decision.as_str(), "would_open");
+/// let event = ShadowEvent::new("payment-backend", ShadowDecision::WouldOpen, Some(1_700_000_000), None);
+/// assert_eq!((event.name(), event.decision.as_str()), ("payment-backend", "would_open"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShadowEvent {
     /// The circuit's id.
     pub name: Arc<str>,
@@ -214,4 +266,27 @@ pub struct ShadowEvent {
     pub opened_at: Option<u64>,
     /// What would have opened it, for a would-be opening; `None` otherwise.
     pub cause: Option<TransitionCause>,
+}
+
+impl ShadowEvent {
+    /// Circuit `name` in shadow would have made `decision`; `opened_at` (unix seconds) is
+    /// when the would-be circuit (last) opened, `cause` what would have opened it.
+    pub fn new(
+        name: impl Into<Arc<str>>,
+        decision: ShadowDecision,
+        opened_at: Option<u64>,
+        cause: Option<TransitionCause>,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            decision,
+            opened_at,
+            cause,
+        }
+    }
+
+    /// The circuit's id.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
 }

@@ -45,7 +45,7 @@ pub mod tower;
 pub use breaker::CircuitBreaker;
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy};
 pub use default_store::{DefaultStoreError, default_store, set_default_store, try_default_store};
-pub use error::{Abandoned, CircuitBreakerConfigError, CircuitBreakerOpenError};
+pub use error::{CallAbandonedError, CircuitBreakerConfigError, CircuitBreakerOpenError};
 pub use events::{
     CircuitInfo, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent, TransitionCause,
 };

@@ -18,7 +18,7 @@ pub use crate::breaker::{
 pub use crate::config::CircuitBreakerConfig;
 use crate::config::{CircuitBreakerConfigBuilder, FleetPolicy};
 pub use crate::default_store::default_store;
-pub use crate::error::CircuitBreakerOpenError;
+pub use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 pub use crate::events::{CircuitInfo, CircuitTransition};
 use crate::policy::SlidingWindow;
 use crate::protocol::RecoveryBackoff;
@@ -270,12 +270,33 @@ fn checked(builder: CircuitBreakerConfigBuilder) -> CircuitBreakerConfig {
     note = "or add `on_circuit_open = fallback` to return something else when the circuit is open"
 )]
 pub trait OpenCircuitResult {
-    /// The value a call the breaker stopped returns.
-    fn stopped(error: CircuitBreakerOpenError) -> Self;
+    /// The value a rejected call returns.
+    fn rejected(error: CircuitBreakerOpenError) -> Self;
 }
 
 impl<T, E: From<CircuitBreakerOpenError>> OpenCircuitResult for Result<T, E> {
-    fn stopped(error: CircuitBreakerOpenError) -> Self {
+    fn rejected(error: CircuitBreakerOpenError) -> Self {
+        Err(error.into())
+    }
+}
+
+/// A return type that can also report an async call abandoned at its deadline.
+#[diagnostic::on_unimplemented(
+    message = "an async `#[circuit_breaker]` fn expected a return type `Result<T, E>` with `E: From<CircuitBreakerOpenError> + From<CallAbandonedError>`, found `{Self}`",
+    label = "this return type cannot carry `CircuitBreakerOpenError` and `CallAbandonedError`",
+    note = "return `Result<T, E>` whose `E` is `anyhow::Error`, `lambda_runtime::Error`, `Box<dyn Error + Send + Sync>` or an error enum with `#[from] CircuitBreakerOpenError` and `#[from] CallAbandonedError` variants",
+    note = "or add `on_circuit_open = fallback` to return something else when the circuit is open (an admitted call then runs to its end)"
+)]
+pub trait StoppedCallResult: OpenCircuitResult {
+    /// The value an abandoned call returns.
+    fn abandoned(error: CallAbandonedError) -> Self;
+}
+
+impl<T, E> StoppedCallResult for Result<T, E>
+where
+    E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
+{
+    fn abandoned(error: CallAbandonedError) -> Self {
         Err(error.into())
     }
 }
@@ -283,13 +304,17 @@ impl<T, E: From<CircuitBreakerOpenError>> OpenCircuitResult for Result<T, E> {
 /// `Err(CircuitBreakerOpenError.into())`.
 #[cold]
 pub fn reject<R: OpenCircuitResult>(circuit: CircuitInfo) -> R {
-    R::stopped(CircuitBreakerOpenError::rejected(circuit))
+    R::rejected(CircuitBreakerOpenError::new(circuit))
 }
 
-/// A guarded call rejected or abandoned: `Err(CircuitBreakerOpenError.into())`.
+/// A guarded call rejected (`Err(CircuitBreakerOpenError.into())`) or abandoned
+/// (`Err(CallAbandonedError.into())`).
 #[cold]
-pub fn stop<R: OpenCircuitResult>(stopped: Stopped) -> R {
-    R::stopped(stopped.into_error())
+pub fn stop<R: StoppedCallResult>(stopped: Stopped) -> R {
+    match stopped {
+        Stopped::Rejected(circuit) => reject(circuit),
+        Stopped::Abandoned(abandoned) => R::abandoned(*abandoned),
+    }
 }
 
 // ---------------------------------------------------------------------------------------

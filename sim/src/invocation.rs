@@ -21,7 +21,7 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
 
-use breaker_runtime::{CircuitBreaker, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError, CircuitState};
 
 use crate::downstream::{Downstream, Health};
 use crate::env_store::SharedTable;
@@ -42,11 +42,14 @@ pub enum CallError {
 }
 
 impl From<CircuitBreakerOpenError> for CallError {
-    fn from(error: CircuitBreakerOpenError) -> Self {
-        match error.abandoned {
-            Some(_) => Self::Abandoned,
-            None => Self::Open,
-        }
+    fn from(_: CircuitBreakerOpenError) -> Self {
+        Self::Open
+    }
+}
+
+impl From<CallAbandonedError> for CallError {
+    fn from(_: CallAbandonedError) -> Self {
+        Self::Abandoned
     }
 }
 

@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo, CircuitState,
+    CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitInfo,
+    CircuitState,
 };
 
 #[global_allocator]
@@ -25,6 +26,12 @@ impl From<CircuitBreakerOpenError> for Failure {
     }
 }
 
+impl From<CallAbandonedError> for Failure {
+    fn from(_: CallAbandonedError) -> Self {
+        Failure
+    }
+}
+
 /// Keeps what a rejection reported, so building and dropping it is part of what is counted.
 #[derive(Debug)]
 struct Rejected(CircuitInfo);
@@ -32,6 +39,12 @@ struct Rejected(CircuitInfo);
 impl From<CircuitBreakerOpenError> for Rejected {
     fn from(open: CircuitBreakerOpenError) -> Self {
         Rejected(open.circuit)
+    }
+}
+
+impl From<CallAbandonedError> for Rejected {
+    fn from(abandoned: CallAbandonedError) -> Self {
+        Rejected(abandoned.circuit)
     }
 }
 

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerOpenError,
+    CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder,
+    CircuitBreakerOpenError,
 };
 
 #[derive(Debug)]
@@ -20,6 +21,12 @@ pub struct Failure;
 
 impl From<CircuitBreakerOpenError> for Failure {
     fn from(_: CircuitBreakerOpenError) -> Self {
+        Failure
+    }
+}
+
+impl From<CallAbandonedError> for Failure {
+    fn from(_: CallAbandonedError) -> Self {
         Failure
     }
 }

@@ -18,7 +18,7 @@ use super::admitted::{
 use super::circuit::Circuit;
 use super::permit::{Permit, PermitRequest};
 use crate::deadline;
-use crate::error::{Abandoned, CircuitBreakerOpenError};
+use crate::error::{Abandoned, CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::{CircuitInfo, FailureKind};
 use crate::observe::CallSpan;
 use crate::protocol::machine::Outcome;
@@ -156,18 +156,18 @@ pub enum Stopped {
     Rejected(CircuitInfo),
     /// Admitted, then abandoned at its deadline; counted as a failure. Boxed: the closed
     /// path moves this type's size with every output.
-    Abandoned(Box<(CircuitInfo, Abandoned)>),
+    Abandoned(Box<CallAbandonedError>),
 }
 
 impl Stopped {
-    /// The error a caller gets.
-    pub fn into_error(self) -> CircuitBreakerOpenError {
+    /// The error a caller gets, in its own error type.
+    pub fn into_error<E>(self) -> E
+    where
+        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
+    {
         match self {
-            Self::Rejected(circuit) => CircuitBreakerOpenError::rejected(circuit),
-            Self::Abandoned(abandoned) => {
-                let (circuit, abandoned) = *abandoned;
-                CircuitBreakerOpenError::abandoned(circuit, abandoned)
-            }
+            Self::Rejected(circuit) => CircuitBreakerOpenError::new(circuit).into(),
+            Self::Abandoned(abandoned) => (*abandoned).into(),
         }
     }
 }
@@ -267,9 +267,11 @@ fn poll_abandoning<O>(
     };
     ready!(Pin::new(recording).poll(cx));
     match slow.take().map(|slow| *slow) {
-        Some(SlowPhase::Abandoning(_, abandoned)) => Poll::Ready(Err(Stopped::Abandoned(
-            Box::new((breaker.circuit.info(), abandoned)),
-        ))),
+        Some(SlowPhase::Abandoning(_, abandoned)) => {
+            Poll::Ready(Err(Stopped::Abandoned(Box::new(
+                CallAbandonedError::from_parts(breaker.circuit.info(), abandoned),
+            ))))
+        }
         _ => unreachable!("checked above"),
     }
 }
@@ -298,7 +300,7 @@ where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, E>>,
     C: Fn(&E) -> bool,
-    E: From<CircuitBreakerOpenError>,
+    E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
 {
     type Output = Result<T, E>;
 
@@ -306,7 +308,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         Poll::Ready(match ready!(self.project().call.poll(cx)) {
             Ok(output) => output,
-            Err(stopped) => Err(stopped.into_error().into()),
+            Err(stopped) => Err(stopped.into_error()),
         })
     }
 }

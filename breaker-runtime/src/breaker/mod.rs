@@ -52,7 +52,7 @@ pub(crate) use owned::{OwnedFuture, OwnedPermit, SlowAdmission};
 pub use permit::{Permit, PermitRequest, Recording, classify};
 
 use crate::config::CircuitBreakerConfig;
-use crate::error::CircuitBreakerOpenError;
+use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::{CircuitInfo, CircuitTransition};
 use crate::protocol::CircuitRecord;
 use crate::protocol::CircuitState;
@@ -183,7 +183,8 @@ impl CircuitBreaker {
     }
 
     /// Runs `f` unless the circuit is open; every `Err` counts as a failure. A rejected call
-    /// returns `Err(CircuitBreakerOpenError.into())`. A panic in `f` counts and is resumed.
+    /// returns `Err(CircuitBreakerOpenError.into())`, a call abandoned at its deadline
+    /// `Err(CallAbandonedError.into())`. A panic in `f` counts and is resumed.
     ///
     /// An `async fn` in all but the signature: nothing happens until the future is polled,
     /// and it is `Send` when `f` and its future are. It is a hand-written future because
@@ -203,7 +204,7 @@ impl CircuitBreaker {
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<CircuitBreakerOpenError>,
+        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
     {
         self.call_with(|_: &E| true, f)
     }
@@ -230,7 +231,7 @@ impl CircuitBreaker {
     where
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
-        E: From<CircuitBreakerOpenError>,
+        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
     {
         call::CallWith::new(self, counts, f)
     }
@@ -277,7 +278,7 @@ impl CircuitBreaker {
     {
         let permit = match request_permit_blocking(self) {
             Ok(permit) => permit,
-            Err(circuit) => return Err(CircuitBreakerOpenError::rejected(circuit).into()),
+            Err(circuit) => return Err(CircuitBreakerOpenError::new(circuit).into()),
         };
         match catch_unwind(AssertUnwindSafe(f)) {
             Ok(result) => {

@@ -206,8 +206,7 @@ impl CircuitBreakerConfigBuilder {
     /// Abandons a guarded async call still running `timeout` after it was admitted (≥ 1 ms;
     /// default: none). The call's future is dropped, the call counts as a failure
     /// ([`FailureKind::CallTimeout`](crate::FailureKind::CallTimeout)) and the caller gets a
-    /// [`CircuitBreakerOpenError`](crate::CircuitBreakerOpenError) whose
-    /// [`abandoned`](crate::CircuitBreakerOpenError::abandoned) says so. A blocking call
+    /// [`CallAbandonedError`](crate::CallAbandonedError). A blocking call
     /// cannot be abandoned: one that returns after its timeout counts as a failure of that
     /// kind, and its result is returned.
     ///

@@ -9,5 +9,5 @@ pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// A rejection, as the service's error.
 pub(super) fn open_error(circuit: CircuitInfo) -> BoxError {
-    Box::new(CircuitBreakerOpenError::rejected(circuit))
+    Box::new(CircuitBreakerOpenError::new(circuit))
 }

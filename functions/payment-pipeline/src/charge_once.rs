@@ -3,7 +3,7 @@
 //! (SQS, an SDK retry, a Lambda retry, a redelivered batch), only one copy reaches the API;
 //! a copy the circuit rejects writes nothing.
 
-use breaker_runtime::CircuitBreakerOpenError;
+use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError};
 
 use crate::ledger::{Ledger, LedgerError, Phase, Progress, Settlement};
 use crate::order::Order;
@@ -42,7 +42,7 @@ pub enum Charged {
     CircuitOpen(CircuitBreakerOpenError),
     /// The guarded call was abandoned at its deadline; [`PaymentClient::charge_once`] turns
     /// it into what the attempt had reached (never returned by it).
-    Abandoned(CircuitBreakerOpenError),
+    Abandoned(CallAbandonedError),
     /// Too little time was left to send the charge: nothing sent, the claim released.
     OutOfTime,
     /// The payment API failed without charging (5xx, 429, a systemic refusal,
@@ -76,14 +76,17 @@ pub fn payment_api_unwell(outcome: &NotCharged) -> bool {
     outcome.api_unwell
 }
 
-/// The breaker's error sorted by what it says about the payment API: a rejection never
-/// called it, an abandoned call may have.
+/// A rejection: the payment API was never called.
 impl From<CircuitBreakerOpenError> for NotCharged {
     fn from(error: CircuitBreakerOpenError) -> Self {
-        Self::answer(match error.abandoned {
-            Some(_) => Charged::Abandoned(error),
-            None => Charged::CircuitOpen(error),
-        })
+        Self::answer(Charged::CircuitOpen(error))
+    }
+}
+
+/// An abandoned call: it may have reached the payment API.
+impl From<CallAbandonedError> for NotCharged {
+    fn from(error: CallAbandonedError) -> Self {
+        Self::answer(Charged::Abandoned(error))
     }
 }
 
@@ -122,7 +125,7 @@ async fn settle_abandoned(
     ledger: &Ledger,
     order: &Order,
     progress: &Progress,
-    error: &CircuitBreakerOpenError,
+    error: &CallAbandonedError,
 ) -> Charged {
     let (attempt, settlement, detail) = match progress.phase() {
         Phase::Idle => return Charged::OutOfTime,

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreakerOpenError, CircuitState, circuit_breaker};
+use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError, CircuitState, circuit_breaker};
 use devstack::circuits::manual_config;
 
 /// The recovery timeout of every circuit here.
@@ -82,6 +82,8 @@ enum LookupError {
     NotFound,
     Parse(std::num::ParseIntError),
     Open(CircuitBreakerOpenError),
+    /// Abandoned at its deadline (none of these tests sets one).
+    Abandoned,
 }
 
 impl std::fmt::Display for LookupError {
@@ -99,6 +101,12 @@ impl From<std::num::ParseIntError> for LookupError {
 impl From<CircuitBreakerOpenError> for LookupError {
     fn from(error: CircuitBreakerOpenError) -> Self {
         Self::Open(error)
+    }
+}
+
+impl From<CallAbandonedError> for LookupError {
+    fn from(_: CallAbandonedError) -> Self {
+        Self::Abandoned
     }
 }
 

@@ -53,12 +53,7 @@ async fn an_async_callback_is_awaited_with_the_exact_arguments() {
         *seen,
         vec![(
             order,
-            CircuitInfo {
-                name: "async-cb-async".into(),
-                state: CircuitState::Open,
-                failure_count: 2,
-                opened_at: Some(opened_at),
-            }
+            CircuitInfo::new("async-cb-async", CircuitState::Open, 2, Some(opened_at))
         )]
     );
 }
@@ -149,12 +144,8 @@ async fn on_transition_sees_every_transition_once_and_nothing_else() {
     assert!(hooked(false).await.is_err(), "rejected while open");
     HOOK_CLOCK.advance(Duration::from_secs(10));
     hooked(false).await.unwrap();
-    let transition = |from_state, to_state, opened_at, cause| CircuitTransition {
-        name: "hooked".into(),
-        from_state,
-        to_state,
-        opened_at,
-        cause,
+    let transition = |from_state, to_state, opened_at, cause| {
+        CircuitTransition::new("hooked", from_state, to_state, opened_at, cause)
     };
     let seen = TRANSITIONS.lock().unwrap().clone();
     assert_eq!(seen.len(), 3, "{seen:?}");

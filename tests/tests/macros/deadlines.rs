@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreakerOpenError, FailureKind, circuit_breaker, deadline};
+use breaker_runtime::{
+    CallAbandonedError, CircuitBreakerOpenError, FailureKind, circuit_breaker, deadline,
+};
 
 /// Far longer than any test waits: the body only ends by being abandoned.
 const HANG: Duration = Duration::from_secs(600);
@@ -20,19 +22,27 @@ async fn hanging_lookup() -> Result<u32, anyhow::Error> {
     Ok(1)
 }
 
-fn open_error<T: std::fmt::Debug>(result: Result<T, anyhow::Error>) -> CircuitBreakerOpenError {
+/// The error of a call the breaker abandoned: its deadline came while it ran.
+fn abandoned<T: std::fmt::Debug>(result: Result<T, anyhow::Error>) -> CallAbandonedError {
+    result
+        .unwrap_err()
+        .downcast::<CallAbandonedError>()
+        .expect("abandoned, not rejected")
+}
+
+/// The error of a call the breaker rejected without running it.
+fn rejected<T: std::fmt::Debug>(result: Result<T, anyhow::Error>) -> CircuitBreakerOpenError {
     result
         .unwrap_err()
         .downcast::<CircuitBreakerOpenError>()
-        .expect("the breaker's error")
+        .expect("rejected, not abandoned")
 }
 
 #[tokio::test]
 async fn a_hanging_call_is_abandoned_at_its_call_timeout_and_counts_as_a_failure() {
     for _ in 0..2 {
         let started = std::time::Instant::now();
-        let error = open_error(hanging_lookup().await);
-        let abandoned = error.abandoned.expect("abandoned, not rejected");
+        let abandoned = abandoned(hanging_lookup().await);
         assert_eq!(abandoned.kind, FailureKind::CallTimeout);
         assert!(abandoned.after >= Duration::from_millis(50));
         assert!(
@@ -41,8 +51,8 @@ async fn a_hanging_call_is_abandoned_at_its_call_timeout_and_counts_as_a_failure
         );
     }
     // Two abandoned calls made the threshold: the third is rejected without running.
-    let error = open_error(hanging_lookup().await);
-    assert!(error.is_rejection(), "the circuit is open: {error}");
+    let error = rejected(hanging_lookup().await);
+    assert_eq!(error.to_string(), "circuit 'macro-call-timeout' is open");
     assert_eq!(TIMED_OUT_ENTRIES.load(Ordering::SeqCst), 2);
 }
 
@@ -64,16 +74,16 @@ fn unix_millis_in(duration: Duration) -> u64 {
 async fn a_hanging_call_is_abandoned_before_the_invocation_deadline_with_room_to_write() {
     // The default margin is the store timeout (1 s): abandoned about 1 s before this.
     let invocation_deadline = unix_millis_in(Duration::from_millis(1_500));
-    let error = open_error(deadline::scope(invocation_deadline, hanging_charge()).await);
-    let abandoned = error.abandoned.expect("abandoned, not rejected");
+    let abandoned = abandoned(deadline::scope(invocation_deadline, hanging_charge()).await);
     assert_eq!(abandoned.kind, FailureKind::InvocationDeadline);
     assert!(
         unix_millis_in(Duration::ZERO) < invocation_deadline,
         "answered before the deadline"
     );
-    let error = open_error(hanging_charge().await);
-    assert!(
-        error.is_rejection(),
+    let error = rejected(hanging_charge().await);
+    assert_eq!(
+        error.circuit.state,
+        breaker_runtime::CircuitState::Open,
         "one abandoned call tripped it: {error}"
     );
     assert_eq!(DEADLINE_ENTRIES.load(Ordering::SeqCst), 1);

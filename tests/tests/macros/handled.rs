@@ -2,17 +2,25 @@
 //! count towards opening the circuit.
 
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreakerOpenError, circuit_breaker};
+use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError, circuit_breaker};
 
 #[derive(Debug)]
 enum ApiError {
     Status(u16),
     Open(CircuitBreakerOpenError),
+    /// Abandoned at its deadline (none of these tests sets one).
+    Abandoned,
 }
 
 impl From<CircuitBreakerOpenError> for ApiError {
     fn from(error: CircuitBreakerOpenError) -> Self {
         Self::Open(error)
+    }
+}
+
+impl From<CallAbandonedError> for ApiError {
+    fn from(_: CallAbandonedError) -> Self {
+        Self::Abandoned
     }
 }
 

@@ -146,12 +146,7 @@ fn callback_gets_the_exact_arguments_and_the_circuit_info() {
     assert_eq!(*args, (5, 0));
     assert_eq!(
         *circuit,
-        CircuitInfo {
-            name: "sync-callback".into(),
-            state: CircuitState::Open,
-            failure_count: 3,
-            opened_at: Some(opened_at),
-        }
+        CircuitInfo::new("sync-callback", CircuitState::Open, 3, Some(opened_at))
     );
 }
 

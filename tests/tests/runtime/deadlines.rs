@@ -12,7 +12,7 @@ use std::time::Duration;
 use breaker_runtime::store::{InMemoryStore, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, CircuitTransition,
+    CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitState, CircuitTransition,
     FailureKind, TransitionCause, deadline,
 };
 use devstack::circuits::BoxError;
@@ -67,9 +67,9 @@ async fn settle() {
     }
 }
 
-fn abandoned(result: &Result<(), BoxError>) -> Option<breaker_runtime::Abandoned> {
+fn abandoned(result: &Result<(), BoxError>) -> Option<CallAbandonedError> {
     let error = result.as_ref().err()?;
-    error.downcast_ref::<CircuitBreakerOpenError>()?.abandoned
+    error.downcast_ref::<CallAbandonedError>().cloned()
 }
 
 #[tokio::test]

@@ -47,7 +47,7 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
-    use breaker_runtime::{Abandoned, CircuitBreakerOpenError, FailureKind};
+    use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError, FailureKind};
     use devstack::fixtures::dynalite::Dynalite;
 
     use super::*;
@@ -98,27 +98,18 @@ mod tests {
     }
 
     fn circuit() -> breaker_runtime::CircuitInfo {
-        breaker_runtime::CircuitInfo {
-            name: CIRCUIT.into(),
-            state: breaker_runtime::CircuitState::Closed,
-            failure_count: 1,
-            opened_at: None,
-        }
+        breaker_runtime::CircuitInfo::new(CIRCUIT, breaker_runtime::CircuitState::Closed, 1, None)
     }
 
     #[test]
     fn an_abandoned_charge_is_outcome_unknown_a_rejection_was_never_sent() {
-        let rejected = CircuitBreakerOpenError::rejected(circuit());
+        let rejected = CircuitBreakerOpenError::new(circuit());
         assert!(matches!(
             NotCharged::from(rejected).charged,
             Charged::CircuitOpen(_)
         ));
         for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
-            let abandoned = Abandoned {
-                kind,
-                after: Duration::from_secs(3),
-            };
-            let error = CircuitBreakerOpenError::abandoned(circuit(), abandoned);
+            let error = CallAbandonedError::new(circuit(), kind, Duration::from_secs(3));
             assert!(
                 matches!(NotCharged::from(error).charged, Charged::Abandoned(_)),
                 "an abandoned charge may have reached the API ({kind:?})"
