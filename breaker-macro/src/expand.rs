@@ -8,7 +8,10 @@ use syn::spanned::Spanned;
 use syn::{ItemFn, Type};
 
 use crate::shape::{Kind, Shape};
-use crate::validate::{ConfigSource, Counts, Options};
+use crate::validate::{Counts, Options};
+
+#[cfg(test)]
+mod snapshots;
 
 /// Everything the expansion of one fn needs.
 pub(crate) struct Expansion<'a> {
@@ -80,63 +83,7 @@ impl Expansion<'_> {
             }},
             None => quote!(#private::default_store()),
         };
-        let config = match &self.options.config {
-            ConfigSource::Default => {
-                quote!(<#private::CircuitBreakerConfig as ::core::default::Default>::default())
-            }
-            ConfigSource::Expr(expr) => quote_spanned!(expr.span()=> #private::config(#expr)),
-            ConfigSource::Inline(t) => {
-                let failure = option(t.failure_threshold);
-                let success = option(t.success_threshold);
-                let recovery = option(t.recovery_timeout_secs);
-                let cache = option(t.local_cache_max_age_secs);
-                let inline = quote!(#private::inline_config(#failure, #success, #recovery, #cache));
-                let inline = match t.backoff.any() {
-                    false => inline,
-                    true => {
-                        let exponential = option(t.backoff.exponential);
-                        let max = option(t.backoff.max_secs);
-                        quote!(#private::recovery_backoff(#inline, #exponential, #max))
-                    }
-                };
-                let inline = match t.deadline_and_fleet.any() {
-                    false => inline,
-                    true => {
-                        let d = &t.deadline_and_fleet;
-                        let timeout = option(d.call_timeout_ms);
-                        let threshold = option(d.fleet_failure_threshold);
-                        let rate = option(d.fleet_failure_rate);
-                        let detection = option(d.fleet_detection);
-                        quote!(#private::deadline_and_fleet(
-                            #inline, #timeout, #threshold, #rate, #detection
-                        ))
-                    }
-                };
-                match t.rate.any() {
-                    false => inline,
-                    true => {
-                        let r = &t.rate;
-                        let failure_rate = option(r.failure_rate);
-                        let slow = match (r.slow_call_duration_ms, r.slow_call_rate) {
-                            (Some(ms), Some(rate)) => {
-                                quote!(::core::option::Option::Some((#ms, #rate)))
-                            }
-                            _ => quote!(::core::option::Option::None),
-                        };
-                        let calls = option(r.window_calls);
-                        let secs = option(r.window_secs);
-                        let minimum = option(r.minimum_calls);
-                        quote!(#private::rate_policy(
-                            #inline, #failure_rate, #slow, #calls, #secs, #minimum
-                        ))
-                    }
-                }
-            }
-        };
-        let config = match self.options.shadow {
-            true => quote!(#private::shadowed(#config)),
-            false => config,
-        };
+        let config = self.config();
         let hook = match &self.options.on_transition {
             Some(path) => quote_spanned!(path.span()=> #private::transition_hook(#path)),
             None => quote!(::core::option::Option::None),
@@ -147,6 +94,32 @@ impl Expansion<'_> {
             let __breaker_circuit = __BREAKER_CIRCUIT
                 .get_or_init(|| #private::shared_breaker(#name, #store, #config, #hook));
         }
+    }
+
+    /// The circuit's config: the default, `config = expr`, or either with the config keys
+    /// as builder calls, one per key in the table's order.
+    fn config(&self) -> TokenStream {
+        let private = self.private();
+        let base = self
+            .options
+            .config
+            .as_ref()
+            .map(|expr| quote_spanned!(expr.span()=> #private::config(#expr)));
+        let settings = &self.options.settings;
+        if settings.is_empty() {
+            return base.unwrap_or_else(
+                || quote!(<#private::CircuitBreakerConfig as ::core::default::Default>::default()),
+            );
+        }
+        let start = match base {
+            Some(config) => quote!(#private::InlineConfig::over(#config)),
+            None => quote!(#private::inline_config()),
+        };
+        let calls = settings.iter().map(|setting| {
+            let (key, value) = (&setting.key, &setting.value);
+            quote!(.#key(#value))
+        });
+        quote!(#start #(#calls)* .build())
     }
 
     /// The async call of `future` under the circuit.
@@ -309,11 +282,4 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
             tree
         })
         .collect()
-}
-
-fn option<T: quote::ToTokens>(value: Option<T>) -> TokenStream {
-    match value {
-        Some(value) => quote!(::core::option::Option::Some(#value)),
-        None => quote!(::core::option::Option::None),
-    }
 }

@@ -1,12 +1,15 @@
-//! The limits of a circuit breaker's config, in one place: `breaker-runtime`'s config
-//! builder checks them at run time and the `#[circuit_breaker]` attribute at compile time.
-//! Each side words its own errors (a field and a `Duration` for the builder, a key and a
-//! literal for the attribute); the numbers and the cross-field rules are these.
+//! The settings of a circuit breaker's config and their limits, in one place: the table of
+//! settings ([`knobs`](mod@knobs)) and the numbers and cross-field rules it names. `breaker-runtime`'s
+//! config builder checks them at run time and the `#[circuit_breaker]` attribute at compile
+//! time. Each side words its own errors (a field and a `Duration` for the builder, a key
+//! and a literal for the attribute); the numbers and the rules are these.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 use std::time::Duration;
+
+pub mod knobs;
 
 /// The least value of a count: the thresholds, a window's length, the minimum calls.
 pub const MIN_COUNT: u32 = 1;
@@ -42,6 +45,17 @@ pub const MIN_PROBE_LEASE_SECS: u64 = 1;
 
 /// The shortest call timeout, in milliseconds.
 pub const MIN_CALL_TIMEOUT_MILLIS: u64 = 1;
+/// The shortest call timeout given in whole seconds (the attribute's `call_timeout`).
+pub const MIN_CALL_TIMEOUT_SECS: u64 = 1;
+
+/// The default consecutive failures that open a circuit.
+pub const DEFAULT_FAILURE_THRESHOLD: u32 = 5;
+/// The default consecutive probe successes that close a circuit.
+pub const DEFAULT_SUCCESS_THRESHOLD: u32 = 3;
+/// The default recovery timeout, in seconds.
+pub const DEFAULT_RECOVERY_TIMEOUT_SECS: u64 = 30;
+/// The default cache age, in seconds.
+pub const DEFAULT_LOCAL_CACHE_MAX_AGE_SECS: u64 = 5;
 
 /// The default probe lease, in seconds.
 pub const DEFAULT_PROBE_LEASE_SECS: u64 = 30;

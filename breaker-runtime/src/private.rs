@@ -16,7 +16,7 @@ pub use crate::breaker::{
     fast_permit, guarded_call, request_permit, request_permit_blocking, run_admitted,
 };
 pub use crate::config::CircuitBreakerConfig;
-use crate::config::{CircuitBreakerConfigBuilder, FleetPolicy};
+use crate::config::CircuitBreakerConfigBuilder;
 pub use crate::default_store::default_store;
 pub use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 pub use crate::events::{CircuitInfo, CircuitTransition};
@@ -114,7 +114,7 @@ pub trait StoreIsValue {
 impl<T> StoreIsValue for &T {}
 
 // ---------------------------------------------------------------------------------------
-// `config = expr` and inline tunables.
+// `config = expr` and the config keys.
 
 /// What `config =` accepts.
 pub trait IntoConfig {
@@ -139,118 +139,55 @@ pub fn config(config: impl IntoConfig) -> CircuitBreakerConfig {
     config.into_config()
 }
 
-/// `config` in shadow (`shadow = true`): a flag, which no other value conflicts with.
-pub fn shadowed(config: CircuitBreakerConfig) -> CircuitBreakerConfig {
-    checked(config.into_builder().shadow(true))
+/// The config the attribute builds: the defaults (or a `config = expr`) with the
+/// attribute's config keys applied as builder calls, one method per key, named and typed
+/// as the key (`.failure_threshold(2u32)`, `.recovery_timeout(60u64)`, `.shadow(true)`).
+/// The methods come from breaker-rules' table of settings, each the row's builder call.
+#[derive(Debug)]
+pub struct InlineConfig {
+    builder: CircuitBreakerConfigBuilder,
 }
 
-/// The defaults with the inline tunables applied, through the validated builder. The macro
-/// checked the values at compile time against the same rules (thresholds ≥ 1, recovery
-/// ≥ 1 s), so the build cannot fail here.
-pub fn inline_config(
-    failure_threshold: Option<u32>,
-    success_threshold: Option<u32>,
-    recovery_timeout_secs: Option<u64>,
-    local_cache_max_age_secs: Option<u64>,
-) -> CircuitBreakerConfig {
-    let mut builder = CircuitBreakerConfig::builder();
-    if let Some(failures) = failure_threshold {
-        builder = builder.failure_threshold(failures);
+/// The defaults, for the inline keys.
+pub fn inline_config() -> InlineConfig {
+    InlineConfig {
+        builder: CircuitBreakerConfig::builder(),
     }
-    if let Some(successes) = success_threshold {
-        builder = builder.success_threshold(successes);
-    }
-    if let Some(secs) = recovery_timeout_secs {
-        builder = builder.recovery_timeout(Duration::from_secs(secs));
-    }
-    if let Some(secs) = local_cache_max_age_secs {
-        builder = builder.local_cache_max_age(Duration::from_secs(secs));
-    }
-    checked(builder)
 }
 
-/// `config` (the attribute's inline config) with the recovery backoff's inline keys
-/// applied, through the validated builder: `Some(false)` is `"none"`, a cap is the
-/// exponential backoff's. The macro checked them at compile time (a cap from the recovery
-/// timeout to a day, no cap with `"none"`), so the build cannot fail here.
-pub fn recovery_backoff(
-    config: CircuitBreakerConfig,
-    exponential: Option<bool>,
-    max_secs: Option<u64>,
-) -> CircuitBreakerConfig {
-    let backoff = match (exponential, max_secs) {
-        (Some(false), _) => RecoveryBackoff::none(),
-        (_, Some(secs)) => RecoveryBackoff::exponential(
-            breaker_rules::DEFAULT_BACKOFF_FACTOR,
-            Duration::from_secs(secs),
-        ),
-        _ => RecoveryBackoff::default(),
+impl InlineConfig {
+    /// `config = expr`, for the keys allowed beside it (`shadow`).
+    pub fn over(config: CircuitBreakerConfig) -> Self {
+        Self {
+            builder: config.into_builder(),
+        }
+    }
+
+    /// The built config. The macro checked every value at compile time against the same
+    /// rules, so the build cannot fail here.
+    pub fn build(self) -> CircuitBreakerConfig {
+        checked(self.builder)
+    }
+}
+
+/// One method of [`InlineConfig`] per row of the table that has a builder call.
+macro_rules! inline_setters {
+    ($(
+        $key:ident: $group:ident, $value:expr, default $default:literal, builder $builder:literal,
+        section $section:literal, doc $doc:literal
+        $(=> |$b:ident, $v:ident: $ty:ty| $apply:expr)?;
+    )*) => {
+        impl InlineConfig {$($(
+            #[doc = concat!("`", stringify!($key), "`: ", $doc, " (default ", $default, ").")]
+            pub fn $key(self, $v: $ty) -> Self {
+                let $b = self.builder;
+                Self { builder: $apply }
+            }
+        )?)*}
     };
-    checked(config.into_builder().recovery_backoff(backoff))
 }
 
-/// `config` (the attribute's inline config, without `failure_threshold`) with the inline
-/// keys of a rate policy applied, through the validated builder. The macro checked them at
-/// compile time (rates 1 to 100, windows within the limits, both halves of the slow-call
-/// rate, a reachable minimum, no `failure_threshold`), so the build cannot fail here.
-pub fn rate_policy(
-    config: CircuitBreakerConfig,
-    failure_rate: Option<u8>,
-    slow_calls: Option<(u64, u8)>,
-    window_calls: Option<u32>,
-    window_secs: Option<u64>,
-    minimum_calls: Option<u32>,
-) -> CircuitBreakerConfig {
-    let mut builder = config.into_builder();
-    if let Some(rate) = failure_rate {
-        builder = builder.failure_rate(rate);
-    }
-    if let Some((millis, rate)) = slow_calls {
-        builder = builder.slow_calls(Duration::from_millis(millis), rate);
-    }
-    match (window_calls, window_secs) {
-        (Some(calls), _) => builder = builder.sliding_window(SlidingWindow::Calls(calls)),
-        (None, Some(secs)) => {
-            builder = builder.sliding_window(SlidingWindow::Time(Duration::from_secs(secs)));
-        }
-        (None, None) => {}
-    }
-    if let Some(calls) = minimum_calls {
-        builder = builder.minimum_calls(calls);
-    }
-    checked(builder)
-}
-
-/// `config` (the attribute's inline config) with the call timeout and the fleet-wide
-/// policy's inline keys applied, through the validated builder. The macro checked them at
-/// compile time (a timeout of at least 1 ms, a fleet threshold ≥ 1, a fleet rate 1 to 100,
-/// no fleet key with `fleet_detection = false`), so the build cannot fail here.
-pub fn deadline_and_fleet(
-    config: CircuitBreakerConfig,
-    call_timeout_ms: Option<u64>,
-    fleet_failure_threshold: Option<u32>,
-    fleet_failure_rate: Option<u8>,
-    fleet_detection: Option<bool>,
-) -> CircuitBreakerConfig {
-    let mut builder = config.into_builder();
-    if let Some(millis) = call_timeout_ms {
-        builder = builder.call_timeout(Duration::from_millis(millis));
-    }
-    if let Some(enabled) = fleet_detection {
-        builder = builder.fleet_detection(enabled);
-    }
-    if fleet_failure_threshold.is_some() || fleet_failure_rate.is_some() {
-        let mut fleet = FleetPolicy::default();
-        if let Some(failures) = fleet_failure_threshold {
-            fleet.failure_threshold = failures;
-        }
-        if let Some(percent) = fleet_failure_rate {
-            fleet.failure_rate = percent;
-        }
-        builder = builder.fleet_policy(fleet);
-    }
-    checked(builder)
-}
+breaker_rules::knobs!(inline_setters);
 
 /// The built config; an error here is a value the attribute should have refused.
 fn checked(builder: CircuitBreakerConfigBuilder) -> CircuitBreakerConfig {
@@ -425,14 +362,43 @@ mod tests {
 
     #[test]
     fn the_deadline_and_fleet_keys_reach_the_config() {
-        let defaults = CircuitBreakerConfig::default();
-        let config = deadline_and_fleet(defaults.clone(), Some(2_500), Some(20), None, None);
+        let config = inline_config()
+            .call_timeout_ms(2_500)
+            .fleet_failure_threshold(20)
+            .build();
         assert_eq!(config.call_timeout(), Some(Duration::from_millis(2_500)));
         let fleet = config.fleet_policy().expect("fleet detection stays on");
         assert_eq!((fleet.failure_threshold, fleet.failure_rate), (20, 50));
 
-        let local_only = deadline_and_fleet(defaults, None, None, None, Some(false));
+        let local_only = inline_config().fleet_detection(false).build();
         assert_eq!(local_only.call_timeout(), None);
         assert_eq!(local_only.fleet_policy(), None);
+    }
+
+    #[test]
+    fn the_halves_of_a_slow_call_rate_and_the_backoff_keys_reach_the_config() {
+        let config = inline_config()
+            .slow_call_duration_ms(800)
+            .slow_call_rate(60)
+            .window_secs(30)
+            .build();
+        assert_eq!(
+            config.slow_call_duration(),
+            Some(Duration::from_millis(800))
+        );
+        assert_eq!(config.slow_call_rate(), Some(60));
+        assert_eq!(
+            config.sliding_window(),
+            Some(SlidingWindow::Time(Duration::from_secs(30)))
+        );
+
+        let capped = inline_config()
+            .recovery_backoff("exponential")
+            .recovery_backoff_max_secs(600)
+            .build();
+        let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
+        assert_eq!(capped.recovery_backoff(), &expected);
+        let flat = inline_config().recovery_backoff("none").build();
+        assert_eq!(flat.recovery_backoff(), &RecoveryBackoff::none());
     }
 }

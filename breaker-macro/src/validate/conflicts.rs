@@ -7,8 +7,6 @@ use breaker_rules::{
 };
 use syn::{Expr, Ident};
 
-use super::*;
-
 pub(super) fn tunable_with_config(tunable: &Ident, config: &Ident) -> syn::Error {
     syn::Error::new_spanned(
         tunable,
@@ -83,11 +81,12 @@ pub(super) fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
 }
 
 /// A rate policy is whole: a rate for its window, both halves of the slow-call rate, and a
-/// minimum the window can reach. Each error at the key (or value) that breaks it.
+/// minimum the window can reach. `keys`: the rate policy's keys as given; `minimum`:
+/// `minimum_calls` and where it is written. Each error at the key (or value) that breaks it.
 pub(super) fn check_rate_policy(
-    rate: &RateTunables,
     keys: &[Ident],
-    minimum_value: Option<&Expr>,
+    minimum: Option<(u32, &Expr)>,
+    window_calls: Option<u32>,
 ) -> syn::Result<()> {
     let key = |name: &str| keys.iter().find(|k| *k == name);
     if let (Some(k), None) = (key("slow_call_rate"), key("slow_call_duration_ms")) {
@@ -104,7 +103,7 @@ pub(super) fn check_rate_policy(
              that opens the circuit",
         ));
     }
-    let rate_given = rate.failure_rate.is_some() || rate.slow_call_rate.is_some();
+    let rate_given = key("failure_rate").is_some() || key("slow_call_rate").is_some();
     if !window_has_rate(!keys.is_empty(), rate_given)
         && let Some(k) = keys.first()
     {
@@ -113,8 +112,7 @@ pub(super) fn check_rate_policy(
             format!("`{k}` needs a rate: `failure_rate` or `slow_call_rate`"),
         ));
     }
-    if let (Some(minimum), Some(calls), Some(value)) =
-        (rate.minimum_calls, rate.window_calls, minimum_value)
+    if let (Some((minimum, value)), Some(calls)) = (minimum, window_calls)
         && !minimum_fits_window(minimum, calls)
     {
         return Err(syn::Error::new_spanned(

@@ -106,6 +106,25 @@ pub(super) fn boolean(key: &Ident, value: &Expr) -> syn::Result<bool> {
     }
 }
 
+/// One of `choices`, a string literal.
+pub(super) fn choice(key: &Ident, value: &Expr, choices: &[&str]) -> syn::Result<LitStr> {
+    match value {
+        Expr::Lit(ExprLit {
+            lit: Lit::Str(kind),
+            ..
+        }) if choices.contains(&kind.value().as_str()) => Ok(kind.clone()),
+        other => {
+            let expected: Vec<String> = (choices.iter())
+                .map(|choice| format!("`{key} = \"{choice}\"`"))
+                .collect();
+            Err(syn::Error::new_spanned(
+                other,
+                format!("expected {}", expected.join(" or ")),
+            ))
+        }
+    }
+}
+
 /// A percentage from 1 to 100.
 pub(super) fn percentage(key: &Ident, value: &Expr) -> syn::Result<u8> {
     let (least, most) = (u64::from(MIN_PERCENT), u64::from(MAX_PERCENT));

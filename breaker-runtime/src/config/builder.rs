@@ -84,6 +84,29 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
+    /// The duration half of [`slow_calls`](Self::slow_calls), for the attribute's
+    /// `slow_call_duration_ms`; until the rate half is given the rate is 0, which `build`
+    /// refuses.
+    pub(crate) fn slow_call_duration(mut self, duration: Duration) -> Self {
+        let rate = self.config.slow_calls.map_or(0, |slow| slow.rate);
+        self.config.slow_calls = Some(SlowCalls { duration, rate });
+        self
+    }
+
+    /// The rate half of [`slow_calls`](Self::slow_calls), for the attribute's
+    /// `slow_call_rate`; until the duration half is given it is zero, which `build` refuses.
+    pub(crate) fn slow_call_rate(mut self, percent: u8) -> Self {
+        let duration = self
+            .config
+            .slow_calls
+            .map_or(Duration::ZERO, |slow| slow.duration);
+        self.config.slow_calls = Some(SlowCalls {
+            duration,
+            rate: percent,
+        });
+        self
+    }
+
     /// The calls a rate is computed over, per environment (default: the last 100 calls).
     /// Only with a rate.
     pub fn sliding_window(mut self, window: SlidingWindow) -> Self {
@@ -245,6 +268,26 @@ impl CircuitBreakerConfigBuilder {
     pub fn fleet_policy(mut self, policy: FleetPolicy) -> Self {
         self.config.fleet = Some(policy);
         self
+    }
+
+    /// The fleet policy's [`failure_threshold`](FleetPolicy::failure_threshold), its other
+    /// fields as they were (the defaults), for the attribute's `fleet_failure_threshold`.
+    pub(crate) fn fleet_failure_threshold(self, failures: u32) -> Self {
+        let fleet = self.config.fleet.unwrap_or_default();
+        self.fleet_policy(FleetPolicy {
+            failure_threshold: failures,
+            ..fleet
+        })
+    }
+
+    /// The fleet policy's [`failure_rate`](FleetPolicy::failure_rate), its other fields as
+    /// they were (the defaults), for the attribute's `fleet_failure_rate`.
+    pub(crate) fn fleet_failure_rate(self, percent: u8) -> Self {
+        let fleet = self.config.fleet.unwrap_or_default();
+        self.fleet_policy(FleetPolicy {
+            failure_rate: percent,
+            ..fleet
+        })
     }
 
     /// Whether this circuit reports its failures for the fleet-wide policy (default

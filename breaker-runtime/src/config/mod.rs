@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use breaker_rules::{
-    DEFAULT_JITTER_FACTOR, DEFAULT_PROBE_LEASE_SECS, DEFAULT_STORE_TIMEOUT_MILLIS,
+    DEFAULT_FAILURE_THRESHOLD, DEFAULT_JITTER_FACTOR, DEFAULT_LOCAL_CACHE_MAX_AGE_SECS,
+    DEFAULT_PROBE_LEASE_SECS, DEFAULT_RECOVERY_TIMEOUT_SECS, DEFAULT_STORE_TIMEOUT_MILLIS,
+    DEFAULT_SUCCESS_THRESHOLD,
 };
 
 use crate::clock::Clock;
@@ -83,14 +85,14 @@ pub struct CircuitBreakerConfig {
 impl Default for CircuitBreakerConfig {
     fn default() -> Self {
         Self {
-            failure_threshold: 5,
+            failure_threshold: DEFAULT_FAILURE_THRESHOLD,
             failure_rate: None,
             slow_calls: None,
             sliding_window: None,
             minimum_calls: None,
-            success_threshold: 3,
-            recovery_timeout: Duration::from_secs(30),
-            local_cache_max_age: Duration::from_secs(5),
+            success_threshold: DEFAULT_SUCCESS_THRESHOLD,
+            recovery_timeout: Duration::from_secs(DEFAULT_RECOVERY_TIMEOUT_SECS),
+            local_cache_max_age: Duration::from_secs(DEFAULT_LOCAL_CACHE_MAX_AGE_SECS),
             recovery_jitter: None,
             recovery_backoff: RecoveryBackoff::default(),
             store_timeout: Duration::from_millis(DEFAULT_STORE_TIMEOUT_MILLIS),
