@@ -376,7 +376,7 @@ mod tests {
     }
 
     #[test]
-    fn the_halves_of_a_slow_call_rate_and_the_backoff_keys_reach_the_config() {
+    fn the_halves_of_a_slow_call_rate_and_a_time_window_reach_the_config() {
         let config = inline_config()
             .slow_call_duration_ms(800)
             .slow_call_rate(60)
@@ -391,14 +391,5 @@ mod tests {
             config.sliding_window(),
             Some(SlidingWindow::Time(Duration::from_secs(30)))
         );
-
-        let capped = inline_config()
-            .recovery_backoff("exponential")
-            .recovery_backoff_max_secs(600)
-            .build();
-        let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
-        assert_eq!(capped.recovery_backoff(), &expected);
-        let flat = inline_config().recovery_backoff("none").build();
-        assert_eq!(flat.recovery_backoff(), &RecoveryBackoff::none());
     }
 }

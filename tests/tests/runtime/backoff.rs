@@ -213,14 +213,15 @@ async fn a_whole_item_reopen_without_the_count_waits_the_recovery_timeout() {
 
 #[test]
 fn the_attributes_keys_set_the_backoff_and_bad_builder_values_name_their_field() {
-    use breaker_runtime::__private::recovery_backoff;
-    let base = CircuitBreakerConfig::default;
-    let none = recovery_backoff(base(), Some(false), None);
+    use breaker_runtime::__private::inline_config;
+    let none = inline_config().recovery_backoff("none").build();
     assert_eq!(none.recovery_backoff(), &RecoveryBackoff::none());
-    let capped = recovery_backoff(base(), Some(true), Some(600));
+    let capped = (inline_config().recovery_backoff("exponential"))
+        .recovery_backoff_max_secs(600)
+        .build();
     let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
     assert_eq!(capped.recovery_backoff(), &expected);
-    let default = recovery_backoff(base(), Some(true), None);
+    let default = inline_config().recovery_backoff("exponential").build();
     assert_eq!(default.recovery_backoff(), &RecoveryBackoff::default());
 
     let error = |backoff| {
