@@ -307,6 +307,41 @@ mod tests {
     }
 
     #[test]
+    fn the_documented_defaults_are_the_defaults() {
+        use crate::*;
+        let default = |key: &str| KNOBS.iter().find(|k| k.key == key).unwrap().default;
+        let count = |n: u32| n.to_string();
+        let secs = |n: u64| format!("{n} s");
+        assert_eq!(
+            default("failure_threshold"),
+            count(DEFAULT_FAILURE_THRESHOLD)
+        );
+        assert_eq!(
+            default("success_threshold"),
+            count(DEFAULT_SUCCESS_THRESHOLD)
+        );
+        assert_eq!(
+            default("recovery_timeout"),
+            secs(DEFAULT_RECOVERY_TIMEOUT_SECS)
+        );
+        assert_eq!(
+            default("local_cache_max_age"),
+            secs(DEFAULT_LOCAL_CACHE_MAX_AGE_SECS)
+        );
+        assert_eq!(default("probe_lease"), secs(DEFAULT_PROBE_LEASE_SECS));
+        assert_eq!(
+            default("store_timeout"),
+            secs(DEFAULT_STORE_TIMEOUT_MILLIS / 1000)
+        );
+        let cap = format!("{DEFAULT_BACKOFF_CAP_FACTOR} × `recovery_timeout`");
+        assert_eq!(default("recovery_backoff_max_secs"), cap);
+        let jitter = format!("{DEFAULT_JITTER_FACTOR} × `recovery_timeout`");
+        assert_eq!(default("recovery_jitter"), jitter);
+        let growth = format!("× {DEFAULT_BACKOFF_FACTOR} per reopen");
+        assert!(default("recovery_backoff").ends_with(&growth));
+    }
+
+    #[test]
     fn the_config_settings_have_a_builder_call() {
         for knob in KNOBS {
             let sets_config = knob.group.sets_config() || knob.group == Group::BuilderOnly;

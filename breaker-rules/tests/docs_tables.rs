@@ -1,6 +1,7 @@
 //! The README's table of settings and the attribute docs' table of keys are the table of
 //! settings (`breaker_rules::knobs`), rendered: a row added, changed or removed there fails
-//! here until both docs hold the table printed below, verbatim.
+//! here until both docs hold the table printed, verbatim. `BREAKER_DOCS=overwrite cargo
+//! test -p breaker-rules --test docs_tables` writes them in place (review the diff).
 
 use std::path::Path;
 
@@ -9,23 +10,39 @@ use breaker_rules::knobs::{Group, KNOBS, Knob, Value};
 
 #[test]
 fn the_attribute_docs_list_every_key_as_the_table_says() {
-    let expected = attribute_table();
-    let docs = read("breaker-runtime/src/attribute_docs.md");
-    assert!(
-        docs.contains(&expected),
-        "breaker-runtime/src/attribute_docs.md must hold the table of keys as \
-         breaker_rules::knobs gives it; replace its table with:\n\n{expected}"
-    );
+    holds("breaker-runtime/src/attribute_docs.md", &attribute_table());
 }
 
 #[test]
 fn the_readme_lists_every_setting_as_the_table_says() {
-    let expected = readme_table();
-    let readme = read("README.md");
-    assert!(
-        readme.contains(&expected),
-        "README.md (\"Configuration\") must hold the table of settings as \
-         breaker_rules::knobs gives it; replace its table with:\n\n{expected}"
+    holds("README.md", &readme_table());
+}
+
+/// Whether the doc at `path` holds `table`; with `BREAKER_DOCS=overwrite`, writes it over
+/// the doc's table with the same header first.
+fn holds(path: &str, table: &str) {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(path);
+    let doc = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{path}: {e}"));
+    if doc.contains(table) {
+        return;
+    }
+    if std::env::var("BREAKER_DOCS").as_deref() == Ok("overwrite") {
+        let header = table.lines().next().expect("a header");
+        let start = doc
+            .find(header)
+            .unwrap_or_else(|| panic!("{path}: no `{header}`"));
+        let rows = doc[start..]
+            .lines()
+            .take_while(|line| line.starts_with('|'));
+        let end = start + rows.map(|line| line.len() + 1).sum::<usize>();
+        let updated = format!("{}{table}{}", &doc[..start], &doc[end..]);
+        std::fs::write(&file, updated).unwrap_or_else(|e| panic!("{path}: {e}"));
+        return;
+    }
+    panic!(
+        "{path} must hold the table as breaker_rules::knobs gives it; regenerate with \
+         `BREAKER_DOCS=overwrite cargo test -p breaker-rules --test docs_tables`, or \
+         replace its table with:\n\n{table}"
     );
 }
 
@@ -101,11 +118,6 @@ fn thousands(n: u64) -> String {
         out.push(digit);
     }
     out
-}
-
-fn read(path: &str) -> String {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    std::fs::read_to_string(root.join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
 #[test]

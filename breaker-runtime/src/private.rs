@@ -392,4 +392,16 @@ mod tests {
             Some(SlidingWindow::Time(Duration::from_secs(30)))
         );
     }
+
+    #[test]
+    fn the_documented_fleet_defaults_are_the_defaults() {
+        let fleet = crate::FleetPolicy::default();
+        let default = |key| breaker_rules::knobs::knob(key).expect("a key").default;
+        let threshold = fleet.failure_threshold.to_string();
+        assert_eq!(default("fleet_failure_threshold"), threshold);
+        assert_eq!(
+            default("fleet_failure_rate"),
+            fleet.failure_rate.to_string()
+        );
+    }
 }
