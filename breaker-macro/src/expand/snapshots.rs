@@ -205,3 +205,42 @@ fn write_tokens(out: &mut String, tokens: TokenStream, depth: usize, in_block: b
 fn indent(out: &mut String, depth: usize) {
     out.push_str(&"    ".repeat(depth));
 }
+
+/// The hand-written sketch in breaker-runtime's `attribute_docs.md` ("What the expansion
+/// looks like") names only what the expansion names: every `__private::` item and
+/// `__breaker_` name it shows is in a snapshot.
+#[test]
+fn the_documented_expansion_names_what_the_expansion_names() {
+    let docs =
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../breaker-runtime/src/attribute_docs.md");
+    let docs = std::fs::read_to_string(docs).expect("read attribute_docs.md");
+    let sketch = docs
+        .split_once("# What the expansion looks like")
+        .expect("the expansion's section")
+        .1;
+    let mut expanded = String::new();
+    for case in cases() {
+        let path = snapshot_dir().join(format!("{}.txt", case.file));
+        expanded += &std::fs::read_to_string(path).expect("read a snapshot");
+    }
+    let expanded: String = expanded.split_whitespace().collect();
+    let mut missing = Vec::new();
+    for prefix in ["__private::", "__breaker_", "__BREAKER_"] {
+        for (at, _) in sketch.match_indices(prefix) {
+            let name: String = sketch[at..]
+                .chars()
+                .skip(prefix.len())
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let name = format!("{prefix}{name}");
+            if !expanded.contains(&name) {
+                missing.push(name);
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "attribute_docs.md's expansion names {missing:?}, which no snapshot in tests/expand/ \
+         holds: make the sketch say what expand() emits"
+    );
+}
