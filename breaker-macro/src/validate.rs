@@ -90,9 +90,10 @@ impl Options {
                 }
                 first_tunable.get_or_insert_with(|| key.clone());
             }
+            let threshold = settings.key("failure_threshold");
             if knob.group == Group::Rate
-                && let Some(threshold) = settings.key("failure_threshold")
-                && !one_trip_policy(true, true)
+                && !one_trip_policy(threshold.is_some(), true)
+                && let Some(threshold) = threshold
             {
                 return Err(rate_with_threshold(&key, threshold));
             }

@@ -98,8 +98,8 @@ impl Settings {
         match text {
             "failure_threshold" => {
                 let rate = self.given.iter().find(|s| s.knob.group == Group::Rate);
-                if let Some(rate) = rate
-                    && !one_trip_policy(true, true)
+                if !one_trip_policy(true, rate.is_some())
+                    && let Some(rate) = rate
                 {
                     return Err(rate_with_threshold(key, &rate.key));
                 }
