@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests template-checks bench quickstart sim
+.PHONY: demo local invoke test tools lint unit-tests doc-tests template-checks bench quickstart sim cross-check
 
 tools:
 	scripts/install-tools.sh all
@@ -49,6 +49,13 @@ doc-tests:
 template-checks:
 	scripts/check-template.sh
 	scripts/check-local.sh
+
+# The template's architecture (arm64), built with Debian's cross toolchain and run under
+# qemu against the local stack: an order charged once. Installs apt packages (root); CI runs
+# it after `make test` (.ci/run). docs/functions.md, "Build for Lambda".
+cross-check: tools
+	scripts/install-tools.sh cross
+	scripts/cross-check.sh
 
 # The `metrics` group twice: without the feature (in the first run), then with it.
 bench:

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the local services and tools the tests and the demo need, into .local/ (git-ignored).
-# Idempotent: a second run only checks. Usage: scripts/install-tools.sh [node|python|all]
+# Idempotent: a second run only checks. Usage: scripts/install-tools.sh [node|python|all|cross]
+# (`cross`, for `make cross-check`, is not part of `all`: it installs system packages with apt.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOCAL="$PWD/.local"
@@ -51,9 +52,42 @@ install_powertools() {
   done
 }
 
+# `make cross-check`: Debian's rustc with the aarch64 standard library (rustup cannot fetch
+# one offline), the cross linker and the user-mode emulator that runs the arm64 bootstrap.
+# Installed with apt as root; fails, never skips, when they cannot be installed.
+CROSS_RUSTC=/usr/bin/rustc
+CROSS_RUST_VERSION=1.96
+CROSS_PACKAGES=(rustc-web libstd-rust-web-dev:arm64 gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user-static)
+cross_ready() {
+  [[ -x "$CROSS_RUSTC" ]] &&
+    "$CROSS_RUSTC" --version | grep -q "^rustc $CROSS_RUST_VERSION\\." &&
+    [[ -d "$("$CROSS_RUSTC" --print sysroot)/lib/rustlib/aarch64-unknown-linux-gnu/lib" ]] &&
+    command -v aarch64-linux-gnu-gcc >/dev/null &&
+    command -v qemu-aarch64-static >/dev/null &&
+    [[ -e /lib/ld-linux-aarch64.so.1 ]]
+}
+install_cross() {
+  cross_ready && return 0
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "install-tools: the cross toolchain is missing and installing it needs root (apt-get):" >&2
+    echo "  dpkg --add-architecture arm64; apt-get update; apt-get install ${CROSS_PACKAGES[*]}" >&2
+    exit 1
+  fi
+  echo "installing ${CROSS_PACKAGES[*]} with apt" >&2
+  dpkg --add-architecture arm64
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${CROSS_PACKAGES[@]}" >&2
+  if ! cross_ready; then
+    echo "install-tools: after apt-get, $CROSS_RUSTC is not rustc $CROSS_RUST_VERSION with the aarch64 std," \
+      "or aarch64-linux-gnu-gcc, qemu-aarch64-static or the arm64 loader is missing" >&2
+    exit 1
+  fi
+}
+
 case "$what" in
   node) install_node ;;
   python) install_python ;;
   all) install_node; install_python ;;
-  *) echo "usage: $0 [node|python|all]" >&2; exit 2 ;;
+  cross) install_cross ;;
+  *) echo "usage: $0 [node|python|all|cross]" >&2; exit 2 ;;
 esac
