@@ -37,7 +37,7 @@
 //! With JSON logging, Lambda's application log-level filter gives a line without a valid
 //! `level` and an RFC 3339 `timestamp` the level INFO, and drops it when the function's
 //! application log level is WARN or ERROR: the metric, and the alarm on it, would go
-//! silent. So every record carries `"level":"ERROR"` ([`LOG_LEVEL`]) and a `timestamp`:
+//! silent. So every record carries `"level":"ERROR"` and a `timestamp`:
 //! it survives any application log level short of FATAL.
 
 use std::fmt::Write as _;
@@ -45,12 +45,11 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::events::{CircuitTransition, ShadowDecision, ShadowEvent};
+use crate::log_line::{LOG_LEVEL, rfc3339_millis};
 use crate::protocol::CircuitState;
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";
-/// The `level` of every record: high enough that log-level filtering keeps it.
-pub const LOG_LEVEL: &str = "ERROR";
 /// Counted when a circuit opens (from `CLOSED`, or again after a failed probe).
 pub const CIRCUIT_OPENED: &str = "CircuitOpened";
 /// Counted when an environment wins the probe election.
@@ -257,34 +256,6 @@ fn json_string(value: &str) -> String {
     }
     out.push('"');
     out
-}
-
-/// `unix_millis` as an RFC 3339 UTC timestamp with milliseconds, the form Lambda's
-/// log-level filter reads.
-///
-/// ```
-/// assert_eq!(breaker_runtime::emf::rfc3339_millis(0), "1970-01-01T00:00:00.000Z");
-/// assert_eq!(breaker_runtime::emf::rfc3339_millis(1_709_251_199_999), "2024-02-29T23:59:59.999Z");
-/// ```
-pub fn rfc3339_millis(unix_millis: u64) -> String {
-    let (secs, millis) = (unix_millis / 1000, unix_millis % 1000);
-    let (days, rest) = (secs / 86_400, secs % 86_400);
-    // Howard Hinnant's civil_from_days, for days since 1970-01-01 (never negative here).
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + u64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rest / 3600,
-        rest % 3600 / 60,
-        rest % 60
-    )
 }
 
 fn unix_millis() -> u64 {

@@ -29,6 +29,7 @@ mod default_store;
 mod environment;
 mod error;
 mod events;
+mod log_line;
 mod observe;
 mod policy;
 mod protocol;
@@ -56,6 +57,11 @@ pub use warm_up::{WarmUp, warm_up};
 #[cfg(feature = "macros")]
 #[doc = include_str!("attribute_docs.md")]
 pub use breaker_macro::circuit_breaker;
+
+/// For breaker's own CLI, simulator and sample functions. Not public API: no semver
+/// guarantees.
+#[doc(hidden)]
+pub mod unstable;
 
 /// What `#[circuit_breaker]` expands to. Not public API: no semver guarantees.
 #[doc(hidden)]

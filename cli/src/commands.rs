@@ -5,9 +5,8 @@
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, anyhow, bail};
-use breaker_runtime::store::{
-    Override, OverrideKind, RecordWrite, StateStore as _, StoredCircuit, WriteOutcome,
-};
+use breaker_runtime::store::{Override, OverrideKind, RecordWrite, StateStore as _, WriteOutcome};
+use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit};
 
 use crate::args::{CircuitArgs, Output, OverrideArgs};
 use crate::identity;

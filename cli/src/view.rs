@@ -3,9 +3,8 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use breaker_runtime::store::{
-    CircuitRecord, OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, StoredCircuit,
-};
+use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
+use breaker_runtime::unstable::{OPENED_AT_UNTIL_RELEASED, StoredCircuit};
 use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::{Value, json};
@@ -198,7 +197,7 @@ mod tests {
     const NOW: u64 = 1_700_000_000;
 
     fn stored(record: CircuitRecord) -> StoredCircuit {
-        let mut circuit = breaker_runtime::store::StoredCircuit::new("ce", Ok(record));
+        let mut circuit = breaker_runtime::unstable::StoredCircuit::new("ce", Ok(record));
         circuit.expiration = Some(NOW + 3_600);
         circuit
     }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 
 use anyhow::Context as _;
-use breaker_runtime::store::StoredCircuit;
+use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit};
 use tokio::time::{Instant, sleep};
 
 use crate::args::WatchArgs;

@@ -14,7 +14,7 @@ mod state;
 mod write;
 
 pub use backoff::RecoveryBackoff;
-pub use fleet::{FailureReport, FleetTally, MIN_REPORTERS};
+pub use fleet::{FailureReport, FleetTally};
 pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};

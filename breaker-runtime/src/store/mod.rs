@@ -18,8 +18,7 @@ use std::sync::Arc;
 mod memory;
 
 pub use crate::protocol::{
-    CircuitRecord, FailureReport, FleetTally, MIN_REPORTERS, OPENED_AT_UNTIL_RELEASED, Override,
-    OverrideKind, RecordWrite, WriteOutcome,
+    CircuitRecord, FailureReport, FleetTally, Override, OverrideKind, RecordWrite, WriteOutcome,
 };
 pub use memory::InMemoryStore;
 
@@ -31,9 +30,9 @@ pub use memory::InMemoryStore;
 pub type Transition = RecordWrite;
 
 #[cfg(feature = "dynamodb")]
-mod dynamodb;
+pub(crate) mod dynamodb;
 #[cfg(feature = "dynamodb")]
-pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder, StoredCircuit};
+pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder};
 
 /// The same store object: the same allocation, whatever the vtable.
 pub(crate) fn same_store(a: &Arc<dyn StateStore>, b: &Arc<dyn StateStore>) -> bool {

@@ -1,8 +1,7 @@
 //! Each subcommand's output, exit status and the item it leaves.
 
-use breaker_runtime::store::{
-    OPENED_AT_UNTIL_RELEASED, RecordWrite, StateStore as _, WriteOutcome,
-};
+use breaker_runtime::store::{RecordWrite, StateStore as _, WriteOutcome};
+use breaker_runtime::unstable::OPENED_AT_UNTIL_RELEASED;
 use devstack::wall_clock::unix_secs;
 
 use crate::support::{Table, USER, n, s};

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use breaker_runtime::store::DynamoDbStore;
+use breaker_runtime::unstable::OperatorReads as _;
 use breaker_runtime::{CircuitState, FleetPolicy};
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::harness::fleet::{Downstream, Event, Mode, Report, Worker, WorkerConfig, wait_for};

@@ -7,6 +7,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{
     DynamoDbStore, FailureReport, FleetTally, RecordWrite, StateStore, WriteOutcome,
 };
+use breaker_runtime::unstable::OperatorReads as _;
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::shared_table;
 

@@ -1,5 +1,8 @@
 //! What an operator reads: every circuit of the table, or one, with what the breaker does
-//! not need (the TTL, why an item cannot be read). The `breaker` CLI is built on it.
+//! not need (the TTL, why an item cannot be read). The `breaker` CLI is built on it, through
+//! [`crate::unstable`]: no semver guarantee.
+
+use std::future::Future;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
@@ -27,7 +30,8 @@ impl StoredCircuit {
     /// a TTL.
     ///
     /// ```
-    /// use breaker_runtime::store::{CircuitRecord, StoredCircuit};
+    /// use breaker_runtime::store::CircuitRecord;
+    /// use breaker_runtime::unstable::StoredCircuit;
     /// let circuit = StoredCircuit::new("payment-backend", Ok(CircuitRecord::closed()));
     /// assert_eq!(circuit.expiration, None);
     /// ```
@@ -40,7 +44,8 @@ impl StoredCircuit {
     }
 }
 
-impl DynamoDbStore {
+/// An operator's reads of a [`DynamoDbStore`]: the `breaker` CLI's, not the breaker's.
+pub trait OperatorReads {
     /// Every circuit in the table, sorted by name: a Scan (`dynamodb:Scan`), or with a
     /// composite key a Query of the static partition key (`dynamodb:Query`). Strongly
     /// consistent, paginated. The fleet's failure counters are not circuits: their items
@@ -48,13 +53,35 @@ impl DynamoDbStore {
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// use breaker_runtime::unstable::OperatorReads as _;
     /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
     /// for circuit in store.list().await? {
     ///     println!("{}: {:?}", circuit.name, circuit.record.map(|r| r.state));
     /// }
     /// # Ok(()) }
     /// ```
-    pub async fn list(&self) -> Result<Vec<StoredCircuit>, StoreError> {
+    fn list(&self) -> impl Future<Output = Result<Vec<StoredCircuit>, StoreError>> + Send;
+
+    /// One circuit's item, strongly consistent; `None` if there is none, an error if the
+    /// item holds the fleet's failure counters.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// use breaker_runtime::unstable::OperatorReads as _;
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// if let Some(circuit) = store.inspect("payment-backend").await? {
+    ///     println!("expires at {:?}", circuit.expiration);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    fn inspect(
+        &self,
+        circuit: &str,
+    ) -> impl Future<Output = Result<Option<StoredCircuit>, StoreError>> + Send;
+}
+
+impl OperatorReads for DynamoDbStore {
+    async fn list(&self) -> Result<Vec<StoredCircuit>, StoreError> {
         let shared = &self.shared;
         let mut circuits = Vec::new();
         let mut start: Option<Item> = None;
@@ -109,19 +136,7 @@ impl DynamoDbStore {
         Ok(circuits)
     }
 
-    /// One circuit's item, strongly consistent; `None` if it has none. A name that is the
-    /// key of the fleet's failure counters is an error: they are no circuit, and an
-    /// operator's write must not land on them.
-    ///
-    /// ```no_run
-    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
-    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
-    /// if let Some(circuit) = store.inspect("payment-backend").await? {
-    ///     println!("expires at {:?}", circuit.expiration);
-    /// }
-    /// # Ok(()) }
-    /// ```
-    pub async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
+    async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
         let item = self.shared.get_item(circuit, true).await?;
         match item {
             Some(item) if is_report_item(&item) => Err(StoreError::new(format!(

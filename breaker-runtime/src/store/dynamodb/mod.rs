@@ -37,7 +37,7 @@ pub use builder::DynamoDbStoreBuilder;
 use client::ClientSource;
 use conditions::Expression;
 use item::{AttributeNames, Item};
-pub use listing::StoredCircuit;
+pub use listing::{OperatorReads, StoredCircuit};
 
 /// The fleet-wide store: one item per circuit in a DynamoDB table, in the layout of
 /// Powertools for AWS Lambda (Python), so Python and Rust functions can share a circuit.

@@ -49,11 +49,11 @@ use races::*;
 use shadow::*;
 
 /// Concurrent writers in each race.
-pub const RACERS: usize = 24;
+pub(crate) const RACERS: usize = 24;
 /// Rounds of each race.
-pub const RACE_ROUNDS: usize = 20;
+pub(crate) const RACE_ROUNDS: usize = 20;
 /// Fleet reports each of the `RACERS` concurrent reporters sends, one after another.
-pub const REPORTS_PER_RACER: usize = 5;
+pub(crate) const REPORTS_PER_RACER: usize = 5;
 
 /// A running contract case.
 type CaseFuture = Pin<Box<dyn Future<Output = ()> + Send>>;

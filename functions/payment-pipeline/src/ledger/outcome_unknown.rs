@@ -42,8 +42,8 @@ pub fn outcome_unknown_record(
     millis: u64,
 ) -> String {
     let record = json!({
-        "level": breaker_runtime::emf::LOG_LEVEL,
-        "timestamp": breaker_runtime::emf::rfc3339_millis(millis),
+        "level": breaker_runtime::unstable::LOG_LEVEL,
+        "timestamp": breaker_runtime::unstable::rfc3339_millis(millis),
         "_aws": {
             "Timestamp": millis,
             "CloudWatchMetrics": [{
