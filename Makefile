@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests template-checks bench quickstart sim cross-check
+.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check
 
 tools:
 	scripts/install-tools.sh all
@@ -28,7 +28,7 @@ invoke:
 quickstart:
 	$(CARGO) run --quiet -p breaker-runtime --example quickstart
 
-test: tools lint unit-tests doc-tests template-checks
+test: tools lint unit-tests doc-tests examples template-checks
 	@echo "make test: every check passed"
 
 lint:
@@ -45,6 +45,17 @@ unit-tests:
 
 doc-tests:
 	$(CARGO) test --workspace --doc
+
+# Each example of breaker-runtime run to its end (nextest only builds them): each asserts
+# what it shows, so a wrong result fails. tower_lambda needs a Lambda Runtime API and
+# iam_policy is run by scripts/check-template.sh: built, not run here.
+EXAMPLES := quickstart on_circuit_open warm_up deadlines shadow tower_http_client store_contract
+examples:
+	$(CARGO) build --quiet -p breaker-runtime --features tower,contract --examples
+	@for example in $(EXAMPLES); do \
+		echo "example $$example"; \
+		$(CARGO) run --quiet -p breaker-runtime --features tower,contract --example $$example >/dev/null || exit 1; \
+	done
 
 template-checks:
 	scripts/check-template.sh

@@ -6,7 +6,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 
@@ -35,19 +37,24 @@ async fn main() -> Result<(), Error> {
     for attempt in 1..=3 {
         let result = breaker.call(|| flaky_downstream(false)).await;
         println!("  call {attempt}: {}", describe(&result));
+        assert!(result.is_err());
     }
+    assert_eq!(breaker.state(), CircuitState::Open);
 
     println!("2. while open, calls are rejected without reaching the downstream");
     let result = breaker.call(|| flaky_downstream(true)).await;
     println!("  call: {}", describe(&result));
+    assert!(matches!(&result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some()));
 
     println!("3. 30 s later one probe goes through; two successes close the circuit");
     clock.advance(Duration::from_secs(30));
     for attempt in 1..=2 {
         let result = breaker.call(|| flaky_downstream(true)).await;
         println!("  probe {attempt}: {}", describe(&result));
+        assert_eq!(result?, "200 OK");
     }
     println!("4. final state: {}", breaker.state());
+    assert_eq!(breaker.state(), CircuitState::Closed);
     Ok(())
 }
 

@@ -12,7 +12,9 @@ use std::time::Duration;
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, Outcome};
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+};
 use http_body_util::Empty;
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
@@ -74,6 +76,8 @@ async fn main() -> Result<(), BoxError> {
         response.status(),
         breaker.state()
     );
+    assert_eq!(response.status(), 200);
+    assert_eq!(breaker.state(), CircuitState::Closed);
     assert_eq!(
         server.seen(),
         4,
