@@ -4,15 +4,14 @@
 
 use super::CircuitBreaker;
 use super::circuit::Circuit;
+use super::commit::Change;
 use super::permit::{Permit, PermitKind, PermitRequest};
 use super::probe_slot::ProbeSlot;
-use super::shadow;
-use super::transitions::{announce, commit, commit_settled};
+use super::seam::Seam;
 use crate::blocking::block_on;
 use crate::events::CircuitInfo;
-use crate::protocol::CircuitRecord;
-use crate::protocol::CircuitState;
-use crate::protocol::machine::{self, Admission};
+use crate::protocol::machine::Admission;
+use crate::protocol::{CircuitRecord, CircuitState};
 
 /// The closed path's admission: a permit when the circuit is bypassed, or known closed
 /// and fresh; `None` sends the call to the slow path.
@@ -104,7 +103,8 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
 
 /// Admission when the cache cannot decide alone: refresh a stale cache, then run, reject,
 /// probe, or elect this environment to probe (after a strongly consistent read when it has
-/// no first right; locally when the store cannot be reached).
+/// no first right; locally when the store cannot be reached), on the record of the seam
+/// the circuit chose.
 async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     if circuit.disabled() {
         return Ok(Permit::new(circuit, PermitKind::Bypass));
@@ -113,93 +113,63 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     // Judged before the refresh, which makes the copy fresh.
     let quiet = circuit.lock().quiet_at(now);
     circuit.refresh_if_stale(now).await;
-    if let Some(permit) = shadow::admit(circuit, now) {
-        return Ok(permit);
-    }
-    let (admission, record) = {
-        let cache = circuit.lock();
-        (
-            circuit.admission(&cache, now, false, false, quiet),
-            cache.record().clone(),
-        )
-    };
+    let seam = circuit.seam(&circuit.lock(), now);
+    let (admission, record) = seam.admission(circuit, now, false, false, quiet);
     match admission {
         Admission::Run => return Ok(Permit::new(circuit, PermitKind::Closed)),
-        Admission::Reject => return Err(circuit.info_of(&record)),
+        Admission::Reject => return reject(circuit, seam, &record),
         _ => {}
     }
     // One probe, election or verifying read per process at a time.
     let Some(slot) = ProbeSlot::claim(circuit) else {
-        return Err(circuit.info_of(&record));
+        return reject(circuit, seam, &record);
     };
-    let (mut admission, mut record) = admission_with_slot(circuit, now, false, quiet);
+    let (mut admission, mut record) = seam.admission(circuit, now, true, false, quiet);
     if admission == Admission::Verify {
         let answered = circuit.read_and_adopt(now, true).await;
-        (admission, record) = admission_with_slot(circuit, now, answered, quiet);
+        (admission, record) = seam.admission(circuit, now, true, answered, quiet);
     }
-    match admission {
-        Admission::Run => Ok(Permit::new(circuit, PermitKind::Closed)),
-        Admission::Reject | Admission::Verify => Err(circuit.info_of(&record)),
-        Admission::Probe => Ok(probe(slot, quiet)),
-        Admission::ElectAlone(election) => {
-            let settled = machine::settle_alone(&record, &election);
-            commit_settled(circuit, &mut circuit.lock(), &election, settled, now);
-            announce(
-                circuit,
-                record.state,
-                CircuitState::HalfOpen,
-                record.opened_at,
-                None,
-            );
-            Ok(probe(slot, quiet))
-        }
-        Admission::Elect(election) => {
-            let reply = circuit.write_store(election.clone()).await;
-            let (believed, won) = {
-                let mut cache = circuit.lock();
-                let won = commit(circuit, &mut cache, &record, &election, reply, now);
-                (cache.record().clone(), won)
-            };
-            if won {
-                announce(
-                    circuit,
-                    record.state,
-                    CircuitState::HalfOpen,
-                    believed.opened_at,
-                    None,
-                );
-                return Ok(probe(slot, quiet));
-            }
-            drop(slot);
-            match believed.state {
-                CircuitState::Closed => Ok(Permit::new(circuit, PermitKind::Closed)),
-                _ => Err(circuit.info_of(&believed)),
-            }
-        }
+    let (election, alone) = match admission {
+        Admission::Run => return Ok(Permit::new(circuit, PermitKind::Closed)),
+        Admission::Reject | Admission::Verify => return reject(circuit, seam, &record),
+        Admission::Probe => return Ok(probe(seam, slot, quiet)),
+        Admission::ElectAlone(election) => (election, true),
+        Admission::Elect(election) => (election, false),
+    };
+    let change = Change {
+        from: record.state,
+        base: record,
+        transition: election,
+        cause: None,
+    };
+    let elected = seam.commit(circuit, change, alone, now).await;
+    if elected.counts {
+        return Ok(probe(seam, slot, quiet));
+    }
+    drop(slot);
+    match elected.record.state {
+        CircuitState::Closed => Ok(Permit::new(circuit, PermitKind::Closed)),
+        _ => reject(circuit, seam, &elected.record),
     }
 }
 
-/// The admission of a caller that holds the probe slot, on the cached record; `verified`:
-/// that record was just read strongly consistently; `quiet`: the call came after none for
-/// a cache age.
-fn admission_with_slot(
-    circuit: &Circuit,
-    now: u64,
-    verified: bool,
-    quiet: bool,
-) -> (Admission, CircuitRecord) {
-    let cache = circuit.lock();
-    (
-        circuit.admission(&cache, now, true, verified, quiet),
-        cache.record().clone(),
-    )
+/// A call `seam`'s `record` rejects: rejected, or run as a closed call when the seam says
+/// it runs all the same.
+fn reject<'a>(
+    circuit: &'a Circuit,
+    seam: Seam,
+    record: &CircuitRecord,
+) -> Result<Permit<'a>, CircuitInfo> {
+    match seam.rejection(circuit, record) {
+        Some(info) => Err(info),
+        None => Ok(Permit::new(circuit, PermitKind::Closed)),
+    }
 }
 
 /// A probe's permit, which takes the slot over and releases it when the probe ends; a
 /// probe on a `quiet` call hands the probe on when it ends.
-fn probe(slot: ProbeSlot<'_>, quiet: bool) -> Permit<'_> {
+fn probe(seam: Seam, slot: ProbeSlot<'_>, quiet: bool) -> Permit<'_> {
     let circuit = slot.keep();
-    circuit.shadow().real_probe();
-    circuit.lock().note_probe(quiet);
-    Permit::new(circuit, PermitKind::Probe)
+    seam.probe_started(circuit, quiet);
+    Permit::new(circuit, PermitKind::Probe(seam))
 }

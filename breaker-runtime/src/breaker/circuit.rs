@@ -12,8 +12,9 @@ use super::closed_counts::ClosedCounts;
 use super::fleet_reports::{FleetReports, Reporter};
 use super::hooks::Hooks;
 use super::rejection::{self, PublishedRejection, Rejected};
-use super::shadow::Shadow;
+use super::seam::Seam;
 use super::store_access::{StoreAccess, StoreCallError};
+use super::would_be::WouldBe;
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
 use crate::events::CircuitInfo;
@@ -30,8 +31,8 @@ pub(super) struct Circuit {
     thresholds: Thresholds,
     disabled: bool,
     hooks: Hooks,
-    /// The would-be record and hooks of shadow mode.
-    shadow: Shadow,
+    /// The record shadow mode would have written, and its hooks.
+    would_be: WouldBe,
     /// What the circuit reports through the `metrics` facade (nothing without the feature).
     metrics: CircuitMetrics,
     /// Unix millis until which the circuit is known closed and fresh: the hot path's test.
@@ -110,7 +111,7 @@ impl Circuit {
             rejection: PublishedRejection::default(),
             probe_in_flight: AtomicBool::new(false),
             refreshing: AtomicBool::new(false),
-            shadow: Shadow::default(),
+            would_be: WouldBe::default(),
         }
     }
 
@@ -144,14 +145,15 @@ impl Circuit {
         &self.metrics
     }
 
-    pub(super) fn shadow(&self) -> &Shadow {
-        &self.shadow
+    /// The record shadow mode would have written.
+    pub(super) fn would_be(&self) -> &WouldBe {
+        &self.would_be
     }
 
-    /// Whether the circuit is in shadow at `now`, by its config or an operator's override
-    /// on the cached record: every call runs, and the would-be record gives the verdicts.
-    pub(super) fn shadowed(&self, cache: &RecordCache, now: u64) -> bool {
-        machine::shadowed(self.config.shadow, cache.record(), now)
+    /// Where the circuit's transitions go at `now`, given the cached record: the one place
+    /// that chooses the seam.
+    pub(super) fn seam(&self, cache: &RecordCache, now: u64) -> Seam {
+        Seam::at(self.config.shadow, cache.record(), now)
     }
 
     /// Every circuit is bypassed (`CIRCUIT_BREAKER_DISABLED`).
@@ -230,15 +232,18 @@ impl Circuit {
         let now = self.now();
         // The closed path judges by a recent time, which lags the clock by up to a tick.
         let lag = self.config.clock.recent_lag_millis();
-        // In shadow, calls the would-be record would reject take the slow path that says so.
-        let shadow_open = self.shadowed(cache, now) && !self.shadow.would_be_closed();
-        let closed_until = match machine::runs_closed(cache.record(), now) && !shadow_open {
+        let runs_closed = self
+            .seam(cache, now)
+            .runs_closed(machine::runs_closed(cache.record(), now), || {
+                self.would_be.closed()
+            });
+        let closed_until = match runs_closed {
             true => cache.trusted_until().saturating_sub(lag),
             false => 0,
         };
         self.closed_until.store(closed_until, Ordering::Release);
         let now = self.now();
-        let rejects = |at: u64| self.admission(cache, at, true, false, false) == Admission::Reject;
+        let rejects = |at: u64| self.rejects(cache, at, true);
         let until = rejection::rejects_until(now, cache.trusted_until(), rejects);
         self.rejection
             .publish(until, Rejected::of(cache.record(), now));
@@ -324,7 +329,7 @@ impl Circuit {
     /// error (throttling, most likely, when a whole fleet reports at once) backs off this
     /// environment's reports only, never its reads of the circuit's record, which it needs
     /// to learn that another environment tripped the circuit.
-    pub(super) async fn report_store(
+    pub(super) async fn report_to_fleet(
         &self,
         report: FailureReport,
     ) -> Result<Option<FleetTally>, StoreCallError> {
@@ -362,10 +367,17 @@ impl Circuit {
         reply.map_err(StoreCallError::Failed)
     }
 
+    /// Whether a call at `now` is rejected on the cached record: the seam rejects calls,
+    /// and the machine says so (`with_slot`: as for [`decide`](Self::decide)).
+    fn rejects(&self, cache: &RecordCache, now: u64, with_slot: bool) -> bool {
+        self.seam(cache, now).rejects_calls()
+            && self.decide(cache, now, with_slot, false, false) == Admission::Reject
+    }
+
     /// What the state machine says of a call at `now`, given the cached record. `with_slot`:
     /// the caller holds this process's probe slot, so no other probe runs here; `verified`:
     /// the cached record was just read strongly consistently.
-    pub(super) fn admission(
+    pub(super) fn decide(
         &self,
         cache: &RecordCache,
         now: u64,
@@ -373,10 +385,6 @@ impl Circuit {
         verified: bool,
         quiet: bool,
     ) -> Admission {
-        if self.shadowed(cache, now) {
-            // Every call runs; the verdicts are the would-be record's (see `shadow`).
-            return Admission::Run;
-        }
         let probe_in_flight = !with_slot && self.probe_in_flight.load(Ordering::Acquire);
         let local = cache.local(probe_in_flight, verified, quiet);
         machine::admit(
@@ -386,6 +394,19 @@ impl Circuit {
             &self.thresholds,
             &local,
         )
+    }
+
+    /// [`decide`](Self::decide) on the cached record, taken under the lock with it.
+    pub(super) fn decide_cached(
+        &self,
+        now: u64,
+        with_slot: bool,
+        verified: bool,
+        quiet: bool,
+    ) -> (Admission, CircuitRecord) {
+        let cache = self.lock();
+        let admission = self.decide(&cache, now, with_slot, verified, quiet);
+        (admission, cache.record().clone())
     }
 
     /// The open path without a future or a store call, at `now`: when the cached record
@@ -398,7 +419,7 @@ impl Circuit {
             return None;
         }
         match self.rejection.at(now) {
-            Some(rejected) => Some(self.report(rejected)),
+            Some(rejected) => Some(self.info_from(rejected)),
             None => self.reject_from_record(now),
         }
     }
@@ -411,9 +432,9 @@ impl Circuit {
         if now >= cache.trusted_until() {
             return None;
         }
-        match self.admission(&cache, now, false, false, false) {
-            Admission::Reject => Some(self.info_of(cache.record())),
-            _ => None,
+        match self.rejects(&cache, now, false) {
+            true => Some(self.info_of(cache.record())),
+            false => None,
         }
     }
 
@@ -441,12 +462,12 @@ impl Circuit {
 
     /// What `record` reports now: the state an override makes the circuit act on.
     pub(super) fn info_of(&self, record: &CircuitRecord) -> CircuitInfo {
-        self.report(Rejected::of(record, self.now()))
+        self.info_from(Rejected::of(record, self.now()))
     }
 
     /// What a rejection reports: no allocation (the name is shared).
     #[inline]
-    fn report(&self, rejected: Rejected) -> CircuitInfo {
+    fn info_from(&self, rejected: Rejected) -> CircuitInfo {
         let failure_count = match rejected.state {
             CircuitState::Closed => self.counts.failures(),
             _ => rejected.failure_count,

@@ -8,9 +8,14 @@
 //! - [`admission`]: admission of one call: the closed path, a cached rejection, the slow path;
 //! - [`permit`]: an admitted call and the report of how it ended;
 //! - [`probe_slot`]: this process's one probe of a circuit;
-//! - [`transitions`]: trip and probe outcome, each committed then announced;
+//! - [`transitions`]: what a call's outcome leads to: a trip, a fleet report, the probe's
+//!   outcome;
+//! - [`seam`]: where transitions go (the store, or shadow mode's would-be record), chosen
+//!   in one place;
+//! - [`commit`]: the one commit seam every transition goes through, then one announcement;
+//! - [`would_be`]: shadow mode's would-be record and its `on_shadow` hooks;
 //! - [`registry`]: the circuits per name and store, and what a warm-up read for them;
-//! - [`hooks`]: the `on_transition` hooks;
+//! - [`hooks`]: the `on_transition` and `on_shadow` hooks;
 //! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
 //! - `owned` (feature `tower`): a permit for futures that own their breaker.
 //!
@@ -32,6 +37,7 @@ mod cache;
 mod call;
 mod circuit;
 mod closed_counts;
+mod commit;
 mod fleet_reports;
 mod hooks;
 #[cfg(feature = "tower")]
@@ -40,9 +46,10 @@ mod permit;
 mod probe_slot;
 mod registry;
 mod rejection;
-mod shadow;
+mod seam;
 mod store_access;
 mod transitions;
+mod would_be;
 
 pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
@@ -53,7 +60,7 @@ pub use permit::{Permit, PermitRequest, Recording, classify};
 
 use crate::config::CircuitBreakerConfig;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
-use crate::events::{CircuitInfo, CircuitTransition};
+use crate::events::{CircuitInfo, CircuitTransition, ShadowEvent};
 use crate::protocol::CircuitRecord;
 use crate::protocol::CircuitState;
 use crate::protocol::machine::Outcome;
@@ -169,6 +176,27 @@ impl CircuitBreaker {
         hook: impl Fn(CircuitTransition) + Send + Sync + 'static,
     ) -> Self {
         self.circuit.hooks().push(Arc::new(hook));
+        self
+    }
+
+    /// Adds a hook that runs with each verdict of the circuit while it is in shadow
+    /// ([`CircuitBreakerConfigBuilder::shadow`](crate::CircuitBreakerConfigBuilder::shadow),
+    /// or an operator's `breaker shadow`): a call it would have rejected (and ran), an
+    /// opening, a probe or a close it would have made. Hooks run outside every lock, each
+    /// with its panic caught, like `on_transition` hooks.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, emf};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let config = CircuitBreakerConfig::builder().shadow(true).build().unwrap();
+    /// let breaker = CircuitBreaker::new("ce", Arc::new(InMemoryStore::new()), config)
+    ///     .with_on_shadow(|event| println!("{} {}", event.name, event.decision))
+    ///     .with_on_shadow(emf::log_shadow);
+    /// # drop(breaker);
+    /// ```
+    pub fn with_on_shadow(self, hook: impl Fn(ShadowEvent) + Send + Sync + 'static) -> Self {
+        self.circuit.would_be().hooks().push(Arc::new(hook));
         self
     }
 

@@ -122,13 +122,13 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
             }
             // The permit travels into the future and keeps the slot until `end_probe`
             // takes it over, in the same poll: a future dropped unpolled frees it.
-            PermitKind::Probe => Some(Box::pin(async move {
+            PermitKind::Probe(seam) => Some(Box::pin(async move {
                 let mut permit = self;
                 let kind = std::mem::replace(&mut permit.kind, PermitKind::Spent);
-                debug_assert_eq!(kind, PermitKind::Probe);
+                debug_assert_eq!(kind, PermitKind::Probe(seam));
                 let circuit = permit.circuit();
                 let outcome = circuit.counts().probe_outcome(outcome, permit.started);
-                end_probe(circuit, outcome, FailureKind::Error).await
+                end_probe(circuit, seam, outcome, FailureKind::Error).await
             })),
             PermitKind::Bypass | PermitKind::Spent => None,
         }
@@ -137,7 +137,7 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
 
 impl<B: Borrow<CircuitBreaker>> Drop for OwnedPermit<B> {
     fn drop(&mut self) {
-        if self.kind == PermitKind::Probe {
+        if matches!(self.kind, PermitKind::Probe(_)) {
             // Dropped unrecorded: free the slot, as the borrowed permit does.
             self.circuit().release_probe();
         }

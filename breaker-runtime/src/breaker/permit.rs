@@ -7,6 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use super::circuit::Circuit;
+use super::seam::Seam;
 use super::transitions::{count_closed, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
@@ -20,8 +21,8 @@ use crate::protocol::machine::Outcome;
 pub(super) enum PermitKind {
     /// The circuit is closed.
     Closed,
-    /// This environment's one probe.
-    Probe,
+    /// This environment's one probe, admitted through the seam its outcome goes to.
+    Probe(Seam),
     /// Every circuit is disabled (`CIRCUIT_BREAKER_DISABLED`).
     Bypass,
     /// The outcome was recorded; nothing is left to do.
@@ -89,7 +90,7 @@ impl<'a> Permit<'a> {
     pub(super) fn show_state(&self) {
         let state = match self.kind {
             PermitKind::Closed => CircuitState::Closed,
-            PermitKind::Probe => CircuitState::HalfOpen,
+            PermitKind::Probe(_) => CircuitState::HalfOpen,
             PermitKind::Bypass | PermitKind::Spent => return,
         };
         self.circuit.metrics().show(state);
@@ -237,9 +238,9 @@ impl<'a> Permit<'a> {
                 Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
                 None => Recording::Done,
             },
-            PermitKind::Probe => {
+            PermitKind::Probe(seam) => {
                 let outcome = circuit.counts().probe_outcome(outcome, self.started);
-                Recording::Writing(Box::pin(end_probe(circuit, outcome, kind)))
+                Recording::Writing(Box::pin(end_probe(circuit, seam, outcome, kind)))
             }
             PermitKind::Bypass | PermitKind::Spent => Recording::Done,
         }
@@ -252,7 +253,7 @@ impl Drop for Permit<'_> {
             // Never reported (a cancelled future): ignored.
             self.circuit.metrics().dropped();
         }
-        if self.kind == PermitKind::Probe {
+        if matches!(self.kind, PermitKind::Probe(_)) {
             // Cancelled mid-probe: free the slot so the next call can probe.
             self.circuit.release_probe();
         }

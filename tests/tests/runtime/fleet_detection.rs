@@ -2,7 +2,7 @@
 //! store that keeps the fleet's counters: quiet environments, none of which would trip alone,
 //! open the circuit together; background errors of busy environments do not; one
 //! environment alone never trips through the fleet policy; a busy environment's reports stay
-//! within one per report interval.
+//! within one per report interval; a shadowed environment reports nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -57,9 +57,20 @@ impl StateStore for CountingReports {
 
 /// Environment `i` of a fleet on `store`: its own policy trips on 5 consecutive failures.
 fn environment(i: u32, store: Arc<dyn StateStore>, clock: &ManualClock) -> CircuitBreaker {
+    environment_in(i, store, clock, false)
+}
+
+/// [`environment`], in shadow if `shadow`.
+fn environment_in(
+    i: u32,
+    store: Arc<dyn StateStore>,
+    clock: &ManualClock,
+    shadow: bool,
+) -> CircuitBreaker {
     let config = CircuitBreakerConfig::builder()
         .environment_id(format!("env-{i}"))
         .local_cache_max_age(Duration::from_secs(5))
+        .shadow(shadow)
         .clock(clock.clone())
         .build()
         .expect("valid config");
@@ -200,4 +211,28 @@ async fn a_busy_environment_reports_at_most_once_per_interval() {
     }
     let reports = store.reports.load(Ordering::SeqCst);
     assert!(reports <= 10 + 1, "{reports} reports in 10 s");
+}
+
+#[tokio::test]
+async fn shadowed_environments_report_nothing_to_the_fleet_counters() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let fleet: Vec<_> = (0..12)
+        .map(|i| environment_in(i, store.clone(), &clock, true))
+        .collect();
+    for env in &fleet {
+        succeed(env).await;
+    }
+    clock.advance(Duration::from_secs(20));
+    // As in the fleet trip above: one failure each, 100 ms apart.
+    for env in &fleet {
+        fail(env).await.expect_err("the downstream failed");
+        clock.advance(Duration::from_millis(100));
+    }
+    assert_eq!(
+        store.reports.load(Ordering::SeqCst),
+        0,
+        "a shadow writes nothing the fleet shares"
+    );
+    assert_eq!(store.read("downstream").await.unwrap(), None);
 }

@@ -1,0 +1,108 @@
+//! The shadow seam: a transition is applied to the would-be record
+//! ([`WouldBe`](crate::breaker::would_be::WouldBe)) instead of the shared one, and nothing
+//! is written anywhere shared (no store write, no fleet report), so the rest of the fleet
+//! sees the circuit as its shared record says. Every call runs: a call the would-be record
+//! rejects is reported as a would-be rejection; at its recovery timeout the next call is
+//! the would-be probe, whose outcomes close or reopen it. Each verdict is logged and
+//! handed to the `on_shadow` hooks as a [`ShadowEvent`].
+
+use std::sync::Arc;
+
+use super::{Change, Committed};
+use crate::breaker::circuit::Circuit;
+use crate::events::{CircuitInfo, ShadowDecision, ShadowEvent, TransitionCause};
+use crate::protocol::machine::{self, Admission};
+use crate::protocol::{CircuitRecord, RecordWrite};
+
+/// What the would-be record says of a call at `now`, and that record. With the probe
+/// slot, no other (would-be) probe runs in this process.
+pub(super) fn admission(
+    circuit: &Circuit,
+    now: u64,
+    with_slot: bool,
+) -> (Admission, CircuitRecord) {
+    let probe_in_flight = !with_slot && circuit.probe_in_flight();
+    circuit.would_be().admission(
+        circuit.environment_id(),
+        now,
+        circuit.thresholds(),
+        probe_in_flight,
+    )
+}
+
+/// The would-be record a trip is made from, or `None` when it is not closed.
+pub(super) fn opening(circuit: &Circuit, now: u64) -> Option<CircuitRecord> {
+    let record = circuit.would_be().record();
+    machine::may_trip(&record, now).then_some(record)
+}
+
+/// The would-be record a would-be probe's outcome is applied to; it never hands on.
+pub(super) fn probe_base(circuit: &Circuit) -> (CircuitRecord, bool) {
+    (circuit.would_be().record(), false)
+}
+
+/// A would-be probe starts: reported, with the would-be record it probes.
+pub(super) fn probe_started(circuit: &Circuit) {
+    let record = circuit.would_be().record();
+    verdict(circuit, ShadowDecision::WouldProbe, &record, None);
+}
+
+/// Applies `change` to the would-be record, and republishes the circuit so that the
+/// closed path runs only while the would-be record is closed.
+pub(super) fn commit(circuit: &Circuit, change: &Change) -> Committed {
+    let record = circuit.would_be().apply(&change.transition);
+    circuit.counts().reset();
+    circuit.publish(&circuit.lock());
+    Committed {
+        counts: true,
+        record,
+    }
+}
+
+/// A call the would-be record rejects runs: reported as a would-be rejection.
+pub(super) fn rejection(circuit: &Circuit, record: &CircuitRecord) -> Option<CircuitInfo> {
+    verdict(circuit, ShadowDecision::WouldReject, record, None);
+    None
+}
+
+/// Reports a committed would-be transition as the verdict it is: an opening or a close
+/// (an election is reported when the would-be probe starts; a hand-over is none).
+pub(super) fn announce(
+    circuit: &Circuit,
+    transition: &RecordWrite,
+    record: &CircuitRecord,
+    cause: Option<TransitionCause>,
+) {
+    let decision = match transition {
+        RecordWrite::Trip { .. } | RecordWrite::Reopen { .. } => ShadowDecision::WouldOpen,
+        RecordWrite::Close { .. } => ShadowDecision::WouldClose,
+        _ => return,
+    };
+    verdict(circuit, decision, record, cause);
+}
+
+/// Logs a verdict and runs the `on_shadow` hooks, outside every lock: the one place every
+/// verdict passes, for whatever counts them.
+fn verdict(
+    circuit: &Circuit,
+    decision: ShadowDecision,
+    would_be: &CircuitRecord,
+    cause: Option<TransitionCause>,
+) {
+    let name = circuit.name();
+    circuit.metrics().shadow_decision(decision);
+    let why = cause.as_ref().map_or("", TransitionCause::as_str);
+    match decision {
+        ShadowDecision::WouldReject => {
+            tracing::debug!(circuit = %name, verdict = %decision, "shadow: the call ran");
+        }
+        _ => tracing::info!(circuit = %name, verdict = %decision, cause = why, "shadow verdict"),
+    }
+    let event = ShadowEvent {
+        name: Arc::clone(name),
+        decision,
+        opened_at: would_be.opened_at,
+        cause,
+    };
+    circuit.would_be().hooks().run(&event, name);
+}

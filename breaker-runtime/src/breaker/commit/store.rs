@@ -1,0 +1,132 @@
+//! The store seam: a transition is written to the shared record, and what the store
+//! answered is adopted into the cache under the lock, as the machine settles it
+//! ([`machine::settle`]); a transition made without the store is applied to the cache
+//! alone. Announced as a [`CircuitTransition`] to the `on_transition` hooks.
+
+use super::{Change, Committed};
+use crate::breaker::cache::RecordCache;
+use crate::breaker::circuit::Circuit;
+use crate::events::{CircuitInfo, CircuitTransition, TransitionCause};
+use crate::protocol::CircuitState;
+use crate::protocol::machine::{self, Settled};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite};
+
+/// The record a `trip` is made from, opened in the cache at once, or `None` when the
+/// cached record may not trip (open already, or an override holds).
+pub(super) fn opening(circuit: &Circuit, trip: &RecordWrite, now: u64) -> Option<CircuitRecord> {
+    let mut cache = circuit.lock();
+    if !machine::may_trip(cache.record(), now) {
+        return None;
+    }
+    let base = cache.record().clone();
+    cache.bump_version();
+    circuit.adopt(&mut cache, trip.applied_to(Some(&base)));
+    Some(base)
+}
+
+/// The record a probe's outcome is written on, and whether it hands the probe on.
+pub(super) fn probe_base(circuit: &Circuit) -> (CircuitRecord, bool) {
+    let cache = circuit.lock();
+    (cache.record().clone(), cache.probe_hands_on())
+}
+
+/// A probe starts, admitted on a call that was `quiet` (or not).
+pub(super) fn probe_started(circuit: &Circuit, quiet: bool) {
+    circuit.lock().note_probe(quiet);
+}
+
+/// Writes `change` (or, `alone`, applies it without the store) and adopts the outcome.
+pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now: u64) -> Committed {
+    let reply = match alone {
+        true => None,
+        false => Some(circuit.write_store(change.transition.clone()).await),
+    };
+    let mut cache = circuit.lock();
+    let settled = match reply {
+        Some(reply) => machine::settle(
+            &change.base,
+            &change.transition,
+            reply.ok(),
+            circuit.environment_id(),
+            now,
+            circuit.thresholds(),
+        ),
+        None => machine::settle_alone(&change.base, &change.transition),
+    };
+    let counts = adopt_settled(circuit, &mut cache, &change.transition, settled, now);
+    Committed {
+        counts,
+        record: cache.record().clone(),
+    }
+}
+
+/// Makes a settled transition the believed record; returns whether the transition counts
+/// as this environment's.
+fn adopt_settled(
+    circuit: &Circuit,
+    cache: &mut RecordCache,
+    transition: &RecordWrite,
+    settled: Settled,
+    now: u64,
+) -> bool {
+    cache.bump_version();
+    if settled.won {
+        cache.refreshed(now);
+    }
+    if let Some(opened_at) = machine::committed_opening(transition, &settled) {
+        cache.note_opening(opened_at, settled.won);
+    }
+    circuit.adopt(cache, settled.record);
+    settled.committed
+}
+
+/// Adds `report` to the fleet's counters, unless the cached record may not trip at
+/// `now`; the fleet's tally if the store keeps one.
+pub(super) async fn report(
+    circuit: &Circuit,
+    report: FailureReport,
+    now: u64,
+) -> Option<FleetTally> {
+    if !machine::may_trip(circuit.lock().record(), now) {
+        return None;
+    }
+    match circuit.report_to_fleet(report).await {
+        Ok(Some(tally)) => Some(tally),
+        Ok(None) => {
+            circuit.reports().unsupported();
+            None
+        }
+        // A report that fails is lost: its failures still count towards this
+        // environment's own policy.
+        Err(_) => None,
+    }
+}
+
+/// A rejection stands: what it reports.
+pub(super) fn rejection(circuit: &Circuit, record: &CircuitRecord) -> Option<CircuitInfo> {
+    Some(circuit.info_of(record))
+}
+
+/// Logs a committed transition from `from_state` and runs the hooks, outside every lock.
+pub(super) fn announce(
+    circuit: &Circuit,
+    from_state: CircuitState,
+    to_state: CircuitState,
+    opened_at: Option<u64>,
+    cause: Option<TransitionCause>,
+) {
+    if from_state == to_state {
+        return;
+    }
+    let name = circuit.name();
+    let why = cause.as_ref().map_or("", TransitionCause::as_str);
+    tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
+    let transition = CircuitTransition {
+        name: name.to_string(),
+        from_state,
+        to_state,
+        opened_at,
+        cause,
+    };
+    circuit.hooks().run(&transition, name);
+}
