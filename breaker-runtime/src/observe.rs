@@ -11,18 +11,15 @@ pub(crate) use span::CallSpan;
 #[cfg(feature = "metrics")]
 mod imp {
     use std::sync::atomic::{AtomicU8, Ordering};
-    use std::sync::{Arc, Once, OnceLock};
+    use std::sync::{Once, OnceLock};
     use std::time::Instant;
 
     use metrics::{Counter, Gauge, Histogram, Label};
 
     use crate::config::{CircuitBreakerConfig, millis};
-    use crate::events::{CircuitTransition, FailureKind, ShadowDecision};
+    use crate::events::{FailureKind, ShadowDecision};
     use crate::protocol::CircuitState;
     use crate::protocol::machine::Outcome;
-
-    /// An `on_transition` hook.
-    pub(crate) type TransitionHook = Arc<dyn Fn(CircuitTransition) + Send + Sync>;
 
     /// Calls by how they ended, each counted once.
     pub(crate) const CALLS: &str = "circuitbreaker_calls_total";
@@ -60,10 +57,9 @@ mod imp {
         rejected: Counter,
         timeout: Counter,
         slow: Counter,
-        /// By the index of the state left, then entered (the diagonal is never counted);
-        /// taken by the transition hook.
-        transitions: Option<[[Counter; 3]; 3]>,
-        state: Arc<StateGauges>,
+        /// By the index of the state left, then entered (the diagonal is never counted).
+        transitions: [[Counter; 3]; 3],
+        state: StateGauges,
         /// `Some` when call durations are recorded.
         duration: Option<Histogram>,
         /// From this many ms on a call is slow (a slow-call rate is set).
@@ -110,12 +106,12 @@ mod imp {
                 rejected: calls("rejected"),
                 timeout: calls("timeout"),
                 slow: metrics::counter!(SLOW_CALLS, labelled(&[])),
-                transitions: Some(transitions),
-                state: Arc::new(StateGauges {
+                transitions,
+                state: StateGauges {
                     gauges: STATES
                         .map(|state| metrics::gauge!(STATE, labelled(&[("state", label(state))]))),
                     shown: AtomicU8::new(NOT_SHOWN),
-                }),
+                },
                 duration: config
                     .record_call_durations
                     .then(|| metrics::histogram!(DURATION, labelled(&[]))),
@@ -194,16 +190,10 @@ mod imp {
             self.show(state);
         }
 
-        /// The `on_transition` hook that counts this environment's transitions and moves
-        /// the state gauges; `None` once taken.
-        pub(crate) fn transition_hook(&mut self) -> Option<TransitionHook> {
-            let transitions = self.transitions.take()?;
-            let state = Arc::clone(&self.state);
-            Some(Arc::new(move |transition: CircuitTransition| {
-                let (from, to) = (transition.from_state, transition.to_state);
-                transitions[index(from)][index(to)].increment(1);
-                state.show(to);
-            }))
+        /// A transition this environment committed: counted, and the gauges show `to`.
+        pub(crate) fn transitioned(&self, from: CircuitState, to: CircuitState) {
+            self.transitions[index(from)][index(to)].increment(1);
+            self.state.show(to);
         }
 
         /// The circuit acts as `state`: the gauges say so.
@@ -283,12 +273,9 @@ mod imp {
 #[cfg(not(feature = "metrics"))]
 mod imp {
     use crate::config::CircuitBreakerConfig;
-    use crate::events::{CircuitTransition, FailureKind, ShadowDecision};
+    use crate::events::{FailureKind, ShadowDecision};
     use crate::protocol::CircuitState;
     use crate::protocol::machine::Outcome;
-
-    /// An `on_transition` hook.
-    pub(crate) type TransitionHook = std::sync::Arc<dyn Fn(CircuitTransition) + Send + Sync>;
 
     /// Nothing: the `metrics` feature is off.
     pub(crate) struct CircuitMetrics;
@@ -327,9 +314,8 @@ mod imp {
         #[inline(always)]
         pub(crate) fn rejected(&self, _state: CircuitState) {}
 
-        pub(crate) fn transition_hook(&mut self) -> Option<TransitionHook> {
-            None
-        }
+        #[inline(always)]
+        pub(crate) fn transitioned(&self, _from: CircuitState, _to: CircuitState) {}
 
         #[inline(always)]
         pub(crate) fn show(&self, _state: CircuitState) {}

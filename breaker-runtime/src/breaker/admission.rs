@@ -5,6 +5,7 @@
 use super::CircuitBreaker;
 use super::circuit::Circuit;
 use super::commit::Change;
+use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitKind, PermitRequest};
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
@@ -80,23 +81,23 @@ fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<'_>, CircuitInfo
     }
 }
 
-/// [`Circuit::reject_from_cache`], counted in the metrics.
+/// [`Circuit::reject_from_cache`], a rejection dispatched.
 #[inline]
 fn reject_from_cache(circuit: &Circuit, now: u64) -> Option<CircuitInfo> {
     let rejected = circuit.reject_from_cache(now);
     if let Some(info) = &rejected {
-        circuit.metrics().rejected(info.state);
+        dispatch(circuit, Event::Rejected(info.state));
     }
     rejected
 }
 
-/// [`decide_slow`], its decision counted in the metrics (a rejection, or the state the
-/// circuit admitted the call in).
+/// [`decide_slow`], its decision shown: a rejection dispatched, or the state the circuit
+/// admitted the call in shown in the metrics.
 pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     let decision = decide_slow(circuit).await;
     match &decision {
         Ok(permit) => permit.show_state(),
-        Err(info) => circuit.metrics().rejected(info.state),
+        Err(info) => dispatch(circuit, Event::Rejected(info.state)),
     }
     decision
 }

@@ -16,6 +16,7 @@ use super::admitted::{
     catch_unwind_future, complete, poll_admitted, poll_recording,
 };
 use super::circuit::Circuit;
+use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitRequest};
 use crate::deadline;
 use crate::error::{Abandoned, CallAbandonedError, CircuitBreakerOpenError};
@@ -247,7 +248,7 @@ fn poll_deadline<'a, Fut: Future>(
     let Some(permit) = held.take() else {
         unreachable!("a running call holds its permit");
     };
-    tracing::warn!(circuit = %circuit.name(), %abandoned, "guarded call abandoned");
+    dispatch(circuit, Event::Abandoned(&abandoned));
     *slow = Some(Box::new(SlowPhase::Abandoning(
         permit.record_abandoned(abandoned.kind, calls_at_start),
         abandoned,

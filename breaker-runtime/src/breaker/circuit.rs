@@ -80,11 +80,7 @@ impl Circuit {
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
             backoff: config.recovery_backoff.clone(),
         };
-        let mut metrics = CircuitMetrics::new(&name, &config);
-        let hooks = Hooks::default();
-        if let Some(hook) = metrics.transition_hook() {
-            hooks.push(hook);
-        }
+        let metrics = CircuitMetrics::new(&name, &config);
         Self {
             counts: ClosedCounts::new(&config),
             reports: FleetReports::new(
@@ -105,7 +101,7 @@ impl Circuit {
             thresholds,
             config,
             disabled: environment::breakers_disabled(),
-            hooks,
+            hooks: Hooks::default(),
             metrics,
             closed_until: AtomicU64::new(0),
             rejection: PublishedRejection::default(),

@@ -15,6 +15,7 @@
 //! - [`commit`]: the one commit seam every transition goes through, then one announcement;
 //! - [`would_be`]: shadow mode's would-be record and its `on_shadow` hooks;
 //! - [`registry`]: the circuits per name and store, and what a warm-up read for them;
+//! - [`dispatch`]: the one way out of every event: metrics, log, hooks;
 //! - [`hooks`]: the `on_transition` and `on_shadow` hooks;
 //! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
 //! - `owned` (feature `tower`): a permit for futures that own their breaker.
@@ -38,6 +39,7 @@ mod call;
 mod circuit;
 mod closed_counts;
 mod commit;
+mod dispatch;
 mod fleet_reports;
 mod hooks;
 #[cfg(feature = "tower")]

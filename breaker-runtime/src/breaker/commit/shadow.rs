@@ -3,14 +3,13 @@
 //! is written anywhere shared (no store write, no fleet report), so the rest of the fleet
 //! sees the circuit as its shared record says. Every call runs: a call the would-be record
 //! rejects is reported as a would-be rejection; at its recovery timeout the next call is
-//! the would-be probe, whose outcomes close or reopen it. Each verdict is logged and
-//! handed to the `on_shadow` hooks as a [`ShadowEvent`].
-
-use std::sync::Arc;
+//! the would-be probe, whose outcomes close or reopen it. Each verdict is dispatched as an
+//! event (the `on_shadow` hooks).
 
 use super::{Change, Committed};
 use crate::breaker::circuit::Circuit;
-use crate::events::{CircuitInfo, ShadowDecision, ShadowEvent, TransitionCause};
+use crate::breaker::dispatch::{Event, dispatch};
+use crate::events::{CircuitInfo, ShadowDecision, TransitionCause};
 use crate::protocol::machine::{self, Admission};
 use crate::protocol::{CircuitRecord, RecordWrite};
 
@@ -81,28 +80,17 @@ pub(super) fn announce(
     verdict(circuit, decision, record, cause);
 }
 
-/// Logs a verdict and runs the `on_shadow` hooks, outside every lock: the one place every
-/// verdict passes, for whatever counts them.
+/// Reports a verdict, on the would-be record as it is now (or was when judged).
 fn verdict(
     circuit: &Circuit,
     decision: ShadowDecision,
     would_be: &CircuitRecord,
     cause: Option<TransitionCause>,
 ) {
-    let name = circuit.name();
-    circuit.metrics().shadow_decision(decision);
-    let why = cause.as_ref().map_or("", TransitionCause::as_str);
-    match decision {
-        ShadowDecision::WouldReject => {
-            tracing::debug!(circuit = %name, verdict = %decision, "shadow: the call ran");
-        }
-        _ => tracing::info!(circuit = %name, verdict = %decision, cause = why, "shadow verdict"),
-    }
-    let event = ShadowEvent {
-        name: Arc::clone(name),
+    let event = Event::Verdict {
         decision,
         opened_at: would_be.opened_at,
         cause,
     };
-    circuit.would_be().hooks().run(&event, name);
+    dispatch(circuit, event);
 }

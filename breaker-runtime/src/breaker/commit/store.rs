@@ -1,12 +1,13 @@
 //! The store seam: a transition is written to the shared record, and what the store
 //! answered is adopted into the cache under the lock, as the machine settles it
 //! ([`machine::settle`]); a transition made without the store is applied to the cache
-//! alone. Announced as a [`CircuitTransition`] to the `on_transition` hooks.
+//! alone. Announced as a transition (the `on_transition` hooks).
 
 use super::{Change, Committed};
 use crate::breaker::cache::RecordCache;
 use crate::breaker::circuit::Circuit;
-use crate::events::{CircuitInfo, CircuitTransition, TransitionCause};
+use crate::breaker::dispatch::{Event, dispatch};
+use crate::events::{CircuitInfo, TransitionCause};
 use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Settled};
 use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite};
@@ -107,26 +108,23 @@ pub(super) fn rejection(circuit: &Circuit, record: &CircuitRecord) -> Option<Cir
     Some(circuit.info_of(record))
 }
 
-/// Logs a committed transition from `from_state` and runs the hooks, outside every lock.
+/// Announces a committed transition from `from`, unless it stays in its state (a
+/// hand-over).
 pub(super) fn announce(
     circuit: &Circuit,
-    from_state: CircuitState,
-    to_state: CircuitState,
+    from: CircuitState,
+    to: CircuitState,
     opened_at: Option<u64>,
     cause: Option<TransitionCause>,
 ) {
-    if from_state == to_state {
+    if from == to {
         return;
     }
-    let name = circuit.name();
-    let why = cause.as_ref().map_or("", TransitionCause::as_str);
-    tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
-    let transition = CircuitTransition {
-        name: name.to_string(),
-        from_state,
-        to_state,
+    let event = Event::Transition {
+        from,
+        to,
         opened_at,
         cause,
     };
-    circuit.hooks().run(&transition, name);
+    dispatch(circuit, event);
 }
