@@ -169,13 +169,13 @@ macro_rules! knobs {
                 doc "time open before the first probe"
                 => |builder, secs: u64| builder.recovery_timeout(Duration::from_secs(secs));
             recovery_backoff: Tunable, Choice(&["exponential", "none"]),
-                default "`\"exponential\"`: × 2 per reopen",
-                builder "`.recovery_backoff(RecoveryBackoff::exponential(f, max))`, `RecoveryBackoff::none()`, `.recovery_backoff_fn(f)`",
+                default "`\"none\"`: the recovery timeout each time (opt in: `\"exponential\"`, × 2 per reopen)",
+                builder "`.recovery_backoff(RecoveryBackoff::doubling())`, `RecoveryBackoff::exponential(f, max)`, `RecoveryBackoff::none()`, `.recovery_backoff_fn(f)`",
                 section "inline-tunables",
                 doc "each failed probe without a close lengthens the next wait, the same for the whole fleet; a trip from closed waits the recovery timeout"
                 => |builder, kind: &str| builder.recovery_backoff(match kind {
                     "none" => RecoveryBackoff::none(),
-                    _ => RecoveryBackoff::default(),
+                    _ => RecoveryBackoff::doubling(),
                 });
             recovery_backoff_max_secs: Tunable,
                 Range { min: MIN_RECOVERY_TIMEOUT_SECS, max: MAX_RECOVERY_BACKOFF_SECS, unit: "seconds" },
@@ -338,7 +338,9 @@ mod tests {
         let jitter = format!("{DEFAULT_JITTER_FACTOR} × `recovery_timeout`");
         assert_eq!(default("recovery_jitter"), jitter);
         let growth = format!("× {DEFAULT_BACKOFF_FACTOR} per reopen");
-        assert!(default("recovery_backoff").ends_with(&growth));
+        // The backoff is opt-in; the default names what opting in grows by.
+        assert!(default("recovery_backoff").starts_with("`\"none\"`"));
+        assert!(default("recovery_backoff").contains(&growth));
     }
 
     #[test]

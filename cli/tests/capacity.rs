@@ -159,11 +159,11 @@ fn an_open_circuit_takes_what_capacity_predicts() {
 }
 
 #[test]
-fn with_the_default_backoff_an_open_circuit_writes_less_than_predicted() {
+fn with_the_doubling_backoff_an_open_circuit_writes_less_than_predicted() {
     let predicted = capacity(BUSY);
     let predicted_wcu = number(&predicted, &["open", "write_units_per_s"]);
     let down = HealthSchedule::new(vec![(10_000, Health::Down)]);
-    let run = simulated_with(BUSY, down, 60, 660, RecoveryBackoff::default());
+    let run = simulated_with(BUSY, down, 60, 660, RecoveryBackoff::doubling());
     assert!(
         run.write_units_per_s > 0.0 && run.write_units_per_s <= predicted_wcu,
         "{} against at most {predicted_wcu}",

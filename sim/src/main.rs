@@ -21,7 +21,8 @@ use breaker_sim::{chart, fleet, report};
 #[derive(Debug, Parser)]
 #[command(name = "breaker-sim", version)]
 struct Args {
-    /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, light,
+    /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, quiet-errors,
+    /// quiet-errors-1k, sparse-10k-noisy, light,
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage), or `all`.
     #[arg(long, default_value = "all")]
     scenario: String,
@@ -57,10 +58,14 @@ struct Args {
     /// running at the function timeout die with their invocation).
     #[arg(long)]
     no_deadline: bool,
-    /// Every opening waits the recovery timeout: no backoff of the open duration after a
-    /// failed probe.
+    /// Percent of downstream calls failing at random throughout, instead of the
+    /// scenario's own health schedule (0 to 100).
     #[arg(long)]
-    no_backoff: bool,
+    failing: Option<f64>,
+    /// Each reopen doubles the next wait, up to 10 × the recovery timeout
+    /// (`RecoveryBackoff::doubling`); by default every opening waits the recovery timeout.
+    #[arg(long)]
+    backoff: bool,
 }
 
 fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
@@ -101,8 +106,14 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
         if args.no_deadline {
             scenario.deadline_aware = false;
         }
-        if args.no_backoff {
-            scenario.breaker.recovery_backoff = breaker_runtime::RecoveryBackoff::none();
+        if let Some(percent) = args.failing {
+            if !(0.0..=100.0).contains(&percent) {
+                bail!("--failing must be a percentage between 0 and 100");
+            }
+            *scenario = scenario.clone().failing(percent / 100.0);
+        }
+        if args.backoff {
+            scenario.breaker.recovery_backoff = breaker_runtime::RecoveryBackoff::doubling();
         }
     }
     Ok(scenarios)

@@ -37,7 +37,7 @@ pub struct BreakerSettings {
     pub deadline_margin: Duration,
     /// The fleet-wide failure policy (`None`: each environment trips on its own counts).
     pub fleet_policy: Option<breaker_runtime::FleetPolicy>,
-    /// How the open duration grows with each reopen (the runtime's default: exponential).
+    /// How the open duration grows with each reopen (the runtime's default: it does not).
     pub recovery_backoff: breaker_runtime::RecoveryBackoff,
 }
 
@@ -129,12 +129,15 @@ pub struct Scenario {
 }
 
 /// Every scenario's name, in the order `make sim` runs them.
-pub const NAMES: [&str; 11] = [
+pub const NAMES: [&str; 14] = [
     "outage",
     "sparse",
     "sparse-10k",
     "hang",
     "background-errors",
+    "quiet-errors",
+    "quiet-errors-1k",
+    "sparse-10k-noisy",
     "light",
     "store-throttled",
     "store-down-while-open",
@@ -227,6 +230,43 @@ impl Scenario {
                     10_000,
                     Rate::PerEnv(10.0),
                     120,
+                )
+            },
+            "quiet-errors" => Self {
+                health: HealthSchedule::new(vec![(0, Health::Failing(0.01))]),
+                start_spread_ms: 1000 * 50,
+                ..Self::base(
+                    name,
+                    "10,000 environments, 1 call per 50 s each; 1 % of calls fail at random throughout",
+                    10_000,
+                    Rate::PerEnv(0.02),
+                    300,
+                )
+            },
+            "quiet-errors-1k" => Self {
+                health: HealthSchedule::new(vec![(0, Health::Failing(0.01))]),
+                start_spread_ms: 1000 * 20,
+                ..Self::base(
+                    name,
+                    "1,000 environments, 1 call per 20 s each; 1 % of calls fail at random throughout",
+                    1_000,
+                    Rate::PerEnv(0.05),
+                    300,
+                )
+            },
+            "sparse-10k-noisy" => Self {
+                health: HealthSchedule::new(vec![
+                    (0, Health::Failing(0.01)),
+                    (s(10), Health::Down),
+                    (s(130), Health::Up),
+                ]),
+                start_spread_ms: 1000 * 50,
+                ..Self::base(
+                    name,
+                    "as sparse-10k, and 1 % of calls fail at random before the outage",
+                    10_000,
+                    Rate::PerEnv(0.02),
+                    300,
                 )
             },
             "light" => Self {
@@ -326,6 +366,19 @@ impl Scenario {
         self.model.read_units_per_s = scale(self.model.read_units_per_s);
         self.model.write_units_per_s = scale(self.model.write_units_per_s);
         self.envs = envs;
+        self
+    }
+
+    /// The same scenario with `share` (0 to 1) of the downstream's calls failing at random
+    /// throughout, instead of its own health schedule.
+    ///
+    /// ```
+    /// use breaker_sim::downstream::Health;
+    /// let noisy = breaker_sim::scenario::Scenario::named("sparse-10k").unwrap().failing(0.05);
+    /// assert_eq!(noisy.health.at(60_000), Health::Failing(0.05));
+    /// ```
+    pub fn failing(mut self, share: f64) -> Self {
+        self.health = HealthSchedule::new(vec![(0, Health::Failing(share))]);
         self
     }
 

@@ -24,7 +24,7 @@ fn probe_failures(s: &Summary) -> u64 {
     s.downstream_failures - s.failed_non_probe_calls
 }
 
-/// The most probes that can fail in the outage with the default backoff (recovery 30 s,
+/// The most probes that can fail in the outage with the doubling backoff (recovery 30 s,
 /// factor 2, cap 300 s, a jitter taking at most a quarter off a backed-off wait): the
 /// trip comes at 10 s at the earliest, and the n-th failed probe at the earliest after
 /// 30, 45, 90, 180, then 225 s each: 40, 85, 175, 355, 580, 805, 1030 s; the next, at
@@ -45,7 +45,7 @@ fn backoff_cuts_the_failed_probes_of_a_long_outage_to_a_handful() {
     assert_eq!(most_failures_with_backoff(), 7);
     for seed in [1, 2] {
         let fixed = long_outage(RecoveryBackoff::none(), seed);
-        let backed_off = long_outage(RecoveryBackoff::default(), seed);
+        let backed_off = long_outage(RecoveryBackoff::doubling(), seed);
         // Without backoff: one failed probe per 30 s window of the 1200 s outage.
         assert!(probe_failures(&fixed) >= 30, "seed {seed}: {fixed:?}");
         assert!(

@@ -135,8 +135,9 @@ impl CircuitBreakerConfigBuilder {
 
     /// How the open duration grows with each reopen (a failed probe) without a close, the
     /// same for the whole fleet: the count travels in the shared record. Default:
-    /// [`RecoveryBackoff::exponential`] with factor 2 and a cap of 10 × the recovery
-    /// timeout; [`RecoveryBackoff::none`] waits the recovery timeout every time.
+    /// [`RecoveryBackoff::none`], the recovery timeout every time (the close comes within
+    /// one window of the downstream's return); opt in with [`RecoveryBackoff::doubling`]
+    /// (factor 2, a cap of 10 × the recovery timeout) or [`RecoveryBackoff::exponential`].
     ///
     /// ```
     /// use std::time::Duration;

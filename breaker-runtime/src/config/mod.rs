@@ -189,8 +189,8 @@ impl CircuitBreakerConfig {
             .unwrap_or_else(|| self.recovery_timeout.saturating_mul(DEFAULT_JITTER_FACTOR))
     }
 
-    /// How the open duration grows while probes keep failing (default: exponential, factor
-    /// 2, at most 10 × the recovery timeout).
+    /// How the open duration grows while probes keep failing (default: it does not; see
+    /// [`RecoveryBackoff`]).
     pub fn recovery_backoff(&self) -> &RecoveryBackoff {
         &self.recovery_backoff
     }

@@ -25,8 +25,12 @@ type WaitFn = dyn Fn(u32, u32) -> Duration + Send + Sync;
 /// probe) counts in the record, and the next wait is the backoff's for that count, the same
 /// for every environment of the fleet; a close, or a trip from closed, starts again.
 ///
-/// The default is [`exponential`](Self::exponential) with factor 2 and a cap of 10 × the
-/// recovery timeout (at most a day).
+/// The default is [`none`](Self::none): every opening waits the recovery timeout, as
+/// resilience4j, Polly and Powertools do unless asked otherwise. With the fleet's single
+/// prober a recovery window costs one failed call, so a growing wait saves a handful of
+/// failed probes in a long outage, and costs up to the whole grown wait after the
+/// downstream is back. [`doubling`](Self::doubling) and [`exponential`](Self::exponential)
+/// are opt-in.
 ///
 /// ```
 /// use std::time::Duration;
@@ -61,6 +65,22 @@ impl RecoveryBackoff {
     /// Powertools behaviour).
     pub fn none() -> Self {
         Self(Kind::None)
+    }
+
+    /// [`exponential`](Self::exponential) with factor 2 and a cap of 10 × the recovery
+    /// timeout (at most a day): what `recovery_backoff = "exponential"` gives.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::RecoveryBackoff;
+    /// let wait = RecoveryBackoff::doubling().wait(Duration::from_secs(30), 9, 1, 0);
+    /// assert!(wait <= Duration::from_secs(300));
+    /// ```
+    pub fn doubling() -> Self {
+        Self(Kind::Exponential {
+            factor: DEFAULT_BACKOFF_FACTOR,
+            max: None,
+        })
     }
 
     /// The n-th reopen without a close waits the recovery timeout × `factor`ⁿ (2 to 10),
@@ -116,10 +136,7 @@ impl RecoveryBackoff {
 
 impl Default for RecoveryBackoff {
     fn default() -> Self {
-        Self(Kind::Exponential {
-            factor: DEFAULT_BACKOFF_FACTOR,
-            max: None,
-        })
+        Self::none()
     }
 }
 
@@ -202,7 +219,7 @@ mod tests {
 
     #[test]
     fn exponential_doubles_then_caps_and_keeps_within_its_jitter() {
-        let backoff = RecoveryBackoff::default();
+        let backoff = RecoveryBackoff::doubling();
         for opened_at in [0, 1, 1_700_000_000, u64::MAX] {
             let waits: Vec<_> = (0..8)
                 .map(|n| backoff.wait(BASE, n, 1, opened_at))
@@ -220,12 +237,18 @@ mod tests {
 
     #[test]
     fn the_jitter_is_the_openings_and_spreads_openings() {
-        let backoff = RecoveryBackoff::default();
+        let backoff = RecoveryBackoff::doubling();
         assert_eq!(backoff.wait(BASE, 3, 1, 42), backoff.wait(BASE, 3, 9, 42));
         let spread: std::collections::HashSet<_> = (0..50)
             .map(|opened_at| backoff.wait(BASE, 3, 1, opened_at))
             .collect();
         assert!(spread.len() > 40, "{} distinct waits", spread.len());
+    }
+
+    #[test]
+    fn by_default_every_opening_waits_the_recovery_timeout() {
+        assert_eq!(RecoveryBackoff::default(), RecoveryBackoff::none());
+        assert_eq!(RecoveryBackoff::default().wait(BASE, 9, 1, 42), BASE);
     }
 
     #[test]

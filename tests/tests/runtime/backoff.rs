@@ -221,8 +221,14 @@ fn the_attributes_keys_set_the_backoff_and_bad_builder_values_name_their_field()
         .build();
     let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
     assert_eq!(capped.recovery_backoff(), &expected);
-    let default = inline_config().recovery_backoff("exponential").build();
-    assert_eq!(default.recovery_backoff(), &RecoveryBackoff::default());
+    let doubling = inline_config().recovery_backoff("exponential").build();
+    assert_eq!(doubling.recovery_backoff(), &RecoveryBackoff::doubling());
+    let default = inline_config().build();
+    assert_eq!(
+        default.recovery_backoff(),
+        &RecoveryBackoff::none(),
+        "opt-in"
+    );
 
     let error = |backoff| {
         CircuitBreakerConfig::builder()
