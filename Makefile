@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check
+.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model
 
 tools:
 	scripts/install-tools.sh all
@@ -77,3 +77,8 @@ bench:
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.
 sim:
 	$(CARGO) run --release -p breaker-sim -- --markdown
+
+# The protocol's model checker at its deeper horizons (docs/design.md): sizes, times, and
+# any counterexample's trace. `make test` runs the shorter horizons (model/tests).
+model:
+	$(CARGO) run -p breaker-model

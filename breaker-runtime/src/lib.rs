@@ -68,6 +68,17 @@ pub mod unstable;
 #[path = "private.rs"]
 pub mod __private;
 
+/// The protocol's pure state machine, for the model checker (`breaker-model`) that explores
+/// its interleavings. Not public API: no semver guarantees.
+#[doc(hidden)]
+pub mod __protocol {
+    pub use crate::protocol::OPENED_AT_UNTIL_RELEASED;
+    pub use crate::protocol::machine::{
+        Admission, Local, Outcome, Settled, Thresholds, admit, committed_opening, may_trip,
+        on_probe_outcome, settle, settle_alone, trip,
+    };
+}
+
 /// The README's examples, compiled and run as doctests.
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]

@@ -15,27 +15,30 @@ use super::write::{RecordWrite, WriteOutcome};
 
 /// The numbers the machine needs, derived once per circuit from its config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Thresholds {
-    pub(crate) failure_threshold: u32,
-    pub(crate) success_threshold: u32,
+pub struct Thresholds {
+    /// Consecutive failures that trip the circuit.
+    pub failure_threshold: u32,
+    /// Probe successes in a row that close it.
+    pub success_threshold: u32,
     /// Recovery timeout, in milliseconds.
-    pub(crate) recovery_millis: u64,
+    pub recovery_millis: u64,
     /// How much longer than the first right's holder every other environment waits before
     /// it may elect itself: the cache age, a second of replica lag, and this environment's
     /// jitter, in milliseconds.
-    pub(crate) fallback_millis: u64,
-    pub(crate) probe_lease_secs: u64,
+    pub fallback_millis: u64,
+    /// How long an election's lease lasts, in seconds.
+    pub probe_lease_secs: u64,
     /// Recovery timeout rounded up to seconds, for the TTL.
-    pub(crate) recovery_secs: u64,
+    pub recovery_secs: u64,
     /// How the wait grows with the record's reopens.
-    pub(crate) backoff: RecoveryBackoff,
+    pub backoff: RecoveryBackoff,
 }
 
 impl Thresholds {
     /// How long `record`'s opening stays open before its probe, in milliseconds: the
     /// recovery timeout, backed off by the record's reopens. Every environment computes
     /// the same from the same record.
-    pub(crate) fn recovery_millis_of(&self, record: &CircuitRecord) -> u64 {
+    pub fn recovery_millis_of(&self, record: &CircuitRecord) -> u64 {
         if record.reopen_count == 0 {
             return self.recovery_millis;
         }
@@ -51,26 +54,26 @@ impl Thresholds {
 
 /// What this environment knows besides the shared record.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Local {
+pub struct Local {
     /// A probe of this circuit is running in this process, so no second one may start.
-    pub(crate) probe_in_flight: bool,
+    pub probe_in_flight: bool,
     /// The opening (`opened_at`) this environment committed itself, by a trip or a reopen:
     /// it holds the first right to probe that opening, at the recovery timeout.
-    pub(crate) committed_opening: Option<u64>,
+    pub committed_opening: Option<u64>,
     /// The record was just read strongly consistently: an election may be written on it.
-    pub(crate) verified: bool,
+    pub verified: bool,
     /// The last read could not reach the store (an error other than throttling).
-    pub(crate) store_unreachable: bool,
+    pub store_unreachable: bool,
     /// This environment had made no call of the circuit for at least its cache age before
     /// this one, so its copy was read for this call: it is no part of a herd of busy
     /// environments whose copies all turn due at once, and may elect at the recovery
     /// timeout (after a strongly consistent read) instead of waiting the fallback.
-    pub(crate) quiet: bool,
+    pub quiet: bool,
 }
 
 /// What to do with a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Admission {
+pub enum Admission {
     /// The circuit is closed: run the call normally.
     Run,
     /// The circuit is open (or someone else probes): do not run it.
@@ -101,14 +104,14 @@ pub enum Outcome {
 
 /// What this environment believes after a transition write.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Settled {
+pub struct Settled {
     /// The record to adopt.
-    pub(crate) record: CircuitRecord,
+    pub record: CircuitRecord,
     /// The transition counts as this environment's: it won, or (store down) it was applied
     /// locally, or an election of ours had landed before.
-    pub(crate) committed: bool,
+    pub committed: bool,
     /// The store said the write won: the record is as fresh as a read.
-    pub(crate) won: bool,
+    pub won: bool,
 }
 
 fn secs(millis: u64) -> u64 {
@@ -194,7 +197,7 @@ fn has_first_right(record: &CircuitRecord, me: &str, local: &Local) -> bool {
 
 /// Decides what a call does. An operator's override that holds decides alone: forced open
 /// rejects (no probe, no election), disabled runs.
-pub(crate) fn admit(
+pub fn admit(
     record: &CircuitRecord,
     me: &str,
     now_millis: u64,
@@ -275,7 +278,7 @@ pub(crate) fn runs_closed(record: &CircuitRecord, now_millis: u64) -> bool {
 /// Whether this environment may trip the circuit it believes closed: not while an
 /// operator's override holds (a disabled circuit never trips; the store would refuse the
 /// trip anyway).
-pub(crate) fn may_trip(record: &CircuitRecord, now_millis: u64) -> bool {
+pub fn may_trip(record: &CircuitRecord, now_millis: u64) -> bool {
     record.state == CircuitState::Closed && record.live_override(secs(now_millis)).is_none()
 }
 
@@ -301,11 +304,7 @@ pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
 }
 
 /// The trip after `consecutive_failures` failures; only once [`trips`] says so.
-pub(crate) fn trip(
-    consecutive_failures: u32,
-    now_millis: u64,
-    thresholds: &Thresholds,
-) -> RecordWrite {
+pub fn trip(consecutive_failures: u32, now_millis: u64, thresholds: &Thresholds) -> RecordWrite {
     RecordWrite::Trip {
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
@@ -320,7 +319,7 @@ pub(crate) fn trip(
 /// With `hand_on` (the prober is quiet: its next call may be minutes away) the lease ends
 /// at once, so the next call of any environment may probe; a busy prober keeps its lease
 /// and probes again with its next call, without another election.
-pub(crate) fn on_probe_outcome(
+pub fn on_probe_outcome(
     outcome: Outcome,
     record: &CircuitRecord,
     me: &str,
@@ -376,7 +375,7 @@ pub(crate) fn on_probe_outcome(
 /// the one that beat it if it lost. `None` (the store did not answer): an election is not
 /// won (the store may still answer others); any other write is applied locally and the
 /// environment carries on alone.
-pub(crate) fn settle(
+pub fn settle(
     base: &CircuitRecord,
     transition: &RecordWrite,
     reply: Option<WriteOutcome>,
@@ -392,15 +391,34 @@ pub(crate) fn settle(
         },
         Some(WriteOutcome::Lost(current)) => {
             let record = current.unwrap_or_default();
-            // An election lost to a record naming this environment the owner: an election of
-            // ours landed earlier but its reply never came back (a cancelled call, a timeout).
-            let own_landed = matches!(transition, RecordWrite::Elect { .. })
-                && admit(&record, me, now_millis, thresholds, &Local::default())
-                    == Admission::Probe;
-            Settled {
-                record,
-                committed: own_landed,
-                won: false,
+            match transition {
+                // Lost to a record naming this environment the owner: an election of ours
+                // landed earlier but its reply never came back (a cancelled call, a timeout).
+                RecordWrite::Elect { .. } => Settled {
+                    committed: admit(&record, me, now_millis, thresholds, &Local::default())
+                        == Admission::Probe,
+                    record,
+                    won: false,
+                },
+                // Lost to the very record it writes: its first attempt landed and the SDK's
+                // retry met it. A reopen needs this environment's lease, so no other write
+                // leaves it; a trip by another environment in the same second with the same
+                // count would leave it too, and counts as ours as well (the election decides
+                // who probes). The store returned the record: as fresh as a read.
+                RecordWrite::Trip { .. } | RecordWrite::Reopen { .. }
+                    if record == transition.applied_to(Some(base)) =>
+                {
+                    Settled {
+                        record,
+                        committed: true,
+                        won: true,
+                    }
+                }
+                _ => Settled {
+                    record,
+                    committed: false,
+                    won: false,
+                },
             }
         }
         None if matches!(transition, RecordWrite::Elect { .. }) => Settled {
@@ -413,7 +431,7 @@ pub(crate) fn settle(
 }
 
 /// A transition this environment applies on its own, without the store.
-pub(crate) fn settle_alone(base: &CircuitRecord, transition: &RecordWrite) -> Settled {
+pub fn settle_alone(base: &CircuitRecord, transition: &RecordWrite) -> Settled {
     Settled {
         record: transition.applied_to(Some(base)),
         committed: true,
@@ -422,7 +440,7 @@ pub(crate) fn settle_alone(base: &CircuitRecord, transition: &RecordWrite) -> Se
 }
 
 /// The opening a committed transition gives this environment the first right to probe.
-pub(crate) fn committed_opening(transition: &RecordWrite, settled: &Settled) -> Option<u64> {
+pub fn committed_opening(transition: &RecordWrite, settled: &Settled) -> Option<u64> {
     match transition {
         RecordWrite::Trip { .. } | RecordWrite::Reopen { .. } if settled.committed => {
             settled.record.opened_at

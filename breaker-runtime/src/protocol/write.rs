@@ -193,8 +193,11 @@ impl RecordWrite {
                 now,
                 ..
             } if no_live_override(current, *now) => current.is_some_and(|r| match r.state {
+                // Only a takeover reads a count: an election from `OPEN` starts at 0.
                 CircuitState::Open => {
-                    r.half_open_owner.is_none() && r.opened_at == *expected_opened_at
+                    *expected_successes == 0
+                        && r.half_open_owner.is_none()
+                        && r.opened_at == *expected_opened_at
                 }
                 CircuitState::HalfOpen => {
                     r.probe_lease_expiry.is_some_and(|lease| lease < *now)

@@ -12,6 +12,7 @@ mod fleet;
 mod fleet_policy;
 mod item_layout;
 mod malformed;
+mod powertools_count;
 mod probe_admission;
 mod report_items;
 mod store_contract;

@@ -484,6 +484,54 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
     assert!(after.committed && !after.won);
 }
 
+/// Race 5: the SDK retried a trip or reopen whose first attempt landed; the retry lost to
+/// the record that attempt left. It is ours: its first right and its hook stay.
+#[test]
+fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
+    let opened = T0 / 1000;
+    let trip = RecordWrite::Trip {
+        failure_count: 3,
+        opened_at: opened,
+        expiration: 1,
+    };
+    let landed = trip.applied_to(None);
+    let after = settled(
+        &CircuitRecord::closed(),
+        &trip,
+        Some(WriteOutcome::Lost(Some(landed.clone()))),
+    );
+    assert_eq!(after.record, landed);
+    assert!(after.committed && after.won, "the landed trip is ours");
+    assert_eq!(committed_opening(&trip, &after), Some(opened));
+
+    let probing = half_open(ME, opened, opened + 40);
+    let reopen = RecordWrite::Reopen {
+        owner: ME.into(),
+        opened_at: opened + 31,
+        failure_count: 1,
+        reopen_count: 1,
+        expiration: 1,
+    };
+    let landed = reopen.applied_to(Some(&probing));
+    let after = settled(&probing, &reopen, Some(WriteOutcome::Lost(Some(landed))));
+    assert!(after.committed, "the landed reopen is ours");
+    assert_eq!(committed_opening(&reopen, &after), Some(opened + 31));
+
+    // Another environment's trip a second later is not.
+    let theirs = RecordWrite::Trip {
+        failure_count: 3,
+        opened_at: opened + 1,
+        expiration: 1,
+    }
+    .applied_to(None);
+    let after = settled(
+        &CircuitRecord::closed(),
+        &trip,
+        Some(WriteOutcome::Lost(Some(theirs))),
+    );
+    assert!(!after.committed && !after.won);
+}
+
 #[test]
 fn a_write_the_store_did_not_answer_is_applied_locally() {
     let opened = T0 / 1000;

@@ -58,25 +58,33 @@ pub(super) const TRIP: &str = concat!(
 
 /// Election: on `OPEN` with the `opened_at` this environment read (or none, if it read
 /// none) and no owner, or a takeover of an expired lease that finds the fleet's probe
-/// successes as read (`:ps`; absent reads as 0); never while an override holds.
+/// successes as read (`:ps`; absent reads as 0); never while an override holds. An
+/// election that read a count (`read_successes`) is a takeover: only the takeover branch.
 pub(super) fn elect(read_opened_at: bool, read_successes: bool) -> String {
     let opening = match read_opened_at {
         true => "#oa = :expected",
         false => "attribute_not_exists(#oa)",
     };
-    let successes = match read_successes {
-        true => "#ps = :ps",
-        false => "(attribute_not_exists(#ps) OR #ps = :zero)",
+    let takeover = "#st = :half AND #le < :now";
+    let branches = match read_successes {
+        true => format!("({takeover} AND #ps = :ps)"),
+        false => format!(
+            "((#st = :open AND attribute_not_exists(#ow) AND {opening}) \
+            OR ({takeover} AND (attribute_not_exists(#ps) OR #ps = :zero)))"
+        ),
     };
-    format!(
-        "((#st = :open AND attribute_not_exists(#ow) AND {opening}) \
-        OR (#st = :half AND #le < :now AND {successes})) AND {}",
-        no_live_override!()
-    )
+    format!("{branches} AND {}", no_live_override!())
 }
 
-/// The election's write: half-open, owned by this environment until the lease expires.
-pub(super) const ELECT_UPDATE: &str = "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl";
+/// The election's write: half-open, owned by this environment until the lease expires. An
+/// election that read no count removes `probe_successes`: an `OPEN` item may carry one that
+/// a Powertools reopen (an `UpdateItem`) kept, which is not this opening's.
+pub(super) fn elect_update(read_successes: bool) -> &'static str {
+    match read_successes {
+        true => "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl",
+        false => "SET #st = :half, #ow = :me, #le = :lease, #ex = :ttl REMOVE #ps",
+    }
+}
 
 /// A probe's hand-over: the fleet's successes so far, and the lease ended.
 pub(super) const PASS_UPDATE: &str = "SET #ps = :successes, #le = :lease, #ex = :ttl";

@@ -44,8 +44,13 @@ impl Shared {
                     values.push((":ps", number((*expected_successes).into())));
                 }
                 let condition = conditions::elect(expected_opened_at.is_some(), read_successes);
-                self.update(circuit, conditions::ELECT_UPDATE, &condition, values)
-                    .await
+                self.update(
+                    circuit,
+                    conditions::elect_update(read_successes),
+                    &condition,
+                    values,
+                )
+                .await
             }
             RecordWrite::HandOver {
                 owner,

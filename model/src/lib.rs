@@ -1,0 +1,16 @@
+//! A model checker for breaker's shared-state protocol.
+//!
+//! A small fleet (breaker environments with their own clocks and caches, a Powertools
+//! environment, an operator) shares one item; [`stateright`] explores every interleaving
+//! of their calls, probes, writes and lost answers, up to a horizon. Each breaker decides
+//! with the runtime's own `protocol::machine`; each write changes the item as the
+//! DynamoDB request `store/dynamodb` sends would ([`dynamodb`]), and is checked against
+//! the in-memory store's reading (`RecordWrite::applied_to`). The properties are in
+//! [`fleet::Fleet`]'s `Model::properties`; the models the tests and `make model` check
+//! are in [`scenarios`]. docs/design.md lists them with their sizes.
+
+pub mod dynamodb;
+pub mod fleet;
+pub mod item;
+pub mod liveness;
+pub mod scenarios;

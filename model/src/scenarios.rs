@@ -1,0 +1,204 @@
+//! The models checked: several small fleets, each with the actors a group of races
+//! needs, so that each finishes in seconds. `deep` widens the horizon (`make model`).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use breaker_runtime::__protocol::Thresholds;
+use breaker_runtime::RecoveryBackoff;
+use stateright::{Checker, Model};
+
+use crate::fleet::{Action, Actor, Fleet, Reply, State, Store};
+
+/// The thresholds of every model, in seconds that the model's clock counts: a 2 s
+/// recovery, a 4 s lease, 2 probe successes to close, and a 1 s fallback.
+pub fn thresholds(backoff: RecoveryBackoff) -> Thresholds {
+    Thresholds {
+        failure_threshold: 1,
+        success_threshold: 2,
+        recovery_millis: 2_000,
+        fallback_millis: 1_000,
+        probe_lease_secs: 4,
+        recovery_secs: 2,
+        backoff,
+    }
+}
+
+fn breaker(process: &'static str, skew: u64) -> Actor {
+    Actor::Breaker { process, skew }
+}
+
+fn fleet(actors: Vec<Actor>, horizon: u64) -> Fleet {
+    Fleet {
+        actors,
+        thresholds: thresholds(RecoveryBackoff::none()),
+        // With the lease of 4 s: `call_timeout + 2 × store_timeout <= probe_lease` holds
+        // for a store timeout of up to 0.5 s.
+        call_timeout: 3,
+        powertools_call: 6,
+        horizon,
+        replies: vec![Reply::Answered],
+        store: Store::Answers,
+        start_closed: false,
+        closes_within: 16,
+    }
+}
+
+/// Every model, named; `deep`: the longer horizons of `make model`.
+pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
+    let h = |shallow: u64, deeper: u64| if deep { deeper } else { shallow };
+    vec![
+        (
+            "three environments, skewed clocks",
+            fleet(
+                vec![breaker("A", 0), breaker("B", 1), breaker("C", 0)],
+                h(8, 12),
+            ),
+        ),
+        ("two values of one circuit in one process", {
+            fleet(
+                vec![breaker("A", 0), breaker("A", 0), breaker("B", 1)],
+                h(7, 11),
+            )
+        }),
+        ("answers lost after the write landed", {
+            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(7, 9));
+            m.replies = vec![Reply::Answered, Reply::Lost, Reply::Retried];
+            m.start_closed = true;
+            m
+        }),
+        ("a Powertools 3.37.0 environment", {
+            let powertools = Actor::Powertools {
+                skew: 0,
+                resets_count: true,
+            };
+            fleet(
+                vec![breaker("A", 0), breaker("B", 1), powertools],
+                h(10, 14),
+            )
+        }),
+        ("an operator's override", {
+            let mut m = fleet(
+                vec![breaker("A", 0), breaker("B", 1), Actor::Operator],
+                h(6, 9),
+            );
+            m.start_closed = true;
+            m
+        }),
+        ("backed-off reopens", {
+            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(12, 16));
+            m.thresholds = thresholds(RecoveryBackoff::exponential(2, Duration::from_secs(8)));
+            m.closes_within = 30;
+            m
+        }),
+        ("a store that refuses elections", {
+            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(6, 8));
+            m.store = Store::RefusesElections;
+            m
+        }),
+    ]
+}
+
+/// What a check found.
+#[derive(Debug)]
+pub struct Report {
+    /// The model's name.
+    pub name: &'static str,
+    /// States visited, and distinct ones.
+    pub states: usize,
+    /// Distinct states.
+    pub unique: usize,
+    /// The deepest path explored.
+    pub depth: usize,
+    /// Wall time.
+    pub elapsed: Duration,
+    /// Each property that failed, with its shortest counterexample.
+    pub counterexamples: Vec<(&'static str, String)>,
+}
+
+/// Explores `model` breadth-first on two threads.
+pub fn check(name: &'static str, model: Fleet) -> Report {
+    let started = Instant::now();
+    let checker = model.clone().checker().threads(2).spawn_bfs().join();
+    let mut counterexamples: Vec<_> = checker
+        .discoveries()
+        .into_iter()
+        .map(|(property, path)| (property, trace(&model, path.into_vec())))
+        .collect();
+    counterexamples.sort();
+    Report {
+        name,
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        depth: checker.max_depth(),
+        elapsed: started.elapsed(),
+        counterexamples,
+    }
+}
+
+/// A counterexample, one line per step: the time, the step, the item after it.
+fn trace(model: &Fleet, path: Vec<(State, Option<Action>)>) -> String {
+    let mut out = String::new();
+    let mut previous: Option<State> = None;
+    for (state, action) in path {
+        if let (Some(before), Some(_)) = (&previous, &action) {
+            let _ = before;
+        }
+        let r = state.item.read();
+        let _ = writeln!(
+            out,
+            "  t={} {:?} {:?} fc={} oa={:?} owner={:?} lease={:?} ps={} rc={} ov={:?} probes={:?}{}",
+            state.t,
+            r.state,
+            state.item.record.is_some(),
+            r.failure_count,
+            r.opened_at,
+            r.half_open_owner,
+            r.probe_lease_expiry,
+            r.probe_successes,
+            r.reopen_count,
+            r.operator_override.as_ref().map(|o| (o.kind, o.until)),
+            state.actors.iter().map(|a| a.probe).collect::<Vec<_>>(),
+            state
+                .disagreement
+                .as_ref()
+                .map(|d| format!("\n    DISAGREE: {d}"))
+                .unwrap_or_default(),
+        );
+        if let Some(action) = action {
+            let _ = writeln!(out, "    -> {}", describe(model, &action));
+        }
+        previous = Some(state);
+    }
+    out
+}
+
+fn describe(model: &Fleet, action: &Action) -> String {
+    let who = |i: usize| match &model.actors[i] {
+        Actor::Breaker { process, .. } => format!("{process}#{i}"),
+        Actor::Powertools { .. } => "Powertools".to_owned(),
+        Actor::Operator => "operator".to_owned(),
+    };
+    match action {
+        Action::Call {
+            actor,
+            quiet,
+            reply,
+        } => format!("{} calls (quiet: {quiet}, reply: {reply:?})", who(*actor)),
+        Action::EndProbe {
+            actor,
+            success,
+            reply,
+        } => format!(
+            "{} probe ends (success: {success}, reply: {reply:?})",
+            who(*actor)
+        ),
+        Action::Trip { actor, reply } => format!("{} trips (reply: {reply:?})", who(*actor)),
+        Action::PtCall(actor) => format!("{} calls", who(*actor)),
+        Action::PtEnd { actor, success } => {
+            format!("{} probe ends (success: {success})", who(*actor))
+        }
+        Action::PtTrip(actor) => format!("{} trips", who(*actor)),
+        other => format!("{other:?}"),
+    }
+}
