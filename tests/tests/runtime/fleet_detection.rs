@@ -236,3 +236,46 @@ async fn shadowed_environments_report_nothing_to_the_fleet_counters() {
     );
     assert_eq!(store.read("downstream").await.unwrap(), None);
 }
+
+#[tokio::test]
+async fn a_shadowed_circuits_failures_do_not_reach_the_active_circuits_counters() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    // A canary in shadow beside the active version: same circuit, same store.
+    let canaries: Vec<_> = (0..12)
+        .map(|i| {
+            let config = CircuitBreakerConfig::builder()
+                .environment_id(format!("canary-{i}"))
+                .local_cache_max_age(Duration::from_secs(5))
+                .shadow(true)
+                .clock(clock.clone())
+                .build()
+                .expect("valid config");
+            CircuitBreaker::new("downstream", store.clone() as Arc<dyn StateStore>, config)
+        })
+        .collect();
+    for canary in &canaries {
+        for _ in 0..3 {
+            fail(canary)
+                .await
+                .expect_err("runs and fails: shadow rejects nothing");
+        }
+    }
+    assert_eq!(
+        store.reports.load(Ordering::SeqCst),
+        0,
+        "shadow reports nothing"
+    );
+    assert_eq!(store.read("downstream").await.unwrap(), None);
+
+    // The active version's next failures start from empty counters: nine, from nine
+    // environments, are below the fleet threshold of ten.
+    let active: Vec<_> = (0..9)
+        .map(|i| environment(i, store.clone(), &clock))
+        .collect();
+    for env in &active {
+        fail(env).await.expect_err("failed");
+        assert_eq!(env.state(), CircuitState::Closed);
+    }
+    assert_eq!(store.reports.load(Ordering::SeqCst), 9);
+}
