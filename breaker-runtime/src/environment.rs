@@ -4,12 +4,21 @@ use std::hash::{Hash, Hasher};
 use std::sync::{LazyLock, Once};
 use std::time::Duration;
 
-/// Unique per process, stable for its life: the probe owner id written to the store.
+/// Unique per process, stable for its life: the fleet reporter, and (with each value's
+/// number) the probe owner written to the store.
 static ENVIRONMENT_ID: LazyLock<String> = LazyLock::new(|| uuid::Uuid::new_v4().to_string());
 
 /// This environment's id.
 pub(crate) fn id() -> &'static str {
     &ENVIRONMENT_ID
+}
+
+/// A new id for one circuit breaker value of this process: the process's id and the
+/// value's number (`<uuid>#<n>`), unique per value.
+pub(crate) fn value_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}#{n}", id())
 }
 
 /// A delay in `[0, jitter]`, fixed per environment and circuit: a hash of both, so it is

@@ -93,6 +93,10 @@ pub struct ActorState {
     pub probe: Option<u64>,
     /// The running probe hands on at its end (it was a quiet call).
     pub hand_on: bool,
+    /// An operator's write or a Powertools close, reopen or trip took the running probe's
+    /// lease away: it runs on, its outcome's write will lose, and it no longer counts as
+    /// a probe under a live lease (the documented exception).
+    pub revoked: bool,
     /// A Powertools environment's in-process probe successes.
     pub successes: u32,
     /// The operator has set its override.
@@ -409,6 +413,7 @@ impl Model for Fleet {
             committed: None,
             probe: None,
             hand_on: false,
+            revoked: false,
             successes: 0,
             used: false,
         };
@@ -532,6 +537,11 @@ impl Model for Fleet {
 
     fn next_state(&self, last: &State, action: Action) -> Option<State> {
         let mut state = last.clone();
+        let action_kind = match action {
+            Action::PtCall(_) | Action::PtEnd { .. } | Action::PtTrip(_) => Kind::Powertools,
+            Action::SetOverride(_) | Action::Release => Kind::Operator,
+            _ => Kind::Breaker,
+        };
         match action {
             Action::Tick => state.t += 1,
             Action::Call {
@@ -556,6 +566,7 @@ impl Model for Fleet {
                 }
                 state.actors[actor].probe = Some(state.t);
                 state.actors[actor].hand_on = quiet;
+                state.actors[actor].revoked = false;
             }
             Action::EndProbe {
                 actor,
@@ -585,6 +596,7 @@ impl Model for Fleet {
                 }
                 self.settle(&mut state, actor, &base, &transition, heard, landed);
                 state.actors[actor].probe = None;
+                state.actors[actor].revoked = false;
             }
             Action::Trip { actor, reply } => {
                 let base = state.item.read();
@@ -657,6 +669,9 @@ impl Model for Fleet {
                 self.operator_write(&mut state, &transition);
             }
         }
+        if matches!(action_kind, Kind::Operator | Kind::Powertools) {
+            self.revoke_lost_leases(&mut state);
+        }
         Some(state)
     }
 
@@ -667,7 +682,7 @@ impl Model for Fleet {
                 |model: &Fleet, state: &State| {
                     model
                         .breakers()
-                        .filter(|&i| state.actors[i].probe.is_some())
+                        .filter(|&i| state.actors[i].probe.is_some() && !state.actors[i].revoked)
                         .count()
                         <= 1
                 },
@@ -713,7 +728,25 @@ impl Model for Fleet {
     }
 }
 
+/// Who made a step.
+enum Kind {
+    Breaker,
+    Powertools,
+    Operator,
+}
+
 impl Fleet {
+    /// After an operator's or a Powertools write: every running breaker probe whose lease
+    /// the item no longer holds was ended by it.
+    fn revoke_lost_leases(&self, state: &mut State) {
+        let owner = state.item.read().half_open_owner;
+        for i in self.breakers().collect::<Vec<_>>() {
+            if state.actors[i].probe.is_some() && owner.as_deref() != Some(self.id(i)) {
+                state.actors[i].revoked = true;
+            }
+        }
+    }
+
     /// An operator's write: both readings must agree here too.
     fn operator_write(&self, state: &mut State, transition: &RecordWrite) {
         let before = state.item.clone();

@@ -19,6 +19,8 @@ pub fn thresholds(backoff: RecoveryBackoff) -> Thresholds {
         recovery_millis: 2_000,
         fallback_millis: 1_000,
         probe_lease_secs: 4,
+        // `call_timeout` (3 s) and two store writes of at most 0.5 s each.
+        probe_secs: 4,
         recovery_secs: 2,
         backoff,
     }
@@ -52,13 +54,14 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             "three environments, skewed clocks",
             fleet(
                 vec![breaker("A", 0), breaker("B", 1), breaker("C", 0)],
-                h(8, 12),
+                h(8, 11),
             ),
         ),
         ("two values of one circuit in one process", {
             fleet(
-                vec![breaker("A", 0), breaker("A", 0), breaker("B", 1)],
-                h(7, 11),
+                // Without an `environment_id`, each value probes as `<process id>#<n>`.
+                vec![breaker("A#0", 0), breaker("A#1", 0), breaker("B", 1)],
+                h(7, 10),
             )
         }),
         ("answers lost after the write landed", {
@@ -74,13 +77,13 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             };
             fleet(
                 vec![breaker("A", 0), breaker("B", 1), powertools],
-                h(10, 14),
+                h(10, 12),
             )
         }),
         ("an operator's override", {
             let mut m = fleet(
                 vec![breaker("A", 0), breaker("B", 1), Actor::Operator],
-                h(6, 9),
+                h(6, 8),
             );
             m.start_closed = true;
             m
@@ -92,7 +95,7 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             m
         }),
         ("a store that refuses elections", {
-            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(6, 8));
+            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(6, 10));
             m.store = Store::RefusesElections;
             m
         }),
@@ -158,7 +161,11 @@ fn trace(model: &Fleet, path: Vec<(State, Option<Action>)>) -> String {
             r.probe_successes,
             r.reopen_count,
             r.operator_override.as_ref().map(|o| (o.kind, o.until)),
-            state.actors.iter().map(|a| a.probe).collect::<Vec<_>>(),
+            state
+                .actors
+                .iter()
+                .map(|a| (a.probe, a.revoked))
+                .collect::<Vec<_>>(),
             state
                 .disagreement
                 .as_ref()

@@ -27,6 +27,8 @@ use crate::store::StateStore;
 pub(super) struct Circuit {
     /// Written as probe owner: the process's id unless the config names one.
     environment_id: Arc<str>,
+    /// Who this value's probes are in the store (`half_open_owner`).
+    probe_owner: Arc<str>,
     config: CircuitBreakerConfig,
     thresholds: Thresholds,
     disabled: bool,
@@ -64,6 +66,14 @@ impl Circuit {
             Some(id) => Arc::clone(id),
             None => environment::id().into(),
         };
+        // The probe owner written to the store: the configured id as it is (it names one
+        // prober), else the process's id and this value's number, so that two values of
+        // one circuit in one process (a tower layer and the attribute, a breaker per
+        // record) never both read themselves the owner of one lease.
+        let probe_owner: Arc<str> = match &config.environment_id {
+            Some(id) => Arc::clone(id),
+            None => environment::value_id().into(),
+        };
         config.clock.keep_recent();
         let jitter_millis =
             environment::jitter_millis(config.recovery_jitter(), &environment_id, &name);
@@ -77,6 +87,13 @@ impl Circuit {
                 .saturating_add(1000)
                 .saturating_add(jitter_millis),
             probe_lease_secs: config.probe_lease.as_secs().max(1),
+            probe_secs: match config.call_timeout {
+                Some(call) => call
+                    .saturating_add(config.store_timeout.saturating_mul(2))
+                    .as_secs_f64()
+                    .ceil() as u64,
+                None => config.probe_lease.as_secs().max(1) / 2,
+            },
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
             backoff: config.recovery_backoff.clone(),
         };
@@ -98,6 +115,7 @@ impl Circuit {
             access: StoreAccess::new(store, name, &config),
             cache: Mutex::new(RecordCache::new(millis(config.local_cache_max_age))),
             environment_id,
+            probe_owner,
             thresholds,
             config,
             disabled: environment::breakers_disabled(),
@@ -123,8 +141,9 @@ impl Circuit {
         &self.config
     }
 
-    pub(super) fn environment_id(&self) -> &str {
-        &self.environment_id
+    /// The id this value elects, probes and ends its probes under.
+    pub(super) fn probe_owner(&self) -> &str {
+        &self.probe_owner
     }
 
     pub(super) fn thresholds(&self) -> &Thresholds {
@@ -385,7 +404,7 @@ impl Circuit {
         let local = cache.local(probe_in_flight, verified, quiet);
         machine::admit(
             cache.record(),
-            &self.environment_id,
+            &self.probe_owner,
             now,
             &self.thresholds,
             &local,

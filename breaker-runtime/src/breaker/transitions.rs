@@ -129,7 +129,7 @@ pub(super) fn end_probe(
         let transition = machine::on_probe_outcome(
             outcome,
             &base,
-            circuit.environment_id(),
+            circuit.probe_owner(),
             now,
             circuit.thresholds(),
             hand_on,

@@ -28,6 +28,11 @@ pub struct Thresholds {
     pub fallback_millis: u64,
     /// How long an election's lease lasts, in seconds.
     pub probe_lease_secs: u64,
+    /// How much of its lease a probe needs left to start, in whole seconds: the probe's
+    /// `call_timeout` and the two store writes around it (`store_timeout` each), rounded
+    /// up; without a call timeout, half the lease. The config requires an election's lease
+    /// to cover it; a lease kept over a hand-over is judged by the same rule.
+    pub probe_secs: u64,
     /// Recovery timeout rounded up to seconds, for the TTL.
     pub recovery_secs: u64,
     /// How the wait grows with the record's reopens.
@@ -213,10 +218,11 @@ pub fn admit(
         CircuitState::Closed => return Admission::Run,
         _ if local.probe_in_flight => return Admission::Reject,
         CircuitState::HalfOpen if lease_live(record, now_millis) => {
-            // A lease kept over a probe's success covers the next probe only while half of
-            // it is left; then the owner waits for it to run out and elects itself again.
+            // A lease kept over a probe's success covers the next probe only while the
+            // probe's time is left (as an election's lease must); then the owner waits for
+            // it to run out and elects itself again, so no taker probes beside it.
             let covers_a_probe = record.probe_lease_expiry.is_some_and(|lease| {
-                secs(now_millis).saturating_add(thresholds.probe_lease_secs / 2) <= lease
+                secs(now_millis).saturating_add(thresholds.probe_secs) <= lease
             });
             return match record.half_open_owner.as_deref() == Some(me) && covers_a_probe {
                 true => Admission::Probe,

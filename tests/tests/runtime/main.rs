@@ -16,6 +16,7 @@ mod fleet_half_open;
 mod fleet_rules;
 mod freeze;
 mod model;
+mod one_process;
 mod policies;
 mod policy_model;
 mod shadow;

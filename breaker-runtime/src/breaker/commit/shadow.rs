@@ -22,7 +22,7 @@ pub(super) fn admission(
 ) -> (Admission, CircuitRecord) {
     let probe_in_flight = !with_slot && circuit.probe_in_flight();
     circuit.would_be().admission(
-        circuit.environment_id(),
+        circuit.probe_owner(),
         now,
         circuit.thresholds(),
         probe_in_flight,

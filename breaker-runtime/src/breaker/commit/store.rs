@@ -48,7 +48,7 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
             &change.base,
             &change.transition,
             reply.ok(),
-            circuit.environment_id(),
+            circuit.probe_owner(),
             now,
             circuit.thresholds(),
         ),

@@ -14,6 +14,7 @@ pub(super) fn thresholds() -> Thresholds {
         recovery_millis: 30_000,
         fallback_millis: 15_000,
         probe_lease_secs: 10,
+        probe_secs: 5,
         recovery_secs: 30,
         backoff: RecoveryBackoff::none(),
     }
@@ -357,7 +358,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     assert_eq!(
         admit(&kept, ME, now + 6_000, &thresholds(), &Local::default()),
         Admission::Reject,
-        "less than half the lease left: no new probe under it"
+        "less than the probe's time (5 s) left: no new probe under it"
     );
     let handed = pass(1).applied_to(Some(&probing(0)));
     assert_eq!(handed.probe_successes, 1);
@@ -382,6 +383,33 @@ fn probe_outcomes_count_the_fleets_successes() {
     );
     let from_open = election_at(now, Some(T0 / 1000)).applied_to(Some(&open_at(T0 / 1000)));
     assert_eq!(from_open.probe_successes, 0);
+}
+
+/// Race 2: a kept lease starts a probe only while the probe's time (`call_timeout` and two
+/// store writes) is left, the rule the config applies to an election's lease; with lease
+/// 30 s and a 25 s call timeout, not with 15 s left (half the lease, the rule before).
+#[test]
+fn a_kept_lease_starts_a_probe_only_while_it_covers_the_probe() {
+    let long_calls = Thresholds {
+        probe_lease_secs: 30,
+        probe_secs: 27,
+        ..thresholds()
+    };
+    let elected = T0 / 1000;
+    let kept = CircuitRecord {
+        probe_successes: 1,
+        ..half_open(ME, elected - 30, elected + 30)
+    };
+    assert_eq!(
+        admit(&kept, ME, T0 + 3_000, &long_calls, &Local::default()),
+        Admission::Probe,
+        "27 s left: a 25 s call and its writes fit"
+    );
+    assert_eq!(
+        admit(&kept, ME, T0 + 15_999, &long_calls, &Local::default()),
+        Admission::Reject,
+        "15 s left: a call hanging to its timeout would outlive the lease"
+    );
 }
 
 /// `settle` on a reply, from `base`, at `T0 + 30 s`.
