@@ -136,11 +136,13 @@ pub(crate) struct OverrideArgs {
     /// forced open still probes before it closes.
     #[arg(long, default_value = "24h", value_name = "DURATION", value_parser = positive_duration, requires = "duration")]
     pub(crate) recovery: Duration,
-    /// Why, recorded on the item.
-    #[arg(long)]
+    /// Why, recorded on the item: at most 256 bytes (every environment reads the item; a
+    /// pasted log would make each read expensive). Link a ticket for the rest.
+    #[arg(long, value_parser = bounded::<MAX_REASON_BYTES>)]
     pub(crate) reason: Option<String>,
-    /// Who, recorded on the item (default: the caller's AWS identity, else `$USER`).
-    #[arg(long)]
+    /// Who, recorded on the item (default: the caller's AWS identity, else `$USER`); at
+    /// most 128 bytes.
+    #[arg(long, value_parser = bounded::<MAX_BY_BYTES>)]
     pub(crate) by: Option<String>,
     #[command(flatten)]
     pub(crate) output: Output,
@@ -159,6 +161,22 @@ pub(crate) struct WatchArgs {
     /// Time between refreshes.
     #[arg(long, default_value = "2s", value_name = "DURATION", value_parser = positive_duration)]
     pub(crate) interval: Duration,
+}
+
+/// Longest `--reason`, in bytes.
+pub(crate) const MAX_REASON_BYTES: usize = 256;
+/// Longest `--by`, in bytes.
+pub(crate) const MAX_BY_BYTES: usize = 128;
+
+/// Text of at most `MAX` bytes.
+fn bounded<const MAX: usize>(text: &str) -> Result<String, String> {
+    match text.len() <= MAX {
+        true => Ok(text.to_owned()),
+        false => Err(format!(
+            "{} bytes; at most {MAX} are recorded (link a ticket for the rest)",
+            text.len()
+        )),
+    }
 }
 
 /// A duration in humantime's words, at least one second.

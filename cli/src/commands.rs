@@ -58,8 +58,9 @@ pub(crate) async fn set_override(
         Some(Ok(record)) => record.operator_override.clone(),
         // An override on top would leave it malformed, and the fleet reading it as closed.
         Some(Err(problem)) => bail!(
-            "circuit '{name}' has a malformed item ({problem}), which the breaker reads as \
-             closed; replace it with a closed one first: breaker close {name}"
+            "circuit '{name}' has a malformed item ({}), which the breaker reads as \
+             closed; replace it with a closed one first: breaker close {name}",
+            view::printable(problem)
         ),
         None if !args.create => bail!(
             "no circuit '{name}' in table '{}': a circuit that never failed has no item, and \
@@ -98,7 +99,7 @@ pub(crate) async fn set_override(
     let after = existing(table, name).await?;
     if !args.output.json {
         let replaced = replaces
-            .map(|o| format!(" (replaces: {} by {})", o.kind, o.by))
+            .map(|o| format!(" (replaces: {} by {})", o.kind, view::printable(&o.by)))
             .unwrap_or_default();
         let created = if before.is_none() { " (new item)" } else { "" };
         println!("{name}: {kind} fleet-wide{replaced}{created}");
@@ -111,6 +112,18 @@ pub(crate) async fn set_override(
 pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
     let CircuitArgs { name, output } = args;
     let circuit = existing(table, name).await?;
+    if let Err(problem) = &circuit.record
+        && let Some(flag) = table.renamed_attribute_missing(problem)
+    {
+        // Unreadable because of the flag, not the table: a close would overwrite the item
+        // and erase the override it may hold, for the whole fleet.
+        bail!(
+            "circuit '{name}' cannot be read with {flag} ({}): is the name mistyped? \
+             Nothing was written: a close would overwrite the item, and any override on it \
+             for the whole fleet",
+            view::printable(problem)
+        );
+    }
     table.check_clock()?;
     let now = now();
     if let Ok(record) = &circuit.record
@@ -137,10 +150,12 @@ pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<(
 pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
     let CircuitArgs { name, output } = args;
     let circuit = existing(table, name).await?;
-    let record = circuit
-        .record
-        .as_ref()
-        .map_err(|problem| anyhow!("circuit '{name}' cannot be read ({problem})"))?;
+    let record = circuit.record.as_ref().map_err(|problem| {
+        anyhow!(
+            "circuit '{name}' cannot be read ({})",
+            view::printable(problem)
+        )
+    })?;
     let Some(released) = record.operator_override.clone() else {
         bail!("circuit '{name}' has no override to release");
     };
@@ -168,7 +183,8 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
         };
         println!(
             "{name}: released ({} by {}){next}",
-            released.kind, released.by
+            released.kind,
+            view::printable(&released.by)
         );
     }
     print(&existing(table, name).await?, output);

@@ -16,6 +16,8 @@ pub(crate) struct Table {
     /// The store's clock, from its answers.
     clock: StoreClock,
     max_clock_skew: std::time::Duration,
+    /// Each renaming flag given, with the attribute name it gave.
+    renamed: Vec<(&'static str, String)>,
 }
 
 impl Table {
@@ -50,12 +52,28 @@ impl Table {
             builder = builder.static_pk_value(pk).sort_key_attr(sort_key);
         }
         let store = builder.build().context("invalid table layout")?;
+        let renamed = RENAME_FLAGS
+            .into_iter()
+            .zip(renames(&args.renamed))
+            .filter_map(|(flag, (name, _))| Some((flag, name.clone()?)))
+            .collect();
         Ok(Self {
             store,
             sdk,
             clock,
             max_clock_skew: args.max_clock_skew,
+            renamed,
         })
+    }
+
+    /// The renaming flag (`--state-attr NAME`) whose attribute `problem` (why an item did
+    /// not decode) says is missing: the item is unreadable because of the flag, perhaps
+    /// mistyped, not because of the table.
+    pub(crate) fn renamed_attribute_missing(&self, problem: &str) -> Option<String> {
+        self.renamed
+            .iter()
+            .find(|(_, name)| problem.starts_with(&format!("attribute '{name}' is missing")))
+            .map(|(flag, name)| format!("{flag} {name}"))
     }
 
     /// Refuses a write computed from this machine's clock when it is off the store's (as
@@ -89,6 +107,17 @@ impl Table {
 }
 
 type Rename = fn(DynamoDbStoreBuilder, String) -> DynamoDbStoreBuilder;
+
+/// The flags of [`renames`], in its order.
+const RENAME_FLAGS: [&str; 7] = [
+    "--key-attr",
+    "--state-attr",
+    "--failure-count-attr",
+    "--opened-at-attr",
+    "--half-open-owner-attr",
+    "--probe-lease-expiry-attr",
+    "--expiry-attr",
+];
 
 /// Each renamed attribute with the builder method that renames it; unnamed ones keep the
 /// store's defaults.

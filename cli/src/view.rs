@@ -9,6 +9,18 @@ use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::{Value, json};
 
+/// `text` as a terminal may print it: control characters (escape sequences among them,
+/// which could rewrite the screen or hide a line) shown escaped. Names, owners, reasons and
+/// malformed-item text all come from the table, written by anyone with access to it.
+pub(crate) fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| match c.is_control() {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
+}
+
 /// The state the fleet acts on: a holding override first, else the stored state.
 pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
     let record = match &circuit.record {
@@ -45,7 +57,7 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[Strin
         });
         let record = circuit.record.as_ref().ok();
         table.add_row(mark.into_iter().chain([
-            circuit.name.clone(),
+            printable(&circuit.name),
             effective(circuit, now),
             record.map_or("-".into(), |r| since(r, now)),
             record.map_or("-".into(), |r| r.failure_count.to_string()),
@@ -57,7 +69,11 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[Strin
     let mut text = table.to_string();
     for circuit in circuits {
         if let Err(problem) = &circuit.record {
-            text.push_str(&format!("\nwarning: {}: {problem}", circuit.name));
+            text.push_str(&format!(
+                "\nwarning: {}: {}",
+                printable(&circuit.name),
+                printable(problem)
+            ));
         }
     }
     text
@@ -66,11 +82,11 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[Strin
 /// One circuit in full, one field a line.
 pub(crate) fn details(circuit: &StoredCircuit, now: u64) -> String {
     let mut lines = vec![
-        ("circuit", circuit.name.clone()),
+        ("circuit", printable(&circuit.name)),
         ("state", effective(circuit, now)),
     ];
     match &circuit.record {
-        Err(problem) => lines.push(("malformed", problem.clone())),
+        Err(problem) => lines.push(("malformed", printable(problem))),
         Ok(record) => {
             lines.push(("stored state", record.state.as_str().to_owned()));
             lines.push(("failures", record.failure_count.to_string()));
@@ -80,9 +96,10 @@ pub(crate) fn details(circuit: &StoredCircuit, now: u64) -> String {
                 None => lines.push(("override", "-".to_owned())),
                 Some(o) => {
                     lines.push(("override", override_summary(record, now)));
-                    lines.push(("set by", o.by.clone()));
+                    lines.push(("set by", printable(&o.by)));
                     lines.push(("set at", timestamp(o.at)));
-                    lines.push(("reason", o.reason.clone().unwrap_or_else(|| "-".into())));
+                    let reason = o.reason.as_deref().map_or("-".into(), printable);
+                    lines.push(("reason", reason));
                 }
             }
         }
@@ -144,10 +161,18 @@ fn since(record: &CircuitRecord, now: u64) -> String {
 fn probe(record: &CircuitRecord, now: u64) -> String {
     match (&record.half_open_owner, record.probe_lease_expiry) {
         (Some(owner), Some(lease)) if lease >= now => {
-            format!("{owner} (lease {} left)", span(lease - now + 1))
+            format!(
+                "{} (lease {} left)",
+                printable(owner),
+                span(lease - now + 1)
+            )
         }
-        (Some(owner), Some(lease)) => format!("{owner} (lease expired {} ago)", span(now - lease)),
-        (Some(owner), None) => owner.clone(),
+        (Some(owner), Some(lease)) => format!(
+            "{} (lease expired {} ago)",
+            printable(owner),
+            span(now - lease)
+        ),
+        (Some(owner), None) => printable(owner),
         _ => "-".to_owned(),
     }
 }
@@ -167,9 +192,9 @@ pub(crate) fn override_summary(record: &CircuitRecord, now: u64) -> String {
     let reason = o
         .reason
         .as_deref()
-        .map(|r| format!(": {r}"))
+        .map(|r| format!(": {}", printable(r)))
         .unwrap_or_default();
-    format!("{} by {} {end}{reason}", o.kind, o.by)
+    format!("{} by {} {end}{reason}", o.kind, printable(&o.by))
 }
 
 fn ttl(expiration: Option<u64>, now: u64) -> String {

@@ -166,3 +166,55 @@ async fn a_malformed_override_is_read_as_none_and_a_close_or_a_trip_replaces_it(
     assert_eq!(s(&item, "state").as_deref(), Some("OPEN"), "{item:?}");
     assert!(!item.contains_key("override"), "{item:?}");
 }
+
+#[tokio::test]
+async fn a_mistyped_state_attr_never_lets_close_erase_a_forced_open() {
+    let table = Table::new().await;
+    table
+        .breaker(&["open", "payments", "--create", "--by", "ops"])
+        .await
+        .ok();
+    // `--state-attr stat` names an attribute the item does not have: the item reads as
+    // malformed, and a close would overwrite it, override and all.
+    table
+        .breaker(&["--state-attr", "stat", "close", "payments"])
+        .await
+        .failed(1, "cannot be read with --state-attr stat");
+    let item = table.raw("payments").await.expect("the item");
+    assert_eq!(s(&item, "override").as_deref(), Some("OPEN"), "{item:?}");
+}
+
+#[tokio::test]
+async fn a_long_reason_is_refused_and_table_text_is_printed_without_terminal_escapes() {
+    let table = Table::new().await;
+    let pasted = "x".repeat(257);
+    table
+        .breaker(&[
+            "open", "payments", "--create", "--by", "ops", "--reason", &pasted,
+        ])
+        .await
+        .failed(2, "at most 256 are recorded");
+    assert_eq!(table.raw("payments").await, None, "nothing written");
+
+    let escape = "ops\u{1b}[2J\u{1b}[31m";
+    table
+        .breaker(&[
+            "open",
+            "payments",
+            "--create",
+            "--by",
+            escape,
+            "--reason",
+            "INC-1\u{1b}[0m",
+        ])
+        .await
+        .ok();
+    for command in [&["list"][..], &["show", "payments"]] {
+        let shown = table.breaker(command).await.ok();
+        assert!(
+            !shown.contains('\u{1b}'),
+            "{command:?} printed an escape: {shown:?}"
+        );
+        assert!(shown.contains(r"ops\u{1b}[2J"), "{command:?}: {shown}");
+    }
+}
