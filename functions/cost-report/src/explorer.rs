@@ -22,6 +22,12 @@ use crate::request::Period;
 
 const METRIC: &str = "UnblendedCost";
 
+/// Most pages read for one report. The call runs with an `on_circuit_open` fallback, so the
+/// breaker never abandons it at the deadline: a service that kept answering with a next
+/// token would otherwise page until the invocation died. A year of daily costs by service
+/// fits in a few dozen pages.
+pub const MAX_PAGES: usize = 100;
+
 /// Error codes that mean "slow down": they count toward opening the circuit.
 const THROTTLING_CODES: &[&str] = &[
     "ThrottlingException",
@@ -106,7 +112,9 @@ impl CostExplorer {
             .build();
         let mut tally = CostTally::default();
         let mut next_page_token: Option<String> = None;
+        let mut pages = 0;
         loop {
+            pages += 1;
             self.bucket.acquire().await;
             let page = self
                 .client
@@ -128,12 +136,25 @@ impl CostExplorer {
                     }
                 }
             }
-            match page.next_page_token() {
-                Some(token) if !token.is_empty() => next_page_token = Some(token.to_owned()),
-                _ => break,
+            match next_page(page.next_page_token(), pages)? {
+                Some(token) => next_page_token = Some(token),
+                None => break,
             }
         }
         Ok(tally.into_report(period.clone(), fetched_at))
+    }
+}
+
+/// The token of the page after the `pages`-th, `None` after the last page; an error once
+/// [`MAX_PAGES`] were read and there are more (transient: it counts toward opening, and the
+/// caller answers its stale snapshot).
+fn next_page(token: Option<&str>, pages: usize) -> Result<Option<String>, CostError> {
+    match token {
+        Some(token) if !token.is_empty() && pages >= MAX_PAGES => Err(CostError::Transient(
+            format!("GetCostAndUsage still paging after {MAX_PAGES} pages"),
+        )),
+        Some(token) if !token.is_empty() => Ok(Some(token.to_owned())),
+        _ => Ok(None),
     }
 }
 
@@ -165,5 +186,20 @@ fn classify(error: SdkError<GetCostAndUsageError, HttpResponse>) -> CostError {
         },
         // Timeouts, dispatch (connection) failures, unreadable responses.
         _ => CostError::Transient(detail),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paging_ends_at_the_last_page_or_at_the_bound() {
+        assert_eq!(next_page(Some("t2"), 1).unwrap().as_deref(), Some("t2"));
+        assert_eq!(next_page(Some(""), 1).unwrap(), None);
+        assert_eq!(next_page(None, 1).unwrap(), None);
+        assert!(next_page(None, MAX_PAGES).unwrap().is_none());
+        let runaway = next_page(Some("again"), MAX_PAGES).unwrap_err();
+        assert!(matches!(runaway, CostError::Transient(_)), "{runaway:?}");
     }
 }
