@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# cfn-lint and `sam validate --lint` on template.yaml, and every environment variable the
-# sample functions read set in the template and documented in docs/functions.md.
+# cfn-lint and `sam validate --lint` on template.yaml, every alarm notifying a topic, and
+# every environment variable the sample functions read set in the template and documented
+# in docs/functions.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [[ ! -f template.yaml ]]; then
@@ -9,6 +10,33 @@ if [[ ! -f template.yaml ]]; then
 fi
 .local/venv/bin/cfn-lint template.yaml
 .local/venv/bin/sam validate --lint --template template.yaml --region us-east-1
+
+# An alarm without AlarmActions changes state with nobody told: each must notify an SNS
+# topic of the template that has a subscription. The template is read as cfn-lint reads it
+# (its YAML tags decoded).
+.local/venv/bin/python3 - <<'PY'
+import sys
+from cfnlint.decode import decode
+template, problems = decode("template.yaml")
+if problems:
+    sys.exit(f"template.yaml does not decode: {problems}")
+resources = template["Resources"]
+topics = {
+    name for name, r in resources.items()
+    if r["Type"] == "AWS::SNS::Topic" and r.get("Properties", {}).get("Subscription")
+}
+alarms = [name for name, r in resources.items() if r["Type"] == "AWS::CloudWatch::Alarm"]
+silent = [
+    name for name in alarms
+    if not any(
+        isinstance(action, dict) and action.get("Ref") in topics
+        for action in resources[name]["Properties"].get("AlarmActions", [])
+    )
+]
+if silent or not alarms:
+    sys.exit("alarms that notify no subscribed SNS topic of the template:\n  " + "\n  ".join(silent or ["(no alarm found)"]))
+print(f"{len(alarms)} alarms notify a subscribed topic")
+PY
 
 # A variable is any SCREAMING_SNAKE_CASE string literal in the functions' non-test code
 # (settings are read through circuit_env::setting by name).
