@@ -140,12 +140,19 @@ fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering
         Charged::DeclinedBefore => Ok(
             json!({"statusCode": 409, "order_id": id, "declined": true, "duplicate": true, "error": "the order was declined before"}),
         ),
-        Charged::Conflict => Ok(json!({
+        Charged::Conflict => {
+            payment_pipeline::rejected::log_rejected(
+                payment_pipeline::rejected::Rejection::Conflict,
+                Some(id),
+                "the order id belongs to another order",
+            );
+            Ok(json!({
             "statusCode": 409,
             "order_id": id,
             "conflict": true,
             "error": "this order id belongs to another order (another amount, currency or customer); nothing was charged",
-        })),
+            }))
+        }
         Charged::InFlight { lease_until } => {
             Err(Buffering::until(BufferReason::InFlight, lease_until))
         }

@@ -19,6 +19,7 @@ use std::time::Duration;
 
 use breaker_runtime::deadline;
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
+use payment_pipeline::rejected::{Rejection, log_rejected};
 use payment_pipeline::{Order, Pipeline};
 use serde_json::value::RawValue;
 use serde_json::{Value, json};
@@ -53,7 +54,19 @@ async fn handle(app: &Pipeline, event: Box<RawValue>, deadline: u64) -> Result<V
     }
     let order = match Order::parse(event.get()) {
         Ok(order) => order,
-        Err(invalid) => return Ok(json!({"statusCode": 400, "error": invalid.to_string()})),
+        Err(invalid) => {
+            // Kept nowhere: for an asynchronous invocation the answer is discarded, so the
+            // log line and the metric are its only trace.
+            let order_id = serde_json::from_str::<Value>(event.get())
+                .ok()
+                .and_then(|event| event.get("order_id")?.as_str().map(str::to_owned));
+            log_rejected(
+                Rejection::Invalid,
+                order_id.as_deref(),
+                &invalid.to_string(),
+            );
+            return Ok(json!({"statusCode": 400, "error": invalid.to_string()}));
+        }
     };
     charge_or_buffer(app, &order).await.map_err(|error| {
         tracing::error!(order_id = %order.order_id, %error, "neither charged nor buffered; the invocation fails so Lambda retries it");

@@ -65,14 +65,17 @@ impl PaymentClient {
                 error.to_string(),
                 answer(Charged::Declined(error)),
             ),
-            Err(error) if error.outcome_known() => (
-                Settlement::NotCharged,
-                error.to_string(),
-                Err(NotCharged {
-                    charged: Charged::Failed(error),
-                    api_unwell: true,
-                }),
-            ),
+            Err(error) if error.outcome_known() => {
+                let api_unwell = self.counts_against_api(&error, order);
+                (
+                    Settlement::NotCharged,
+                    error.to_string(),
+                    Err(NotCharged {
+                        charged: Charged::Failed(error),
+                        api_unwell,
+                    }),
+                )
+            }
             Err(error) => {
                 tracing::error!(order_id = %order.order_id, %error, "charge outcome unknown: parked in the ledger");
                 let detail = error.to_string();

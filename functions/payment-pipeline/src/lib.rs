@@ -16,16 +16,20 @@ pub mod order;
 pub mod overflow;
 pub mod payments;
 mod pipeline;
+pub mod rejected;
 mod sdk;
 mod text;
 
 pub use admitted::MIN_SEND_TIME;
 pub use charge_once::{Charged, NotCharged, payment_api_unwell};
-pub use ledger::{Attempt, Claim, Ledger, LedgerError, Phase, Progress, Settlement};
+pub use ledger::{
+    Attempt, Claim, Ledger, LedgerError, ParkedOrder, Phase, Progress, Resolution, SettleError,
+    Settlement,
+};
 pub use order::{InvalidOrder, MAX_AMOUNT_LEN, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
 pub use payments::{
     CIRCUIT, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError, PaymentError,
-    Receipt,
+    REFUSAL_WINDOW, Receipt,
 };
 pub use pipeline::Pipeline;

@@ -2,6 +2,8 @@
 //! validated fields travel on (to the payment API, to the overflow queue): an unknown field
 //! of the event is never forwarded.
 
+mod currency;
+
 use std::collections::BTreeMap;
 
 use serde_json::Value;
@@ -12,10 +14,11 @@ use serde_json::value::RawValue;
 pub struct Order {
     /// The caller's id of the order: the ledger's key and the charge's idempotency key.
     pub order_id: String,
-    /// A positive JSON number in `currency`, its text exactly as the caller wrote it
-    /// (`10.50` stays `10.50`, 30 digits stay 30 digits): never parsed into a float.
+    /// A positive JSON number in `currency`, in plain decimal notation (no exponent), its
+    /// text exactly as the caller wrote it (`10.50` stays `10.50`, 30 digits stay 30
+    /// digits): never parsed into a float.
     pub amount: String,
-    /// An ISO 4217 code, three upper-case letters.
+    /// An active ISO 4217 code (`EUR`, `USD`, ...).
     pub currency: String,
     /// The caller's customer reference, if given.
     pub customer: Option<String>,
@@ -34,8 +37,9 @@ pub const MAX_ID_LEN: usize = 128;
 /// always be sent, and a clear error instead of a payload that fails only while open.
 pub const MAX_EVENT_BYTES: usize = 8 * 1024;
 
-/// Longest accepted `amount`, in characters of its JSON text.
-pub const MAX_AMOUNT_LEN: usize = 64;
+/// Longest accepted `amount`, in characters of its JSON text: 32, more digits than any
+/// payment provider accepts would only be refused by it, order by order.
+pub const MAX_AMOUNT_LEN: usize = 32;
 
 impl Order {
     /// Validates the JSON text `json` (an object with `order_id`, `amount`, `currency`,
@@ -59,41 +63,49 @@ impl Order {
         }
         let fields: BTreeMap<String, &RawValue> =
             serde_json::from_str(json).map_err(|_| invalid("the event must be a JSON object"))?;
-        let field = |name: &str| -> Option<Value> {
+        // A field whose JSON does not decode (a lone surrogate in a string) is an error
+        // naming it, never taken as absent.
+        let field = |name: &str| -> Result<Option<Value>, InvalidOrder> {
             fields
                 .get(name)
-                .map(|raw| serde_json::from_str(raw.get()).unwrap_or(Value::Null))
+                .map(|raw| {
+                    serde_json::from_str(raw.get()).map_err(|_| {
+                        invalid(format!("{name} is not valid JSON text (a lone surrogate?)"))
+                    })
+                })
+                .transpose()
         };
-        let order_id = match field("order_id") {
+        let order_id = match field("order_id")? {
             Some(Value::String(id)) => checked_id("order_id", &id)?,
             Some(_) => return Err(invalid("order_id must be a string")),
             None => return Err(invalid("order_id is required")),
         };
-        let customer = match field("customer") {
+        let customer = match field("customer")? {
             None | Some(Value::Null) => None,
             Some(Value::String(c)) => Some(checked_id("customer", &c)?),
             Some(_) => return Err(invalid("customer must be a string")),
         };
-        let amount = match (fields.get("amount"), field("amount")) {
+        let amount = match (fields.get("amount"), field("amount")?) {
             (Some(raw), Some(Value::Number(n)))
                 if n.as_f64().is_some_and(|a| a.is_finite() && a > 0.0)
-                    && raw.get().len() <= MAX_AMOUNT_LEN =>
+                    && raw.get().trim().len() <= MAX_AMOUNT_LEN
+                    && !raw.get().contains(['e', 'E']) =>
             {
                 raw.get().trim().to_owned()
             }
             (Some(_), _) => {
                 return Err(invalid(format!(
-                    "amount must be a positive number of at most {MAX_AMOUNT_LEN} characters"
+                    "amount must be a positive number in plain decimal notation (no exponent) of at most {MAX_AMOUNT_LEN} characters"
                 )));
             }
             (None, _) => return Err(invalid("amount is required")),
         };
-        let currency = match field("currency") {
-            Some(Value::String(c)) if c.len() == 3 && c.bytes().all(|b| b.is_ascii_uppercase()) => {
-                c
-            }
+        let currency = match field("currency")? {
+            Some(Value::String(c)) if currency::is_iso_4217(&c) => c,
             Some(_) => {
-                return Err(invalid("currency must be an ISO 4217 code such as \"EUR\""));
+                return Err(invalid(
+                    "currency must be an active ISO 4217 code such as \"EUR\"",
+                ));
             }
             None => return Err(invalid("currency is required")),
         };
@@ -251,6 +263,10 @@ mod tests {
                 "ISO 4217",
             ),
             (
+                json!({"order_id": "o", "amount": 3, "currency": "ABC"}),
+                "active ISO 4217",
+            ),
+            (
                 json!({"order_id": "o", "amount": 3, "currency": "EUR", "customer": 5}),
                 "customer must be a string",
             ),
@@ -275,6 +291,35 @@ mod tests {
     }
 
     #[test]
+    fn malformed_amounts_and_undecodable_fields_are_refused_not_dropped() {
+        for (text, expected) in [
+            (
+                r#"{"order_id": "o", "amount": 1e2, "currency": "EUR"}"#.to_owned(),
+                "no exponent",
+            ),
+            (
+                r#"{"order_id": "o", "amount": 2E-1, "currency": "EUR"}"#.to_owned(),
+                "no exponent",
+            ),
+            (
+                format!(
+                    r#"{{"order_id": "o", "amount": {}, "currency": "EUR"}}"#,
+                    "9".repeat(64)
+                ),
+                "at most 32 characters",
+            ),
+            (
+                r#"{"order_id": "o", "amount": 3, "currency": "EUR", "customer": "c-\uD800"}"#
+                    .to_owned(),
+                "customer is not valid JSON text",
+            ),
+        ] {
+            let error = Order::parse(&text).unwrap_err().to_string();
+            assert!(error.contains(expected), "{text}: {error}");
+        }
+    }
+
+    #[test]
     fn ordinary_unicode_is_accepted() {
         let order = Order::from_payload(
             json!({"order_id": "commande-é-日本-😀", "amount": 1, "currency": "JPY"}),
@@ -286,13 +331,7 @@ mod tests {
 
     #[test]
     fn amounts_travel_exactly_as_the_caller_wrote_them() {
-        for amount in [
-            "10.50",
-            "12345678901234567890.123456789",
-            "0.10",
-            "7",
-            "1e2",
-        ] {
+        for amount in ["10.50", "12345678901234567890.123456789", "0.10", "7"] {
             let order = Order::parse(&format!(
                 r#"{{"order_id": "o-1", "amount": {amount}, "currency": "EUR"}}"#
             ))

@@ -7,6 +7,8 @@ mod charge;
 mod cost_report;
 mod deadlines;
 mod outcomes;
+mod parked;
 mod pipeline;
 mod recovery;
+mod refusals;
 mod support;

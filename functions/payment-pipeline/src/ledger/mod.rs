@@ -9,13 +9,13 @@
 //! | `in_progress` | an attempt holds it until `lease_until` | waits (deferred) |
 //! | `charged` | the payment API answered 2xx | is dropped: already charged |
 //! | `declined` | the payment API declined this order (402, or 422 with a decline code) | is dropped: final |
-//! | `unknown` | an attempt's outcome is unknown (timeout, connection lost after sending, an attempt whose lease ran out) | is dropped: a human reconciles it; `PaymentOutcomeUnknown` alarms |
+//! | `unknown` | an attempt's outcome is unknown (timeout, connection lost after sending, an ambiguous answer, an attempt whose lease ran out) | is dropped: a human reconciles it (`parked-orders`); `PaymentOutcomeUnknown` alarms; never expires |
 //!
 //! An item whose `contents` (amount, currency, customer) differ from a copy's is another
 //! order under the same id: that copy is a conflict, not a duplicate. An attempt that failed
 //! with a known outcome (5xx, 429, a systemic refusal, connection refused) deletes its item,
 //! so a later copy may charge. Items expire (`expiration`, TTL) after
-//! `LEDGER_TTL_DAYS`, longer than an order can live in the queues.
+//! `LEDGER_TTL_DAYS`, longer than an order can live in the queues; a parked item does not.
 //!
 //! [`Ledger`] makes the writes; [`Claim`] is what it answers before a charge, [`Attempt`]
 //! and [`Settlement`] what it records after one.
@@ -24,10 +24,12 @@ mod attempt;
 mod claim;
 mod item;
 pub mod outcome_unknown;
+mod parked;
 mod progress;
 mod table;
 
 pub use attempt::{Attempt, Settlement};
 pub use claim::Claim;
+pub use parked::{ParkedOrder, Resolution, SettleError};
 pub use progress::{Phase, Progress};
 pub use table::{Ledger, LedgerError};

@@ -52,6 +52,9 @@ pub struct Ledger {
     timeout: Duration,
 }
 
+/// Set on a parked item once `PaymentOutcomeUnknown` was counted for it (Unix seconds).
+pub(super) const COUNTED: &str = "unknown_counted_at";
+
 /// The condition every write after the call makes: the item is still this attempt's claim.
 const HELD: &str = "attempt_id = :attempt AND #status = :in_progress";
 
@@ -125,6 +128,18 @@ impl Ledger {
         ))
     }
 
+    pub(super) fn client(&self) -> &Client {
+        &self.dynamodb
+    }
+
+    pub(super) fn table(&self) -> &str {
+        &self.table
+    }
+
+    pub(super) fn ttl(&self) -> Duration {
+        self.ttl
+    }
+
     /// The bound on one DynamoDB call.
     pub fn timeout(&self) -> Duration {
         self.timeout
@@ -186,6 +201,14 @@ impl Ledger {
                 continue;
             };
             match found(&item, &attempt, &contents, now) {
+                Found::Answer(Claim::Unknown) => {
+                    // Parked, but perhaps never counted: the park's write landed and its
+                    // answer did not (an SDK timeout, a killed process). Count it now.
+                    if !item.contains_key(COUNTED) {
+                        self.count_unknown(order_id, text(&item, "detail")).await;
+                    }
+                    return Ok(Claim::Unknown);
+                }
                 Found::Answer(claim) => return Ok(claim),
                 Found::Expired(stale) => {
                     // Its attempt died mid-call (killed, timed out): the charge may have
@@ -215,26 +238,57 @@ impl Ledger {
             Err(Conditional::Error(error)) => return Err(error),
         };
         if parked {
-            log_outcome_unknown(&attempt.order_id, detail);
+            self.count_unknown(&attempt.order_id, detail).await;
         } else {
             tracing::warn!(order_id = %attempt.order_id, "the claim was no longer this attempt's; its record stands");
         }
         Ok(parked)
     }
 
-    /// Sets `status` and `detail` on the item if it is still `attempt`'s claim.
+    /// Counts `PaymentOutcomeUnknown` for a parked order, then marks its item counted so
+    /// the copies that meet it later do not count it again: at least once per order (twice
+    /// only if the mark fails or two copies meet the unmarked item at once), never zero.
+    /// The mark also drops any `expiration` left by an older park: a parked item never expires.
+    async fn count_unknown(&self, order_id: &str, detail: &str) {
+        log_outcome_unknown(order_id, detail);
+        let marked = self
+            .dynamodb
+            .update_item()
+            .table_name(&self.table)
+            .key("order_id", s(order_id))
+            .update_expression("SET #counted = :now REMOVE expiration")
+            .condition_expression("#status = :unknown")
+            .expression_attribute_names("#status", "status")
+            .expression_attribute_names("#counted", COUNTED)
+            .expression_attribute_values(":unknown", s("unknown"))
+            .expression_attribute_values(":now", n(unix_now()))
+            .send()
+            .await;
+        if let Err(error) = marked {
+            tracing::warn!(%order_id, error = %self.error(error), "could not mark the parked order counted: a later copy counts it again");
+        }
+    }
+
+    /// Sets `status` and `detail` on the item if it is still `attempt`'s claim; parking
+    /// (`unknown`) also removes its `expiration`: the only record of a possibly charged
+    /// order stays until an operator settles it.
     async fn update_status(
         &self,
         attempt: &Attempt,
         status: &str,
         detail: &str,
     ) -> Result<(), Conditional> {
+        let mut expression =
+            "SET #status = :status, detail = :detail, settled_at = :now".to_owned();
+        if status == "unknown" {
+            expression.push_str(" REMOVE expiration");
+        }
         let updated = self
             .dynamodb
             .update_item()
             .table_name(&self.table)
             .key("order_id", s(&attempt.order_id))
-            .update_expression("SET #status = :status, detail = :detail, settled_at = :now")
+            .update_expression(expression)
             .condition_expression(HELD)
             .expression_attribute_names("#status", "status")
             .expression_attribute_values(":status", s(status))
@@ -319,7 +373,7 @@ impl Ledger {
         Ok(got.item)
     }
 
-    fn error<E, R>(&self, error: SdkError<E, R>) -> LedgerError
+    pub(super) fn error<E, R>(&self, error: SdkError<E, R>) -> LedgerError
     where
         E: std::error::Error + 'static,
         R: std::fmt::Debug,

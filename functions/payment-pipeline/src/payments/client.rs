@@ -1,7 +1,8 @@
 //! The payment API client: one POST per charge, with a timeout, and errors sorted into
 //! "the downstream is unwell" (they trip the circuit) and "this order was refused" (they don't).
 
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
@@ -12,6 +13,7 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
+use super::refusals::RecentRefusals;
 use crate::order::Order;
 use crate::text::truncate;
 
@@ -20,6 +22,10 @@ pub const IDEMPOTENCY_KEY_HEADER: &str = "idempotency-key";
 
 /// Default for `PAYMENT_TIMEOUT_MS`: the whole request, connect to last body byte.
 const DEFAULT_TIMEOUT_MS: u64 = 3000;
+
+/// Default for `PAYMENT_CONNECT_TIMEOUT_MS`: the TCP connect alone. A connection that does
+/// not open in time was never sent: the order is known not charged, not parked.
+const DEFAULT_CONNECT_TIMEOUT_MS: u64 = 1000;
 
 /// Most of a response body read: a receipt is small; a larger body is cut, never buffered whole.
 pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
@@ -32,7 +38,9 @@ pub const MAX_QUOTED_BYTES: usize = 256;
 pub struct PaymentClient {
     url: Uri,
     timeout: Duration,
+    deduplicates: bool,
     http: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    refusals: Arc<Mutex<RecentRefusals>>,
 }
 
 /// What the payment API answered to an accepted charge.
@@ -70,9 +78,26 @@ pub enum PaymentError {
     /// The request was sent but the answer was lost (reset, truncated): it may have been charged.
     #[error("payment API connection lost after the request was sent: {0}")]
     Interrupted(String),
-    /// Any answer but a charge or this order's decline: 5xx, 429, a redirect, 401/403 (rotated
-    /// credentials, a WAF rule), 404 (a wrong path), 408, 409, 400 or a 422 without a decline
-    /// code. The API is unwell or refuses every order alike; it did not charge this one.
+    /// An error answer given after the request reached the provider, which may have
+    /// committed the charge first: 500, 502, 504 (a load balancer that gave up waiting), or
+    /// 409 (the provider's answer to a concurrent request with the same idempotency key).
+    /// Parked as unknown, unless the provider deduplicates on the idempotency key
+    /// (`PAYMENT_API_DEDUPLICATES`): then it is [`Unavailable`](Self::Unavailable), retried
+    /// later with the same key.
+    #[error(
+        "payment API answered HTTP {status}{} after the request was sent: it may have charged",
+        code_suffix(code)
+    )]
+    Ambiguous {
+        /// The HTTP status.
+        status: u16,
+        /// The provider's error code, if its body carried one.
+        code: Option<String>,
+    },
+    /// Any answer but a charge, this order's decline or an ambiguous one: 503, 429, a
+    /// redirect, 401/403 (rotated credentials, a WAF rule), 404 (a wrong path), 408, 400 or a
+    /// 422 without a decline code (see [`is_request_refusal`](Self::is_request_refusal)).
+    /// The API did not charge this order.
     #[error("payment API unavailable: HTTP {status}{}", code_suffix(code))]
     Unavailable {
         /// The HTTP status.
@@ -108,7 +133,24 @@ impl PaymentError {
     /// False when the request may have been charged although no answer says so (a
     /// timeout, a connection lost after sending): such an attempt is never repeated blindly.
     pub fn outcome_known(&self) -> bool {
-        !matches!(self, Self::Timeout(_) | Self::Interrupted(_))
+        !matches!(
+            self,
+            Self::Timeout(_) | Self::Interrupted(_) | Self::Ambiguous { .. }
+        )
+    }
+
+    /// A 400, or a 422 without a decline code: the API refused the request's shape, this
+    /// order's alone or every order's (an API change). It counts toward opening the circuit
+    /// only when another order met the same refusal lately (see
+    /// [`PaymentClient::counts_against_api`]).
+    pub fn is_request_refusal(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable {
+                status: 400 | 422,
+                ..
+            }
+        )
     }
 }
 
@@ -125,15 +167,58 @@ impl From<circuit_env::SettingError> for PaymentConfigError {
 
 impl PaymentClient {
     /// A client for `PAYMENT_API_URL` (the URL charges are POSTed to) with the timeout
-    /// `PAYMENT_TIMEOUT_MS` (default 3000, 1 to 60000). The URL must be `https`; plain
-    /// `http` only to a loopback host or to the one host named by
+    /// `PAYMENT_TIMEOUT_MS` (default 3000, 1 to 60000) and the connect timeout
+    /// `PAYMENT_CONNECT_TIMEOUT_MS` (default 1000, 1 to 60000, at most the timeout). The URL
+    /// must be `https`; plain `http` only to a loopback host or to the one host named by
     /// `PAYMENT_API_ALLOW_HTTP_HOST` (a local stack reached from a container).
+    /// `PAYMENT_API_DEDUPLICATES` (default `false`) says whether the provider answers a
+    /// repeated idempotency key with the first request's outcome: see
+    /// [`deduplicating`](Self::deduplicating).
     pub fn from_env() -> Result<Self, PaymentConfigError> {
         let url = circuit_env::setting::required("PAYMENT_API_URL")?;
         let timeout =
             circuit_env::setting::millis("PAYMENT_TIMEOUT_MS", DEFAULT_TIMEOUT_MS, 1..=60_000)?;
+        let connect = circuit_env::setting::millis(
+            "PAYMENT_CONNECT_TIMEOUT_MS",
+            DEFAULT_CONNECT_TIMEOUT_MS,
+            1..=60_000,
+        )?;
+        let deduplicates = circuit_env::setting::flag("PAYMENT_API_DEDUPLICATES", false)?;
         let allow_http = std::env::var(ALLOW_HTTP_HOST).ok();
-        Self::new(&url, timeout, allow_http.as_deref())
+        Ok(
+            Self::with_connect_timeout(&url, timeout, connect, allow_http.as_deref())?
+                .deduplicating(deduplicates),
+        )
+    }
+
+    /// Whether the provider deduplicates on the idempotency key (Stripe-style: a repeated
+    /// key gets the first request's outcome, a concurrent one a 409). `false` (the default):
+    /// an ambiguous answer (500, 502, 504, 409) parks the order as unknown, the same as a
+    /// timeout, and exactly-once rests on the ledger alone. `true`: such an answer is
+    /// taken as not charged and the order retried later with the same key, so
+    /// exactly-once rests on the provider's deduplication for those answers.
+    pub fn deduplicating(mut self, deduplicates: bool) -> Self {
+        self.deduplicates = deduplicates;
+        self
+    }
+
+    /// Whether a failed charge of `order` counts toward opening the circuit: every failure
+    /// but a [request refusal](PaymentError::is_request_refusal) that no other order met
+    /// within the last minute in this environment (one order's shape, not the API's).
+    pub fn counts_against_api(&self, error: &PaymentError, order: &Order) -> bool {
+        let (true, PaymentError::Unavailable { status, .. }) = (error.is_request_refusal(), error)
+        else {
+            return error.is_downstream_failure();
+        };
+        let corroborated = self
+            .refusals
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .corroborated(*status, &order.order_id, Instant::now());
+        if !corroborated {
+            tracing::warn!(order_id = %order.order_id, %error, "the payment API refused this order alone: not counted against the API");
+        }
+        corroborated
     }
 
     /// The whole-request timeout.
@@ -148,19 +233,42 @@ impl PaymentClient {
         timeout: Duration,
         allow_http_host: Option<&str>,
     ) -> Result<Self, PaymentConfigError> {
+        let connect = Duration::from_millis(DEFAULT_CONNECT_TIMEOUT_MS);
+        Self::with_connect_timeout(url, timeout, connect, allow_http_host)
+    }
+
+    /// [`new`](Self::new) whose TCP connect is bounded by `connect` (at most `timeout`): a
+    /// connection that does not open in time ends as
+    /// [`Unreachable`](PaymentError::Unreachable), never sent, rather than as a timeout
+    /// whose order would be parked.
+    pub fn with_connect_timeout(
+        url: &str,
+        timeout: Duration,
+        connect: Duration,
+        allow_http_host: Option<&str>,
+    ) -> Result<Self, PaymentConfigError> {
         let url: Uri = url
             .parse()
             .map_err(|e| PaymentConfigError(format!("PAYMENT_API_URL {url:?}: {e}")))?;
         check_scheme(&url, allow_http_host)?;
         // aws-lc-rs: the provider the AWS SDK already links, so TLS is compiled in once.
+        let mut tcp = HttpConnector::new();
+        tcp.enforce_http(false);
+        tcp.set_connect_timeout(Some(connect.min(timeout)));
         let connector = HttpsConnectorBuilder::new()
             .with_provider_and_native_roots(rustls::crypto::aws_lc_rs::default_provider())
             .map_err(|e| PaymentConfigError(format!("no TLS root certificates: {e}")))?
             .https_or_http()
             .enable_http1()
-            .build();
+            .wrap_connector(tcp);
         let http = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(Self { url, timeout, http })
+        Ok(Self {
+            url,
+            timeout,
+            deduplicates: false,
+            http,
+            refusals: Arc::default(),
+        })
     }
 
     /// POSTs the order's validated fields with the order id as idempotency key, within
@@ -200,7 +308,12 @@ impl PaymentClient {
         })?;
         let status = response.status();
         let body = read_bounded(response.into_body()).await?;
-        classify(status, &body)
+        match classify(status, &body) {
+            Err(PaymentError::Ambiguous { status, code }) if self.deduplicates => {
+                Err(PaymentError::Unavailable { status, code })
+            }
+            other => other,
+        }
     }
 }
 
@@ -283,6 +396,11 @@ fn classify(status: StatusCode, body: &[u8]) -> Result<Receipt, PaymentError> {
             code,
             body: quoted(body),
         })
+    } else if is_ambiguous(status) {
+        Err(PaymentError::Ambiguous {
+            status: status.as_u16(),
+            code,
+        })
     } else {
         Err(PaymentError::Unavailable {
             status: status.as_u16(),
@@ -307,6 +425,21 @@ pub fn is_order_decline(status: StatusCode, body: Option<&Value>) -> bool {
         }),
         _ => false,
     }
+}
+
+/// An error the provider (or a load balancer in front of it) may give after committing the
+/// charge: 500 (a crash after the commit), 502 and 504 (the proxy lost or gave up on the
+/// answer), 409 (a concurrent request with the same idempotency key is being processed).
+/// 503 and 429 say the request was turned away before any work; 4xx refusals are about the
+/// request itself.
+pub fn is_ambiguous(status: StatusCode) -> bool {
+    matches!(
+        status,
+        StatusCode::INTERNAL_SERVER_ERROR
+            | StatusCode::BAD_GATEWAY
+            | StatusCode::GATEWAY_TIMEOUT
+            | StatusCode::CONFLICT
+    )
 }
 
 /// The provider's error code from a JSON body (`decline_code`, `code`, `error_code`, at top

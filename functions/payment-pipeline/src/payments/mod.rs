@@ -3,9 +3,11 @@
 
 mod client;
 mod guarded;
+mod refusals;
 
 pub use client::{
     ALLOW_HTTP_HOST, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError,
-    PaymentError, Receipt, is_order_decline,
+    PaymentError, Receipt, is_ambiguous, is_order_decline,
 };
 pub use guarded::CIRCUIT;
+pub use refusals::REFUSAL_WINDOW;
