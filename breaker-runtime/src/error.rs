@@ -32,6 +32,20 @@ impl CircuitBreakerOpenError {
     pub fn new(circuit: CircuitInfo) -> Self {
         Self { circuit }
     }
+
+    /// Unix seconds from which the circuit may next admit a call, if known: the
+    /// circuit's [`CircuitInfo::retry_after`] (whose due time it is is said there). A caller
+    /// that defers work until then (a queue's delay) meets the open circuit no sooner.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState};
+    /// let circuit = CircuitInfo::new("ce", CircuitState::Open, 5, Some(1_700_000_000))
+    ///     .with_retry_after(Some(1_700_000_060));
+    /// assert_eq!(CircuitBreakerOpenError::new(circuit).retry_after(), Some(1_700_000_060));
+    /// ```
+    pub fn retry_after(&self) -> Option<u64> {
+        self.circuit.retry_after
+    }
 }
 
 /// Returned (converted into the protected function's error type) when the breaker admitted

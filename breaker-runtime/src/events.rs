@@ -17,6 +17,8 @@ use crate::protocol::CircuitState;
 /// let info = CircuitInfo::new("payment-backend", CircuitState::Open, 5, Some(1_700_000_000));
 /// assert_eq!(info.name(), "payment-backend");
 /// assert_eq!((info.state, info.failure_count), (CircuitState::Open, 5));
+/// let info = info.with_retry_after(Some(1_700_000_030));
+/// assert_eq!(info.retry_after, Some(1_700_000_030));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -30,6 +32,17 @@ pub struct CircuitInfo {
     pub failure_count: u32,
     /// Unix seconds when the circuit opened; `None` while closed.
     pub opened_at: Option<u64>,
+    /// Unix seconds from which the circuit may next admit a call: the first right's due
+    /// time. That is the end of the recovery wait (the recovery timeout, backed off by the
+    /// circuit's reopens) for an open circuit, the end of the probe's lease for a
+    /// half-open one, and for a forced open with an end the later of that end and the
+    /// wait. It is the time of the environment that committed the opening (or holds the
+    /// lease): that one probes first; every other environment may elect itself only
+    /// after its busy fallback (its cache age, a second and its recovery jitter) more,
+    /// unless it is quiet, and learns of the probe from its next read. `None` when no such
+    /// time is known: closed, disabled or shadowed (calls run), or forced open until
+    /// released. An absolute time, so two reports of one state compare equal.
+    pub retry_after: Option<u64>,
 }
 
 impl CircuitInfo {
@@ -46,7 +59,14 @@ impl CircuitInfo {
             state,
             failure_count,
             opened_at,
+            retry_after: None,
         }
+    }
+
+    /// This report with [`retry_after`](Self::retry_after) set.
+    pub fn with_retry_after(mut self, retry_after: Option<u64>) -> Self {
+        self.retry_after = retry_after;
+        self
     }
 
     /// The circuit's id.

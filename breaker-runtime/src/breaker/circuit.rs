@@ -261,7 +261,7 @@ impl Circuit {
         let rejects = |at: u64| self.rejects(cache, at, true);
         let until = rejection::rejects_until(now, cache.trusted_until(), rejects);
         self.rejection
-            .publish(until, Rejected::of(cache.record(), now));
+            .publish(until, Rejected::of(cache.record(), now, &self.thresholds));
     }
 
     /// Takes a record a warm-up read (from `read_started` on) as if this circuit had read
@@ -477,7 +477,7 @@ impl Circuit {
 
     /// What `record` reports now: the state an override makes the circuit act on.
     pub(super) fn info_of(&self, record: &CircuitRecord) -> CircuitInfo {
-        self.info_from(Rejected::of(record, self.now()))
+        self.info_from(Rejected::of(record, self.now(), &self.thresholds))
     }
 
     /// What a rejection reports: no allocation (the name is shared).
@@ -492,6 +492,7 @@ impl Circuit {
             state: rejected.state,
             failure_count,
             opened_at: rejected.opened_at,
+            retry_after: rejected.retry_after,
         }
     }
 }

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering, fence};
 
 use crate::protocol::CircuitRecord;
 use crate::protocol::CircuitState;
+use crate::protocol::machine::{self, Thresholds};
 
 /// What a published rejection reports besides the circuit's name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,16 +19,19 @@ pub(super) struct Rejected {
     pub(super) state: CircuitState,
     pub(super) failure_count: u32,
     pub(super) opened_at: Option<u64>,
+    /// Unix seconds from which the circuit may admit a call again (`CircuitInfo::retry_after`).
+    pub(super) retry_after: Option<u64>,
 }
 
 impl Rejected {
     /// What `record` reports at `now` (unix millis): the state an override makes the
-    /// circuit act on.
-    pub(super) fn of(record: &CircuitRecord, now: u64) -> Self {
+    /// circuit act on, and when it may admit a call again.
+    pub(super) fn of(record: &CircuitRecord, now: u64, thresholds: &Thresholds) -> Self {
         Self {
             state: record.effective_state(now / 1000),
             failure_count: record.failure_count,
             opened_at: record.opened_at,
+            retry_after: machine::retry_after(record, now / 1000, thresholds),
         }
     }
 }
@@ -42,6 +46,8 @@ pub(super) struct PublishedRejection {
     /// `failure_count << 32 | opened_at present << 8 | state`.
     report: AtomicU64,
     opened_at: AtomicU64,
+    /// `retry_after`, 0 for `None`.
+    retry_after: AtomicU64,
 }
 
 impl PublishedRejection {
@@ -56,6 +62,8 @@ impl PublishedRejection {
         self.report.store(encode(rejected), Ordering::Relaxed);
         self.opened_at
             .store(rejected.opened_at.unwrap_or(0), Ordering::Relaxed);
+        self.retry_after
+            .store(rejected.retry_after.unwrap_or(0), Ordering::Relaxed);
         self.sequence
             .store(sequence.wrapping_add(2), Ordering::Release);
     }
@@ -70,10 +78,14 @@ impl PublishedRejection {
         }
         let report = self.report.load(Ordering::Relaxed);
         let opened_at = self.opened_at.load(Ordering::Relaxed);
+        let retry_after = self.retry_after.load(Ordering::Relaxed);
         fence(Ordering::Acquire);
         let unchanged =
             sequence.is_multiple_of(2) && self.sequence.load(Ordering::Relaxed) == sequence;
-        unchanged.then(|| decode(report, opened_at))
+        unchanged.then(|| Rejected {
+            retry_after: (retry_after != 0).then_some(retry_after),
+            ..decode(report, opened_at)
+        })
     }
 }
 
@@ -96,6 +108,7 @@ fn decode(report: u64, opened_at: u64) -> Rejected {
         },
         failure_count: (report >> 32) as u32,
         opened_at: (report & 1 << 8 != 0).then_some(opened_at),
+        retry_after: None,
     }
 }
 
@@ -133,6 +146,7 @@ mod tests {
             state: CircuitState::HalfOpen,
             failure_count: u32::MAX,
             opened_at: Some(1_700_000_000),
+            retry_after: Some(1_700_000_031),
         };
         published.publish(5_000, rejected);
         assert_eq!(published.at(4_999), Some(rejected));
@@ -141,6 +155,7 @@ mod tests {
             state: CircuitState::Open,
             failure_count: 0,
             opened_at: None,
+            retry_after: None,
         };
         published.publish(9_000, open);
         assert_eq!(published.at(5_000), Some(open));

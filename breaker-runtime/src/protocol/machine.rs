@@ -191,6 +191,37 @@ fn election_due(record: &CircuitRecord, me: &str, local: &Local, thresholds: &Th
     }
 }
 
+/// Unix seconds from which `record` may next admit a call at `now_secs`, for the
+/// environment with the first right (see [`election_due`]; every other one waits its
+/// fallback more): the backed-off recovery of an opening, the end of a probe's lease, and
+/// for a forced open with an end the later of that end and the record's own due time.
+/// `None` while calls run (closed, disabled, shadowed) or under a forced open until released.
+pub(crate) fn retry_after(
+    record: &CircuitRecord,
+    now_secs: u64,
+    thresholds: &Thresholds,
+) -> Option<u64> {
+    let own = match record.state {
+        CircuitState::Closed => None,
+        CircuitState::Open => record.opened_at.map(|opened_at| {
+            opened_at
+                .saturating_mul(1000)
+                .saturating_add(thresholds.recovery_millis_of(record))
+                .div_ceil(1000)
+        }),
+        CircuitState::HalfOpen => record
+            .probe_lease_expiry
+            .map(|lease| lease.saturating_add(1)),
+    };
+    match record.live_override(now_secs).map(|o| (o.kind, o.until)) {
+        None => own,
+        Some((OverrideKind::ForcedOpen, Some(until))) => {
+            Some(own.map_or(until, |own| own.max(until)))
+        }
+        Some(_) => None,
+    }
+}
+
 /// The first right to probe: the owner of a (now expired) lease, or the environment that
 /// committed the current opening.
 fn has_first_right(record: &CircuitRecord, me: &str, local: &Local) -> bool {

@@ -210,7 +210,8 @@ async fn a_long_reason_is_refused_and_table_text_is_printed_without_terminal_esc
         .await
         .ok();
     for command in [&["list"][..], &["show", "payments"]] {
-        let shown = table.breaker(command).await.ok();
+        let run = table.breaker(command).await;
+        let shown = run.ok();
         assert!(
             !shown.contains('\u{1b}'),
             "{command:?} printed an escape: {shown:?}"

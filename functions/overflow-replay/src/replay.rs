@@ -104,6 +104,7 @@ impl App {
                     tracing::info!(%message_id, what, "record settled");
                 }
                 Fate::Defer(delay, failures) => {
+                    tracing::info!(%message_id, delay_secs = delay.as_secs(), "record deferred");
                     outcome.deferred += 1;
                     deferrals.push(deferral(record, delay, failures));
                 }
@@ -181,7 +182,7 @@ impl App {
                 FailureCount::Keep,
             ),
             Charged::CircuitOpen(open) => {
-                let delay = self.wait_for_probe(open.circuit.opened_at);
+                let delay = self.wait_for_probe(open.retry_after());
                 return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
             }
             Charged::OutOfTime => Fate::Defer(Duration::ZERO, FailureCount::Keep),
@@ -200,20 +201,18 @@ impl App {
         (fate, None)
     }
 
-    /// Until the open circuit may admit a probe: its recovery instant, or, once that has
-    /// passed without one, until this environment is quiet (no call of the circuit for a
-    /// cache age after its copy went stale: two cache ages and a second), when it may
-    /// probe at once instead of waiting a busy environment's jitter. At least a second, at
-    /// most SQS's 900.
-    fn wait_for_probe(&self, opened_at: Option<u64>) -> Duration {
+    /// Until the open circuit may admit a probe, as the rejection said (`retry_after`: the
+    /// recovery backed off by the circuit's reopens, or a forced open's end), or, once that
+    /// has passed without one, until this environment is quiet (no call of the circuit for
+    /// a cache age after its copy went stale: two cache ages and a second), when it may
+    /// probe at once instead of waiting a busy environment's jitter. A forced open until
+    /// released says no time: a recovery timeout. At least a second, at most SQS's 900.
+    fn wait_for_probe(&self, retry_after: Option<u64>) -> Duration {
         let now = unix_now();
-        let recovery_at = opened_at
-            .unwrap_or(now)
-            .saturating_add(self.circuit.recovery_timeout().as_secs());
-        let wait = if recovery_at > now {
-            Duration::from_secs(recovery_at - now)
-        } else {
-            self.circuit.local_cache_max_age() * 2 + Duration::from_secs(1)
+        let wait = match retry_after {
+            Some(due) if due > now => Duration::from_secs(due - now),
+            Some(_) => self.circuit.local_cache_max_age() * 2 + Duration::from_secs(1),
+            None => self.circuit.recovery_timeout(),
         };
         wait.clamp(Duration::from_secs(1), MAX_DELAY)
     }
@@ -268,6 +267,18 @@ mod tests {
     fn the_record_budget_counts_the_breakers_store_calls_and_every_ledger_round_trip() {
         // 2 × 0.5 s store + 6 × 1 s ledger + 2 s payment + 1 s SQS.
         assert_eq!(app().record_budget(), Duration::from_secs(10));
+    }
+
+    #[test]
+    fn the_replay_waits_until_the_rejections_retry_after_backoff_included() {
+        let app = app();
+        // A backed-off wait, far longer than opened_at + recovery_timeout would say.
+        let wait = app.wait_for_probe(Some(unix_now() + 240));
+        assert!(
+            (Duration::from_secs(239)..=Duration::from_secs(240)).contains(&wait),
+            "{wait:?}"
+        );
+        assert_eq!(app.wait_for_probe(None), app.circuit.recovery_timeout());
     }
 
     #[test]

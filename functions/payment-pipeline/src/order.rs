@@ -104,7 +104,7 @@ impl Order {
             Some(Value::String(c)) if currency::is_iso_4217(&c) => c,
             Some(_) => {
                 return Err(invalid(
-                    "currency must be an active ISO 4217 code such as \"EUR\"",
+                    "currency must be an ISO 4217 code in use, such as \"EUR\"",
                 ));
             }
             None => return Err(invalid("currency is required")),
@@ -264,7 +264,7 @@ mod tests {
             ),
             (
                 json!({"order_id": "o", "amount": 3, "currency": "ABC"}),
-                "active ISO 4217",
+                "ISO 4217 code in use",
             ),
             (
                 json!({"order_id": "o", "amount": 3, "currency": "EUR", "customer": 5}),

@@ -6,7 +6,7 @@ use devstack::harness::function_process::{LogEcho, function_binary};
 use devstack::harness::sample_stack::{LEDGER_TABLE, SampleStack};
 use serde_json::json;
 
-use crate::support::{drain, in_overflow};
+use crate::support::{drain, in_overflow, logs_with};
 
 fn outcome_unknown_lines(logs: &[String]) -> usize {
     logs.iter()
@@ -58,7 +58,11 @@ async fn a_504_after_the_charge_was_committed_parks_the_order_never_charges_it_t
         stack.ledger_status("gateway-000").await.unwrap().as_deref(),
         Some("unknown")
     );
-    assert_eq!(outcome_unknown_lines(&charge.logs()), 1);
+    let unknown = |l: &str| l.contains(r#""PaymentOutcomeUnknown":1"#);
+    assert_eq!(
+        outcome_unknown_lines(&logs_with(&charge, 1, unknown).await),
+        1
+    );
 
     // Every later copy (a Lambda retry, a redrive) leaves it alone; the replay has nothing.
     let response = charge.invoke(order).await.unwrap().expect_response();
@@ -191,8 +195,9 @@ async fn a_copy_that_meets_a_parked_order_nobody_counted_counts_it_once() {
             .expect_response();
         assert_eq!(response["batchItemFailures"], json!([]), "{response}");
     }
+    let logs = logs_with(&replay, 1, |l| l.contains(r#""PaymentOutcomeUnknown":1"#)).await;
     assert_eq!(
-        outcome_unknown_lines(&replay.logs()),
+        outcome_unknown_lines(&logs),
         1,
         "the parked order must be counted once, by the first copy that meets it"
     );

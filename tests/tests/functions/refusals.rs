@@ -5,6 +5,8 @@ use devstack::harness::function_process::LogEcho;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
+use crate::support::logs_with;
+
 fn rejected_lines(logs: &[String], reason: &str) -> usize {
     logs.iter()
         .filter(|l| {
@@ -26,7 +28,7 @@ async fn an_invalid_order_or_a_conflict_sent_as_an_event_invocation_leaves_a_war
         .invoke(json!({"order_id": "bad-000", "amount": "12", "currency": "EUR"}))
         .await
         .unwrap();
-    let logs = charge.logs();
+    let logs = logs_with(&charge, 2, |l| l.contains("bad-000")).await;
     assert_eq!(rejected_lines(&logs, "invalid"), 1, "{logs:#?}");
     assert!(
         logs.iter()
@@ -38,7 +40,8 @@ async fn an_invalid_order_or_a_conflict_sent_as_an_event_invocation_leaves_a_war
     charge.invoke(first).await.unwrap().expect_response();
     let other = json!({"order_id": "taken-000", "amount": 13, "currency": "EUR"});
     let _discarded = charge.invoke(other).await.unwrap();
-    assert_eq!(rejected_lines(&charge.logs(), "conflict"), 1);
+    let logs = logs_with(&charge, 1, |l| l.contains(r#""reason":"conflict""#)).await;
+    assert_eq!(rejected_lines(&logs, "conflict"), 1, "{logs:#?}");
 }
 
 fn order(id: &str, currency: &str) -> Value {

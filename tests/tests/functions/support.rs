@@ -67,6 +67,24 @@ pub async fn drain(stack: &SampleStack, replay: &FunctionProcess, within: Durati
     failed
 }
 
+/// The function's log lines once at least `count` of them satisfy `matches`: its output is
+/// read from pipes, so a line written just before an answer may arrive just after it.
+/// Gives up after 5 s and returns what there is (the caller's assertion then says).
+pub async fn logs_with(
+    function: &FunctionProcess,
+    count: usize,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(5);
+    loop {
+        let logs = function.logs();
+        if logs.iter().filter(|l| matches(l)).count() >= count || Instant::now() > until {
+            return logs;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// A payment API that keeps each request body as the bytes it received (the stub of
 /// `SampleStack` parses them, which would hide how a number was written) and charges
 /// every request: 201 with a receipt.

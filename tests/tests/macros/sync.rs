@@ -147,6 +147,7 @@ fn callback_gets_the_exact_arguments_and_the_circuit_info() {
     assert_eq!(
         *circuit,
         CircuitInfo::new("sync-callback", CircuitState::Open, 3, Some(opened_at))
+            .with_retry_after(Some(opened_at + RECOVERY.as_secs()))
     );
 }
 

@@ -1,6 +1,7 @@
 //! The backed-off recovery: every environment waits the same, longer, after each reopen.
 
 use super::*;
+use crate::protocol::record::Override;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";
@@ -139,4 +140,45 @@ fn without_backoff_every_opening_waits_the_timeout() {
         ..thresholds()
     };
     assert_eq!(fixed.recovery_millis_of(&reopened(9)), 30_000);
+}
+
+#[test]
+fn retry_after_is_when_the_first_right_is_admitted_backed_off_or_after_a_forced_opens_end() {
+    let first_right = Local {
+        committed_opening: Some(OPENED),
+        ..Local::default()
+    };
+    for reopens in 0..4 {
+        let record = reopened(reopens);
+        let due = retry_after(&record, OPENED, &thresholds()).expect("an open circuit's due time");
+        let admitted = first_admitted(&record, &first_right);
+        assert!(
+            due * 1000 >= admitted && due * 1000 < admitted + 1000,
+            "{reopens} reopens: due {due}, first admitted at {admitted} ms"
+        );
+    }
+    assert_eq!(
+        retry_after(&CircuitRecord::default(), OPENED, &thresholds()),
+        None,
+        "closed"
+    );
+
+    // A forced open: at its end, unless the opening's own wait runs longer; none without one.
+    let forced = |until: Option<u64>| {
+        let mut set = Override::new(OverrideKind::ForcedOpen, "ops", OPENED);
+        set.until = until;
+        CircuitRecord {
+            operator_override: Some(set),
+            ..reopened(0)
+        }
+    };
+    assert_eq!(
+        retry_after(&forced(Some(OPENED + 600)), OPENED, &thresholds()),
+        Some(OPENED + 600)
+    );
+    assert_eq!(
+        retry_after(&forced(Some(OPENED + 10)), OPENED, &thresholds()),
+        Some(OPENED + 30)
+    );
+    assert_eq!(retry_after(&forced(None), OPENED, &thresholds()), None);
 }
