@@ -14,6 +14,7 @@
 //! | `CIRCUIT_RECOVERY_JITTER_SECS` | spread of the probes of environments that did not open the circuit | 4 × recovery | 0–86400 |
 //! | `CIRCUIT_CALL_TIMEOUT_MS` | milliseconds after which a guarded async call is abandoned and counts as a failure | none | 1–900000 |
 //! | `CIRCUIT_PROBE_LEASE_SECS` | seconds the probing environment holds the probe | 30 | 1–3600 |
+//! | `CIRCUIT_RECOVERY_BACKOFF` | `doubling`: each failed probe doubles the next wait (up to 10 × recovery) | `none` | `none`, `doubling` |
 //!
 //! The probe lease must cover the call timeout and two store timeouts (1 s each: the
 //! election's write and the outcome's); a call timeout it does not cover stops the function
@@ -111,6 +112,17 @@ pub fn config_from(
         1..=breaker_rules::TTL_GRACE_SECS,
     )?;
     builder = builder.probe_lease(std::time::Duration::from_secs(lease));
+    builder = builder.recovery_backoff(match var("CIRCUIT_RECOVERY_BACKOFF").as_deref() {
+        None | Some("none") => breaker_runtime::RecoveryBackoff::none(),
+        Some("doubling") => breaker_runtime::RecoveryBackoff::doubling(),
+        Some(other) => {
+            return Err(SettingError::new(
+                "CIRCUIT_RECOVERY_BACKOFF",
+                other,
+                "must be none or doubling",
+            ));
+        }
+    });
     // Unset: no call timeout; calls are still abandoned near the invocation's deadline.
     if let Some(value) = var("CIRCUIT_CALL_TIMEOUT_MS") {
         let timeout = setting::number_from(
@@ -277,6 +289,11 @@ mod tests {
                 "CIRCUIT_PROBE_LEASE_SECS",
                 "3601",
                 "CIRCUIT_PROBE_LEASE_SECS=3601: must be between 1 and 3600",
+            ),
+            (
+                "CIRCUIT_RECOVERY_BACKOFF",
+                "exponential",
+                "CIRCUIT_RECOVERY_BACKOFF=exponential: must be none or doubling",
             ),
         ] {
             let error = config_from(vars(&[(name, value)])).unwrap_err();

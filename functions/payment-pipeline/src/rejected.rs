@@ -69,8 +69,9 @@ pub fn rejected_record(
     millis: u64,
 ) -> String {
     json!({
-        "level": "WARN",
-        "timestamp": breaker_runtime::emf::rfc3339_millis(millis),
+        // ERROR like every metric line: Lambda's log-level filter must not drop the count.
+        "level": breaker_runtime::unstable::LOG_LEVEL,
+        "timestamp": breaker_runtime::unstable::rfc3339_millis(millis),
         "_aws": {
             "Timestamp": millis,
             "CloudWatchMetrics": [{

@@ -42,9 +42,10 @@ async fn circuit_number(stack: &SampleStack, attribute: &str) -> Option<u64> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_reopen_the_replay_defers_by_the_backed_off_wait_not_the_recovery_timeout() {
     let stack = SampleStack::start().await.unwrap();
-    // The default backoff (× 2 per reopen, less up to a quarter of jitter): after one reopen
-    // the wait is 15 to 20 s, where the recovery timeout alone says 10.
+    // The doubling backoff (less up to a quarter of jitter): after one reopen the wait is 15
+    // to 20 s, where the recovery timeout alone says 10.
     let tunables = [
+        ("CIRCUIT_RECOVERY_BACKOFF", "doubling".to_owned()),
         ("CIRCUIT_FAILURE_THRESHOLD", "3".to_owned()),
         ("CIRCUIT_RECOVERY_TIMEOUT_SECS", RECOVERY_SECS.to_string()),
         ("CIRCUIT_RECOVERY_JITTER_SECS", "0".to_owned()),
