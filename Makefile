@@ -41,7 +41,7 @@ lint:
 unit-tests:
 	$(CARGO) build --workspace --bins
 	$(CARGO) nextest run --workspace --lib --bins --tests --examples --no-fail-fast
-	$(CARGO) nextest run -p breaker-runtime --features metrics,call-spans --test metrics --test call_spans
+	$(CARGO) nextest run -p breaker-runtime --features metrics,call-spans,tower --test metrics --test call_spans
 
 doc-tests:
 	$(CARGO) test --workspace --doc

@@ -261,3 +261,40 @@ async fn shadow_verdicts_are_counted_by_decision_and_every_call_runs() {
     assert_eq!(calls(&metrics, name, "rejected"), 0, "nothing was rejected");
     assert_eq!(calls(&metrics, name, "failure"), 5);
 }
+
+/// The tower layer counts its calls' outcomes and durations like every other path.
+#[cfg(feature = "tower")]
+#[tokio::test]
+async fn the_tower_layer_counts_outcomes_and_durations() {
+    use breaker_runtime::tower::CircuitBreakerLayer;
+    use tower::{Layer, Service, ServiceExt, service_fn};
+
+    let name = "metrics-tower";
+    let (breaker, recorder) = observed(name, |config| {
+        config.failure_threshold(2).record_call_durations(true)
+    });
+    let mut service = CircuitBreakerLayer::new(breaker).layer(service_fn(|ok: bool| async move {
+        match ok {
+            true => Ok::<u8, Error>(1),
+            false => Err("503".into()),
+        }
+    }));
+    for ok in [true, true, true, false, false, true] {
+        let _ = service.ready().await.unwrap().call(ok).await;
+    }
+    let metrics = snapshot(&recorder);
+    assert_eq!(calls(&metrics, name, "success"), 3);
+    assert_eq!(calls(&metrics, name, "failure"), 2);
+    assert_eq!(calls(&metrics, name, "rejected"), 1, "the circuit tripped");
+    assert_eq!(transitions(&metrics, name, "closed", "open"), 1);
+    let duration = series(
+        "circuitbreaker_call_duration_seconds",
+        &[("circuitbreaker_name", name)],
+    );
+    match metrics.get(&duration) {
+        Some(DebugValue::Histogram(seconds)) => {
+            assert_eq!(seconds.len(), 5, "every admitted call, its failures too");
+        }
+        other => panic!("no duration histogram: {other:?}"),
+    }
+}

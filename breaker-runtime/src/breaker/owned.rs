@@ -2,7 +2,9 @@
 //! `&'static` one): for futures that may not borrow the breaker, such as a tower service's,
 //! whose future outlives the `&mut self` of `Service::call`.
 //!
-//! Admission and recording are the borrowed [`Permit`]'s: the closed path decides both
+//! It is the borrowed [`Permit`], detached from its circuit while it travels with the
+//! handle, and attached again to record: admission, recording, the metrics (outcomes and
+//! durations) and the probe slot are the borrowed permit's. The closed path decides both
 //! inline; a slow admission or a transition is a boxed future that owns the handle.
 
 use std::borrow::Borrow;
@@ -13,28 +15,27 @@ use std::pin::Pin;
 use super::CircuitBreaker;
 use super::admission::{fast_admission, permit_slow, request_permit};
 use super::circuit::Circuit;
-use super::permit::{PermitKind, PermitRequest};
-use super::transitions::{count_closed, end_probe, follow_up};
-use crate::events::{CircuitInfo, FailureKind};
+use super::permit::{Detached, Permit, PermitRequest};
+use super::transitions::follow_up;
+use crate::events::CircuitInfo;
 use crate::protocol::machine::Outcome;
 
 /// A boxed future that owns what it needs.
 pub(crate) type OwnedFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// Admission of one call, holding the breaker through `B`. Dropped unrecorded (a
-/// cancelled call), it counts as ignored and frees the probe slot it holds.
+/// cancelled call), it counts as ignored and frees the probe slot it holds, as a borrowed
+/// permit does.
 pub(crate) struct OwnedPermit<B: Borrow<CircuitBreaker>> {
     breaker: B,
-    kind: PermitKind,
-    /// When the call was admitted, if the policy times calls (see [`Permit`]).
-    started: u64,
+    admitted: Detached,
 }
 
 impl<B: Borrow<CircuitBreaker>> fmt::Debug for OwnedPermit<B> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OwnedPermit")
             .field("circuit", self.circuit().name())
-            .field("kind", &self.kind)
+            .field("admitted", &self.admitted)
             .finish()
     }
 }
@@ -52,17 +53,22 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
         &self.breaker.borrow().circuit
     }
 
+    /// The borrowed permit of what this one holds (which it no longer holds).
+    fn attached(&mut self) -> Permit<'_> {
+        let admitted = self.admitted.take();
+        Permit::attach(&self.breaker.borrow().circuit, admitted)
+    }
+
     /// The closed path's admission, decided inline; `None`: ask [`admit_slow`](Self::admit_slow).
     #[inline]
     pub(crate) fn fast(breaker: &B) -> Option<Self>
     where
         B: Clone,
     {
-        let (kind, started) = fast_admission(&breaker.borrow().circuit).ok()?.detach();
+        let admitted = fast_admission(&breaker.borrow().circuit).ok()?.detach();
         Some(Self {
             breaker: breaker.clone(),
-            kind,
-            started,
+            admitted,
         })
     }
 
@@ -79,67 +85,54 @@ impl<B: Borrow<CircuitBreaker>> OwnedPermit<B> {
             return SlowAdmission::Rejected(info);
         }
         SlowAdmission::Pending(Box::pin(async move {
-            let (kind, started) = permit_slow(&breaker.borrow().circuit).await?.detach();
-            Ok(Self {
-                breaker,
-                kind,
-                started,
-            })
+            let admitted = permit_slow(&breaker.borrow().circuit).await?.detach();
+            Ok(Self { breaker, admitted })
         }))
     }
 
-    /// Reports how the call ended: `None` when recorded inline, else the transition it
-    /// causes (a trip, a probe's outcome), to be awaited.
+    /// Reports how the call ended, as the borrowed permit does: `None` when recorded
+    /// inline, else the transition it causes (a trip, a probe's outcome), to be awaited.
     #[inline]
     pub(crate) fn record(mut self, outcome: Outcome) -> Option<OwnedFuture<()>>
     where
         B: Send + Sync + 'static,
     {
-        if self.kind == PermitKind::Closed
-            && outcome == Outcome::Success
-            && self.circuit().counts().note_success(self.started)
-        {
-            self.kind = PermitKind::Spent;
+        let mut permit = self.attached();
+        if permit.record_success_inline(outcome) {
             return None;
         }
-        self.record_transition(outcome)
+        // A probe comes back unrecorded: it records in the future, as detached.
+        let recorded = permit.record_unless_probe(outcome).map_err(Permit::detach);
+        match recorded {
+            Ok(None) => None,
+            Ok(Some(next)) => Some(Box::pin(
+                async move { follow_up(self.circuit(), next).await },
+            )),
+            Err(admitted) => {
+                self.admitted = admitted;
+                Some(self.record_probe(outcome))
+            }
+        }
     }
 
-    /// Every outcome but the closed path's success, out of line.
+    /// A probe's outcome, out of line: the permit travels into the future and keeps the
+    /// probe slot until it records there, in the same poll, so a future dropped unpolled
+    /// frees it.
     #[inline(never)]
-    fn record_transition(mut self, outcome: Outcome) -> Option<OwnedFuture<()>>
+    fn record_probe(self, outcome: Outcome) -> OwnedFuture<()>
     where
         B: Send + Sync + 'static,
     {
-        match self.kind {
-            PermitKind::Closed => {
-                self.kind = PermitKind::Spent;
-                let circuit = self.circuit();
-                let next = count_closed(circuit, outcome, self.started, FailureKind::Error, None)?;
-                Some(Box::pin(
-                    async move { follow_up(self.circuit(), next).await },
-                ))
-            }
-            // The permit travels into the future and keeps the slot until `end_probe`
-            // takes it over, in the same poll: a future dropped unpolled frees it.
-            PermitKind::Probe(seam) => Some(Box::pin(async move {
-                let mut permit = self;
-                let kind = std::mem::replace(&mut permit.kind, PermitKind::Spent);
-                debug_assert_eq!(kind, PermitKind::Probe(seam));
-                let circuit = permit.circuit();
-                let outcome = circuit.counts().probe_outcome(outcome, permit.started);
-                end_probe(circuit, seam, outcome, FailureKind::Error).await
-            })),
-            PermitKind::Bypass | PermitKind::Spent => None,
-        }
+        Box::pin(async move {
+            let mut owned = self;
+            owned.attached().record(outcome).await
+        })
     }
 }
 
 impl<B: Borrow<CircuitBreaker>> Drop for OwnedPermit<B> {
     fn drop(&mut self) {
-        if matches!(self.kind, PermitKind::Probe(_)) {
-            // Dropped unrecorded: free the slot, as the borrowed permit does.
-            self.circuit().release_probe();
-        }
+        // Whatever it still holds, dropped as the borrowed permit it is.
+        drop(self.attached());
     }
 }

@@ -8,6 +8,8 @@ use std::task::{Context, Poll};
 
 use super::circuit::Circuit;
 use super::seam::Seam;
+#[cfg(feature = "tower")]
+use super::transitions::FollowUp;
 use super::transitions::{count_closed, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
@@ -27,6 +29,27 @@ pub(super) enum PermitKind {
     Bypass,
     /// The outcome was recorded; nothing is left to do.
     Spent,
+}
+
+/// What a permit admitted, without its circuit: see [`Permit::detach`].
+#[cfg(feature = "tower")]
+#[derive(Debug)]
+pub(super) struct Detached {
+    kind: PermitKind,
+    started: u64,
+    call_clock: CallClock,
+}
+
+#[cfg(feature = "tower")]
+impl Detached {
+    /// Takes what is held out, leaving a spent permit's (nothing to record or free).
+    pub(super) fn take(&mut self) -> Self {
+        Self {
+            kind: std::mem::replace(&mut self.kind, PermitKind::Spent),
+            started: self.started,
+            call_clock: self.call_clock,
+        }
+    }
 }
 
 /// Admission of one call. Report how it ended with [`Permit::record`] (or its blocking
@@ -74,16 +97,69 @@ impl<'a> Permit<'a> {
         }
     }
 
-    /// The kind of call this permit admitted and when, taken out of it: a future that owns
-    /// its breaker holds them and records through the circuit ([`super::owned`]). The
-    /// probe slot, if any, goes with the kind.
+    /// What this permit admitted, taken out of it: a future that owns its breaker holds it
+    /// and [attaches](Self::attach) it to the circuit again to record ([`super::owned`]).
+    /// The probe slot, if any, goes with it.
     #[cfg(feature = "tower")]
     #[inline]
-    pub(super) fn detach(mut self) -> (PermitKind, u64) {
-        (
-            std::mem::replace(&mut self.kind, PermitKind::Spent),
-            self.started,
-        )
+    pub(super) fn detach(mut self) -> Detached {
+        Detached {
+            kind: std::mem::replace(&mut self.kind, PermitKind::Spent),
+            started: self.started,
+            call_clock: self.call_clock,
+        }
+    }
+
+    /// The permit of what was [detached](Self::detach), on `circuit` again.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(super) fn attach(circuit: &'a Circuit, detached: Detached) -> Self {
+        Self {
+            circuit,
+            kind: detached.kind,
+            started: detached.started,
+            call_clock: detached.call_clock,
+        }
+    }
+
+    /// Records the closed path's success inline, as [`record`](Self::record) does; false
+    /// (the permit unchanged) for any other outcome.
+    #[cfg(feature = "tower")]
+    #[inline]
+    pub(super) fn record_success_inline(&mut self, outcome: Outcome) -> bool {
+        self.record_inline(outcome)
+    }
+
+    /// [`record`](Self::record) of any outcome of a call that was no probe, but for the
+    /// follow-up it leaves to write; a probe's permit comes back unrecorded.
+    #[cfg(feature = "tower")]
+    #[inline(never)]
+    pub(super) fn record_unless_probe(
+        mut self,
+        outcome: Outcome,
+    ) -> Result<Option<FollowUp>, Self> {
+        let kind = FailureKind::Error;
+        match std::mem::replace(&mut self.kind, PermitKind::Spent) {
+            PermitKind::Closed => {
+                self.report_end(outcome, kind);
+                Ok(count_closed(
+                    self.circuit,
+                    outcome,
+                    self.started,
+                    kind,
+                    None,
+                ))
+            }
+            PermitKind::Bypass => {
+                self.report_end(outcome, kind);
+                Ok(None)
+            }
+            PermitKind::Spent => Ok(None),
+            probe @ PermitKind::Probe(_) => {
+                self.kind = probe;
+                Err(self)
+            }
+        }
     }
 
     /// Shows in the metrics the state this permit admitted its call in.
