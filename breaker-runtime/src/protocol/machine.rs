@@ -437,14 +437,13 @@ pub fn settle(
                     record,
                     won: false,
                 },
-                // Lost to the very record it writes: its first attempt landed and the SDK's
-                // retry met it. A reopen needs this environment's lease, so no other write
-                // leaves it; a trip by another environment in the same second with the same
-                // count would leave it too, and counts as ours as well (the election decides
-                // who probes). The store returned the record: as fresh as a read.
-                RecordWrite::Trip { .. } | RecordWrite::Reopen { .. }
-                    if record == transition.applied_to(Some(base)) =>
-                {
+                // A reopen lost to the very record it writes: its first attempt landed and
+                // the SDK's retry met it. A reopen needs this environment's lease, so no
+                // other write leaves that record. A trip is not recognised so: in a busy
+                // fleet many environments trip in the same second with the same count, and
+                // each would take the opener's first right and fire its hook. The store
+                // returned the record: as fresh as a read.
+                RecordWrite::Reopen { .. } if record == transition.applied_to(Some(base)) => {
                     Settled {
                         record,
                         committed: true,

@@ -512,10 +512,12 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
     assert!(after.committed && !after.won);
 }
 
-/// Race 5: the SDK retried a trip or reopen whose first attempt landed; the retry lost to
-/// the record that attempt left. It is ours: its first right and its hook stay.
+/// Race 5: the SDK retried a reopen whose first attempt landed; the retry lost to the record
+/// that attempt left. It is ours: its first right and its hook stay. A trip lost to the same
+/// record is not recognised: another environment's trip in the same second with the same
+/// count leaves exactly that record, and a busy fleet trips so by the hundred.
 #[test]
-fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
+fn a_reopen_lost_to_its_own_landed_attempt_is_committed_a_trip_is_not() {
     let opened = T0 / 1000;
     let trip = RecordWrite::Trip {
         failure_count: 3,
@@ -529,8 +531,11 @@ fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
         Some(WriteOutcome::Lost(Some(landed.clone()))),
     );
     assert_eq!(after.record, landed);
-    assert!(after.committed && after.won, "the landed trip is ours");
-    assert_eq!(committed_opening(&trip, &after), Some(opened));
+    assert!(
+        !after.committed && !after.won,
+        "a trip lost to an identical record may be another environment's"
+    );
+    assert_eq!(committed_opening(&trip, &after), None);
 
     let probing = half_open(ME, opened, opened + 40);
     let reopen = RecordWrite::Reopen {
