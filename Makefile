@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model
+.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model package bench-user
 
 tools:
 	scripts/install-tools.sh all
@@ -68,10 +68,24 @@ cross-check: tools
 	scripts/install-tools.sh cross
 	scripts/cross-check.sh
 
+# The three library crates as they would be published (`cargo package`, verified), and the
+# README's quickstart built as a crate of its own against those packages (quickstart/).
+package:
+	scripts/package-check.sh
+
 # The `metrics` group twice: without the feature (in the first run), then with it.
 bench:
 	$(CARGO) bench -p breaker-runtime --features tower --bench hot_path
 	$(CARGO) bench -p breaker-runtime --features tower,metrics --bench hot_path -- metrics
+	$(MAKE) bench-user
+
+# breaker's closed path against recloser and failsafe in a user's crate (user-bench/, outside
+# the workspace): Cargo's default release profile, then cargo-lambda's release settings (thin
+# LTO, one codegen unit). docs/performance.md, "Hot path: as users build it".
+bench-user:
+	cd user-bench && $(CARGO) run --quiet --locked --release --target-dir ../target/user-bench/default
+	cd user-bench && CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1 \
+	  $(CARGO) run --quiet --locked --release --target-dir ../target/user-bench/lambda
 
 # Every fleet scenario of the simulator (docs/scale.md): a table each on stdout, then the
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.

@@ -18,6 +18,8 @@
 //! # }
 //! ```
 #![forbid(unsafe_code)]
+// docs.rs (`--cfg docsrs`, nightly): each feature-gated item says which feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 mod blocking;
@@ -41,6 +43,7 @@ pub mod emf;
 pub mod store;
 pub mod testing;
 #[cfg(feature = "tower")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 
 pub use breaker::CircuitBreaker;
@@ -55,6 +58,7 @@ pub use protocol::{CircuitState, RecoveryBackoff};
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]
+#[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
 #[doc = include_str!("attribute_docs.md")]
 pub use breaker_macro::circuit_breaker;
 

@@ -322,6 +322,7 @@ impl CircuitBreakerConfigBuilder {
     /// monotonic clock when the call is admitted and when it ends, where the closed path
     /// otherwise reads none, and records into the histogram on every call).
     #[cfg(feature = "metrics")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "metrics")))]
     pub fn record_call_durations(mut self, enabled: bool) -> Self {
         self.config.record_call_durations = enabled;
         self
@@ -331,6 +332,7 @@ impl CircuitBreakerConfigBuilder {
     /// `circuitbreaker.call` with the field `circuitbreaker.name` (default off: a span per
     /// call costs what the subscriber makes of it). Feature `call-spans`.
     #[cfg(feature = "call-spans")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "call-spans")))]
     pub fn trace_calls(mut self, enabled: bool) -> Self {
         self.config.trace_calls = enabled;
         self

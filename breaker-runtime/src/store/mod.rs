@@ -32,6 +32,7 @@ pub type Transition = RecordWrite;
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
 #[cfg(feature = "dynamodb")]
+#[cfg_attr(docsrs, doc(cfg(feature = "dynamodb")))]
 pub use dynamodb::{DynamoDbStore, DynamoDbStoreBuilder};
 
 /// The same store object: the same allocation, whatever the vtable.

@@ -37,6 +37,7 @@
 //! ```
 
 #[cfg(feature = "contract")]
+#[cfg_attr(docsrs, doc(cfg(feature = "contract")))]
 pub mod contract;
 
 pub use crate::clock::ManualClock;
