@@ -47,7 +47,8 @@ doc-tests:
 	$(CARGO) test --workspace --doc
 
 # Each example of breaker-runtime run to its end (nextest only builds them): each asserts
-# what it shows, so a wrong result fails. tower_lambda needs a Lambda Runtime API and
+# what it shows, so a wrong result fails. tower_lambda and lambda_dynamodb_* need a Lambda
+# Runtime API (cold-start runs the latter, docs/performance.md) and
 # iam_policy is run by scripts/check-template.sh: built, not run here.
 EXAMPLES := quickstart on_circuit_open warm_up deadlines shadow tower_http_client store_contract
 examples:
