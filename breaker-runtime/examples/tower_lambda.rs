@@ -29,5 +29,7 @@ async fn main() -> Result<(), lambda_runtime::Error> {
     let handler = ServiceBuilder::new()
         .layer(CircuitBreakerLayer::new(breaker))
         .service(service_fn(reserve));
-    lambda_runtime::run(handler).await
+    // Each invocation in its deadline scope: a hung downstream is counted before Lambda
+    // ends the invocation.
+    breaker_runtime::lambda::run(handler).await
 }

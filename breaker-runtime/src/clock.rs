@@ -102,13 +102,14 @@ static TICKER: std::sync::OnceLock<()> = std::sync::OnceLock::new();
 /// tick (about 3 µs of CPU), none while the process is frozen. A process whose thread
 /// cannot start keeps [`UNKNOWN`], and its calls read the clock themselves.
 fn start_ticker() {
+    // The only stores: UNKNOWN to a time before the thread runs, and back if it cannot.
     RECENT.store(system_millis(), Ordering::Relaxed);
     let started = std::thread::Builder::new()
         .name("breaker-clock".into())
         .spawn(|| {
             loop {
                 std::thread::sleep(TICK);
-                RECENT.store(system_millis(), Ordering::Relaxed);
+                advance(&RECENT, system_millis());
             }
         });
     if started.is_err() {
@@ -120,8 +121,17 @@ fn start_ticker() {
 /// Lambda thawed the environment must not judge its cached copy by the time before.
 pub(crate) fn refresh_recent() {
     if TICKER.get().is_some() {
-        RECENT.store(system_millis(), Ordering::Relaxed);
+        advance(&RECENT, system_millis());
     }
+}
+
+/// Moves `recent` to `now` only forwards: the clock thread may have read the clock before
+/// a freeze and store it after an invocation's refresh, and must not undo that refresh.
+/// [`UNKNOWN`], the largest value, stays unknown. A wall clock stepped back leaves the
+/// recent time ahead until it catches up: copies look older than they are and are read
+/// again, never trusted longer.
+fn advance(recent: &AtomicU64, now: u64) {
+    recent.fetch_max(now, Ordering::Relaxed);
 }
 
 /// A clock that moves only when told to. Clones share one time. A guarded call's
@@ -230,5 +240,53 @@ mod tests {
             .as_millis() as u64;
         let coarse = Clock::System.now_millis();
         assert!(coarse.abs_diff(wall) < 50, "coarse {coarse} vs wall {wall}");
+    }
+
+    #[test]
+    fn a_recent_time_only_moves_forwards_and_unknown_stays_unknown() {
+        let recent = AtomicU64::new(1_000);
+        advance(&recent, 900);
+        assert_eq!(
+            recent.load(Ordering::Relaxed),
+            1_000,
+            "an older reading is ignored"
+        );
+        advance(&recent, 1_005);
+        assert_eq!(recent.load(Ordering::Relaxed), 1_005);
+        let unknown = AtomicU64::new(UNKNOWN);
+        advance(&unknown, 1_005);
+        assert_eq!(unknown.load(Ordering::Relaxed), UNKNOWN);
+    }
+
+    #[test]
+    fn the_recent_time_never_goes_backwards_under_refreshes_and_ticks() {
+        Clock::System.keep_recent();
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        std::thread::scope(|threads| {
+            // Refreshes racing each other and the clock thread: each reads the clock, then
+            // writes; a plain store from a slower one would move the time back.
+            for _ in 0..3 {
+                threads.spawn(|| {
+                    while !stop.load(Ordering::Relaxed) {
+                        refresh_recent();
+                    }
+                });
+            }
+            let first = Clock::System.recent_millis();
+            let mut last = first;
+            let mut went_back = None;
+            let until = std::time::Instant::now() + Duration::from_millis(300);
+            while went_back.is_none() && std::time::Instant::now() < until {
+                let now = Clock::System.recent_millis();
+                if now < last {
+                    went_back = Some((last, now));
+                }
+                last = now;
+            }
+            stop.store(true, Ordering::Relaxed);
+            assert_ne!(first, UNKNOWN, "the clock thread started");
+            assert!(last > first, "the recent time moved in 300 ms");
+            assert_eq!(went_back, None, "the recent time went back (from, to)");
+        });
     }
 }

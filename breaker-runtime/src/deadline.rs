@@ -11,6 +11,9 @@
 //! gets a [`CallAbandonedError`](crate::CallAbandonedError), and the trip or report it causes
 //! is written within the margin, before Lambda ends the invocation.
 //!
+//! A function started by `breaker_runtime::lambda::run` (feature `lambda`, on by default)
+//! has every invocation in its scope already; [`scope`] is for the other shapes.
+//!
 //! ```
 //! use breaker_runtime::{CircuitBreaker, deadline};
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {

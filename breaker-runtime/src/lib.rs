@@ -40,6 +40,8 @@ mod timer;
 mod warm_up;
 
 pub mod emf;
+#[cfg(feature = "lambda")]
+pub mod lambda;
 pub mod store;
 pub mod testing;
 #[cfg(feature = "tower")]

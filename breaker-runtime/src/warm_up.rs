@@ -35,7 +35,7 @@ use crate::{environment, store_runtime};
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// // In `main`, before `lambda_runtime::run`:
+/// // In `main`, before `breaker_runtime::lambda::run`:
 /// let warmed = breaker_runtime::warm_up(["payment-backend", "cost-explorer"]).await;
 /// assert_eq!(warmed, Ok(2));
 /// # }

@@ -17,8 +17,8 @@ mod charge;
 
 use std::time::Duration;
 
-use breaker_runtime::deadline;
-use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
+use breaker_runtime::lambda::run;
+use lambda_runtime::{Diagnostic, Error, LambdaEvent, service_fn};
 use payment_pipeline::rejected::{Rejection, log_rejected};
 use payment_pipeline::{Order, Pipeline};
 use serde_json::value::RawValue;
@@ -30,12 +30,11 @@ use crate::charge::charge_or_buffer;
 async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], Pipeline::from_env).await?;
     let app = &app;
-    // The charge is bounded by the invocation's deadline (its scope), so a hung payment API
-    // times out, counts as a failure and is parked before the invocation ends. The event
-    // stays raw text: the amount is forwarded exactly as the caller wrote it.
+    // breaker's `run` bounds the charge by the invocation's deadline (its scope), so a hung
+    // payment API times out, counts as a failure and is parked before the invocation ends.
+    // The event stays raw text: the amount is forwarded exactly as the caller wrote it.
     run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
-        let deadline = event.context.deadline;
-        deadline::scope(deadline, handle(app, event.payload, deadline))
+        handle(app, event.payload, event.context.deadline)
     }))
     .await
 }

@@ -18,8 +18,9 @@ mod snapshot;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use breaker_runtime::{CircuitInfo, circuit_breaker, deadline};
-use lambda_runtime::{Diagnostic, Error, LambdaEvent, run, service_fn};
+use breaker_runtime::lambda::run;
+use breaker_runtime::{CircuitInfo, circuit_breaker};
+use lambda_runtime::{Diagnostic, Error, LambdaEvent, service_fn};
 use serde_json::Value;
 use time::OffsetDateTime;
 
@@ -43,10 +44,10 @@ async fn main() -> Result<(), Error> {
         prime_on_init(&app).await;
     }
     let app = &app;
-    // The invocation's deadline, for guarded calls inside it. The `cost-explorer` call has
-    // a callback, so it is never abandoned: Cost Explorer's client timeouts bound it.
+    // breaker's `run` puts each invocation in its deadline scope. The `cost-explorer` call
+    // has a callback, so it is never abandoned: Cost Explorer's client timeouts bound it.
     run(service_fn(move |event: LambdaEvent<Value>| {
-        deadline::scope(event.context.deadline, handle(app, event.payload))
+        handle(app, event.payload)
     }))
     .await
 }

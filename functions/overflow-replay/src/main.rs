@@ -23,8 +23,8 @@ mod record;
 mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use breaker_runtime::deadline;
-use lambda_runtime::{Error, LambdaEvent, run, service_fn};
+use breaker_runtime::lambda::run;
+use lambda_runtime::{Error, LambdaEvent, service_fn};
 use payment_pipeline::Pipeline;
 
 use crate::replay::App;
@@ -34,8 +34,8 @@ async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], app_from_env).await?;
     let app = &app;
     run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        // Guarded charges are abandoned before the invocation's deadline (counted, their
-        // outcome parked as unknown) rather than dying with it.
+        // breaker's `run` scopes the invocation: guarded charges are abandoned before its
+        // deadline (counted, their outcome parked as unknown) rather than dying with it.
         let records = &event.payload.records;
         let left = event
             .context
@@ -52,8 +52,7 @@ async fn main() -> Result<(), Error> {
             }
             return Ok(response);
         }
-        let replay = app.replay(records, event.context.deadline());
-        let outcome = deadline::scope(event.context.deadline, replay).await;
+        let outcome = app.replay(records, event.context.deadline()).await;
         tracing::info!(
             settled = outcome.done,
             deferred = outcome.deferred,

@@ -10,6 +10,7 @@ mod deadlines;
 mod outcomes;
 mod parked;
 mod pipeline;
+mod quickstart;
 mod recovery;
 mod refusals;
 mod support;
