@@ -20,5 +20,5 @@ async fn main() -> Result<(), Error> {
     // During init: read the circuits' records (one BatchGetItem) and open the connection,
     // so the first invocation's guarded call is a cache hit. Fails open within 1 s.
     let _ = breaker_runtime::warm_up(["inventory-api"]).await;
-    lambda_runtime::run(service_fn(handler)).await
+    breaker_runtime::lambda::run(service_fn(handler)).await
 }
