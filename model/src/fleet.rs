@@ -10,7 +10,6 @@ use stateright::{Model, Property};
 
 use crate::dynamodb;
 use crate::item::{Cached, Item};
-use crate::liveness;
 
 /// Who takes part.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -718,11 +717,11 @@ impl Model for Fleet {
             }),
             Property::always(
                 "a healthy fleet closes in time",
-                |model: &Fleet, state: &State| liveness::closes_in_time(model, state),
+                |model: &Fleet, state: &State| model.closes_in_time(state),
             ),
             Property::always(
                 "refused elections: a call runs in time",
-                |model: &Fleet, s: &State| liveness::runs_despite_refusals(model, s),
+                |model: &Fleet, s: &State| model.runs_despite_refusals(s),
             ),
         ]
     }

@@ -46,9 +46,23 @@ fn flagged(state: &State) -> bool {
         || state.wait_shrank
 }
 
-/// With a healthy downstream and a store that answers, the circuit acts closed within
-/// `closes_within` seconds (an operator's override aside: it decides alone).
-pub fn closes_in_time(model: &Fleet, state: &State) -> bool {
+// The properties as methods of the model, so that `fleet` lists them without importing
+// this module (which builds on its types).
+impl Fleet {
+    /// With a healthy downstream and a store that answers, the circuit acts closed within
+    /// `closes_within` seconds (an operator's override aside: it decides alone).
+    pub fn closes_in_time(&self, state: &State) -> bool {
+        closes_in_time(self, state)
+    }
+
+    /// With a store that refuses every election, some breaker environment runs a call (a
+    /// probe) within `closes_within` seconds.
+    pub fn runs_despite_refusals(&self, state: &State) -> bool {
+        runs_despite_refusals(self, state)
+    }
+}
+
+fn closes_in_time(model: &Fleet, state: &State) -> bool {
     if model.store != Store::Answers || flagged(state) || model.closes_within == 0 {
         return true;
     }
@@ -65,9 +79,7 @@ pub fn closes_in_time(model: &Fleet, state: &State) -> bool {
     false
 }
 
-/// With a store that refuses every election, some breaker environment runs a call (a
-/// probe) within `closes_within` seconds.
-pub fn runs_despite_refusals(model: &Fleet, state: &State) -> bool {
+fn runs_despite_refusals(model: &Fleet, state: &State) -> bool {
     if model.store != Store::RefusesElections || flagged(state) {
         return true;
     }
