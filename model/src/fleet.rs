@@ -356,7 +356,9 @@ impl Fleet {
             .is_some_and(|started| state.t >= started + self.powertools_call)
     }
 
-    fn flagged(state: &State) -> bool {
+    /// A safety property already failed in `state`: the liveness checks leave it to that
+    /// counterexample.
+    pub(crate) fn flagged(state: &State) -> bool {
         state.disagreement.is_some()
             || state.early_close
             || state.override_overwritten

@@ -38,14 +38,6 @@ fn one_second(model: &Fleet, state: &State) -> State {
     state
 }
 
-fn flagged(state: &State) -> bool {
-    state.disagreement.is_some()
-        || state.early_close
-        || state.override_overwritten
-        || state.own_write_unrecognised
-        || state.wait_shrank
-}
-
 // The properties as methods of the model, so that `fleet` lists them without importing
 // this module (which builds on its types).
 impl Fleet {
@@ -63,7 +55,7 @@ impl Fleet {
 }
 
 fn closes_in_time(model: &Fleet, state: &State) -> bool {
-    if model.store != Store::Answers || flagged(state) || model.closes_within == 0 {
+    if model.store != Store::Answers || Fleet::flagged(state) || model.closes_within == 0 {
         return true;
     }
     let mut state = state.clone();
@@ -80,7 +72,7 @@ fn closes_in_time(model: &Fleet, state: &State) -> bool {
 }
 
 fn runs_despite_refusals(model: &Fleet, state: &State) -> bool {
-    if model.store != Store::RefusesElections || flagged(state) {
+    if model.store != Store::RefusesElections || Fleet::flagged(state) {
         return true;
     }
     let mut state = state.clone();
