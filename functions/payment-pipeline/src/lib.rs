@@ -12,6 +12,7 @@ mod admitted;
 mod charge_once;
 pub mod clock;
 pub mod ledger;
+mod metric_line;
 pub mod order;
 pub mod overflow;
 pub mod payments;

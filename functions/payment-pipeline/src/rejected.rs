@@ -4,12 +4,10 @@
 //! answer alone leaves no trace: the WARN log line and this metric (alarmed in the
 //! template) are what an operator sees. Embedded Metric Format, like `PaymentOutcomeUnknown`.
 
-use std::io::Write as _;
-
-use serde_json::json;
+use serde_json::{Map, json};
 
 use crate::clock::unix_millis;
-use crate::payments::CIRCUIT;
+use crate::metric_line::{count_line, emit, namespace};
 use crate::text::truncate;
 
 /// The metric counted per rejected order (dimension `circuit` = `payment-backend`).
@@ -42,15 +40,13 @@ pub fn log_rejected(reason: Rejection, order_id: Option<&str>, error: &str) {
         error,
         "order rejected: not charged, not kept"
     );
-    let namespace = std::env::var("BREAKER_METRICS_NAMESPACE")
-        .ok()
-        .filter(|ns| !ns.trim().is_empty())
-        .unwrap_or_else(|| breaker_runtime::emf::DEFAULT_NAMESPACE.to_owned());
-    let line = rejected_record(reason, order_id, error, &namespace, unix_millis());
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(format!("{line}\n").as_bytes())
-        .and_then(|()| stdout.flush());
+    emit(&rejected_record(
+        reason,
+        order_id,
+        error,
+        &namespace(),
+        unix_millis(),
+    ));
 }
 
 /// The EMF document: pure, for tests.
@@ -68,23 +64,9 @@ pub fn rejected_record(
     namespace: &str,
     millis: u64,
 ) -> String {
-    json!({
-        // ERROR like every metric line: Lambda's log-level filter must not drop the count.
-        "level": breaker_runtime::unstable::LOG_LEVEL,
-        "timestamp": breaker_runtime::unstable::rfc3339_millis(millis),
-        "_aws": {
-            "Timestamp": millis,
-            "CloudWatchMetrics": [{
-                "Namespace": namespace,
-                "Dimensions": [["circuit"]],
-                "Metrics": [{"Name": ORDER_REJECTED, "Unit": "Count"}],
-            }],
-        },
-        "circuit": CIRCUIT,
-        "reason": reason.as_str(),
-        "order_id": order_id,
-        "error": truncate(error, 256),
-        ORDER_REJECTED: 1,
-    })
-    .to_string()
+    let mut properties = Map::new();
+    properties.insert("reason".to_owned(), json!(reason.as_str()));
+    properties.insert("order_id".to_owned(), json!(order_id));
+    properties.insert("error".to_owned(), json!(truncate(error, 256)));
+    count_line(ORDER_REJECTED, properties, namespace, millis)
 }

@@ -3,13 +3,11 @@
 //! `payment-backend`), one per order parked as `unknown` in the ledger. The template alarms
 //! on it: such an order needs a human to ask the payment provider.
 
-use std::io::Write as _;
-
-use serde_json::json;
+use serde_json::{Map, json};
 
 use super::item::MAX_DETAIL_BYTES;
 use crate::clock::unix_millis;
-use crate::payments::CIRCUIT;
+use crate::metric_line::{count_line, emit, namespace};
 use crate::text::truncate;
 
 /// The metric counted per order parked as `unknown`.
@@ -17,15 +15,12 @@ pub const PAYMENT_OUTCOME_UNKNOWN: &str = "PaymentOutcomeUnknown";
 
 /// Writes the EMF line for an order whose charge outcome is unknown.
 pub fn log_outcome_unknown(order_id: &str, detail: &str) {
-    let namespace = std::env::var("BREAKER_METRICS_NAMESPACE")
-        .ok()
-        .filter(|ns| !ns.trim().is_empty())
-        .unwrap_or_else(|| breaker_runtime::emf::DEFAULT_NAMESPACE.to_owned());
-    let line = outcome_unknown_record(order_id, detail, &namespace, unix_millis());
-    let mut stdout = std::io::stdout().lock();
-    let _ = stdout
-        .write_all(format!("{line}\n").as_bytes())
-        .and_then(|()| stdout.flush());
+    emit(&outcome_unknown_record(
+        order_id,
+        detail,
+        &namespace(),
+        unix_millis(),
+    ));
 }
 
 /// The EMF document: pure, for tests.
@@ -41,21 +36,11 @@ pub fn outcome_unknown_record(
     namespace: &str,
     millis: u64,
 ) -> String {
-    let record = json!({
-        "level": breaker_runtime::unstable::LOG_LEVEL,
-        "timestamp": breaker_runtime::unstable::rfc3339_millis(millis),
-        "_aws": {
-            "Timestamp": millis,
-            "CloudWatchMetrics": [{
-                "Namespace": namespace,
-                "Dimensions": [["circuit"]],
-                "Metrics": [{"Name": PAYMENT_OUTCOME_UNKNOWN, "Unit": "Count"}],
-            }],
-        },
-        "circuit": CIRCUIT,
-        "order_id": order_id,
-        "detail": truncate(detail, MAX_DETAIL_BYTES),
-        PAYMENT_OUTCOME_UNKNOWN: 1,
-    });
-    record.to_string()
+    let mut properties = Map::new();
+    properties.insert("order_id".to_owned(), json!(order_id));
+    properties.insert(
+        "detail".to_owned(),
+        json!(truncate(detail, MAX_DETAIL_BYTES)),
+    );
+    count_line(PAYMENT_OUTCOME_UNKNOWN, properties, namespace, millis)
 }
