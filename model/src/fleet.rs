@@ -234,24 +234,9 @@ impl Fleet {
             return None;
         }
         let before = state.item.clone();
-        let current = before.record.as_ref();
-        let ddb = dynamodb::allows(transition, &before);
-        if transition.allowed(current) != ddb {
-            state.disagreement.get_or_insert_with(|| {
-                format!("condition of {transition:?} on {current:?}: DynamoDB {ddb}")
-            });
-        }
-        if ddb {
-            let after = dynamodb::leaves(transition, &before);
-            let in_memory = transition.applied_to(current);
-            if after.record.as_ref() != Some(&in_memory) {
-                state.disagreement.get_or_insert_with(|| {
-                    format!(
-                        "{transition:?} on {current:?}: DynamoDB leaves {:?}, in memory {in_memory:?}",
-                        after.record
-                    )
-                });
-            }
+        let after = Self::both_readings(state, transition);
+        let ddb = after.is_some();
+        if let Some(after) = after {
             self.judge_breaker_write(state, actor, &before, &after, transition);
             state.item = after;
         }
@@ -750,26 +735,37 @@ impl Fleet {
 
     /// An operator's write: both readings must agree here too.
     fn operator_write(&self, state: &mut State, transition: &RecordWrite) {
-        let before = state.item.clone();
+        if let Some(after) = Self::both_readings(state, transition) {
+            state.item = after;
+        }
+    }
+
+    /// `transition` on the current item as DynamoDB's request does it and as
+    /// `RecordWrite::allowed`/`applied_to` say; a disagreement of the two is noted (the
+    /// first one only). Returns the item DynamoDB leaves, if its condition holds.
+    fn both_readings(state: &mut State, transition: &RecordWrite) -> Option<Item> {
+        let before = &state.item;
         let current = before.record.as_ref();
-        let ddb = dynamodb::allows(transition, &before);
+        let ddb = dynamodb::allows(transition, before);
         if transition.allowed(current) != ddb {
             state.disagreement.get_or_insert_with(|| {
                 format!("condition of {transition:?} on {current:?}: DynamoDB {ddb}")
             });
         }
-        if ddb {
-            let after = dynamodb::leaves(transition, &before);
-            if after.record.as_ref() != Some(&transition.applied_to(current)) {
-                state.disagreement.get_or_insert_with(|| {
-                    format!(
-                        "{transition:?} on {current:?}: DynamoDB leaves {:?}",
-                        after.record
-                    )
-                });
-            }
-            state.item = after;
+        if !ddb {
+            return None;
         }
+        let after = dynamodb::leaves(transition, before);
+        let in_memory = transition.applied_to(current);
+        if after.record.as_ref() != Some(&in_memory) {
+            state.disagreement.get_or_insert_with(|| {
+                format!(
+                    "{transition:?} on {current:?}: DynamoDB leaves {:?}, in memory {in_memory:?}",
+                    after.record
+                )
+            });
+        }
+        Some(after)
     }
 
     /// One step of the fleet in the liveness runs.
