@@ -1,6 +1,6 @@
 //! The DynamoDB item layout is Powertools' exactly: after each transition the raw item has
 //! exactly the Powertools attribute names, types and values; items written in Powertools'
-//! shape by someone else are read correctly.
+//! shape by someone else are read correctly. Each test on dynalite and on moto's DynamoDB.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use breaker_runtime::store::{CircuitRecord, DynamoDbStore, RecordWrite, StateSto
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
-use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator, LocalDynamoDb};
 use devstack::fixtures::shared_table;
 use devstack::wall_clock::unix_secs;
 
@@ -33,9 +33,8 @@ pub(crate) fn item(attributes: &[(&str, AttributeValue)]) -> Item {
         .collect()
 }
 
-pub(crate) async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
-    dynalite
-        .client()
+pub(crate) async fn raw(db: &impl DynamoDbServer, table: &str, key: Item) -> Item {
+    db.client()
         .get_item()
         .table_name(table)
         .set_key(Some(key))
@@ -47,9 +46,8 @@ pub(crate) async fn raw(dynalite: &Dynalite, table: &str, key: Item) -> Item {
         .expect("the item exists")
 }
 
-pub(crate) async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
-    dynalite
-        .client()
+pub(crate) async fn put_raw(db: &impl DynamoDbServer, table: &str, item: Item) {
+    db.client()
         .put_item()
         .table_name(table)
         .set_item(Some(item))
@@ -60,9 +58,10 @@ pub(crate) async fn put_raw(dynalite: &Dynalite, table: &str, item: Item) {
 
 const T0: u64 = 1_700_000_000;
 
-#[tokio::test]
-async fn every_transition_writes_the_powertools_item() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(every_transition_writes_the_powertools_item);
+
+async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
+    let (db, store) = crate::simple_table_on(emulator).await;
     let key = item(&[("id", s("payment-backend"))]);
     let circuit = "payment-backend";
 
@@ -73,7 +72,7 @@ async fn every_transition_writes_the_powertools_item() {
     };
     assert_eq!(store.apply(circuit, &trip).await, Ok(WriteOutcome::Won));
     assert_eq!(
-        raw(&dynalite, "circuits", key.clone()).await,
+        raw(&db, "circuits", key.clone()).await,
         item(&[
             ("id", s(circuit)),
             ("state", s("OPEN")),
@@ -93,7 +92,7 @@ async fn every_transition_writes_the_powertools_item() {
     };
     assert_eq!(store.apply(circuit, &election).await, Ok(WriteOutcome::Won));
     assert_eq!(
-        raw(&dynalite, "circuits", key.clone()).await,
+        raw(&db, "circuits", key.clone()).await,
         item(&[
             ("id", s(circuit)),
             ("state", s("HALF_OPEN")),
@@ -114,7 +113,7 @@ async fn every_transition_writes_the_powertools_item() {
     };
     assert_eq!(store.apply(circuit, &reopen).await, Ok(WriteOutcome::Won));
     assert_eq!(
-        raw(&dynalite, "circuits", key.clone()).await,
+        raw(&db, "circuits", key.clone()).await,
         item(&[
             ("id", s(circuit)),
             ("state", s("OPEN")),
@@ -141,7 +140,7 @@ async fn every_transition_writes_the_powertools_item() {
     assert_eq!(store.apply(circuit, &close).await, Ok(WriteOutcome::Won));
     // Closed: no opening, no owner, no lease left behind.
     assert_eq!(
-        raw(&dynalite, "circuits", key).await,
+        raw(&db, "circuits", key).await,
         item(&[
             ("id", s(circuit)),
             ("state", s("CLOSED")),
@@ -151,13 +150,16 @@ async fn every_transition_writes_the_powertools_item() {
     );
 }
 
-#[tokio::test]
-async fn the_composite_key_holds_the_static_pk_and_the_name() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
-    let store = shared_table::create(&dynalite)
+on_both!(the_composite_key_holds_the_static_pk_and_the_name);
+
+async fn the_composite_key_holds_the_static_pk_and_the_name(emulator: Emulator) {
+    let db = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
+    let store = shared_table::create(&db)
         .await
         .expect("table")
-        .client(dynalite.client())
+        .client(db.client())
         .build()
         .expect("valid store");
     let trip = RecordWrite::Trip {
@@ -168,7 +170,7 @@ async fn the_composite_key_holds_the_static_pk_and_the_name() {
     assert_eq!(store.apply("ce", &trip).await, Ok(WriteOutcome::Won));
     let key = item(&[("pk", s("circuit_breaker#orders")), ("sk", s("ce"))]);
     assert_eq!(
-        raw(&dynalite, "shared", key).await,
+        raw(&db, "shared", key).await,
         item(&[
             ("pk", s("circuit_breaker#orders")),
             ("sk", s("ce")),
@@ -180,9 +182,10 @@ async fn the_composite_key_holds_the_static_pk_and_the_name() {
     );
 }
 
-#[tokio::test]
-async fn powertools_shaped_items_are_read_correctly() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(powertools_shaped_items_are_read_correctly);
+
+async fn powertools_shaped_items_are_read_correctly(emulator: Emulator) {
+    let (db, store) = crate::simple_table_on(emulator).await;
     let cases = [
         (
             item(&[
@@ -221,7 +224,7 @@ async fn powertools_shaped_items_are_read_correctly() {
             unreachable!()
         };
         let circuit = circuit.clone();
-        put_raw(&dynalite, "circuits", raw_item).await;
+        put_raw(&db, "circuits", raw_item).await;
         assert_eq!(store.read(&circuit).await, Ok(Some(expected)), "{circuit}");
     }
     // A Python environment probes; this (Rust) one may not close its circuit.
@@ -241,9 +244,10 @@ async fn powertools_shaped_items_are_read_correctly() {
     assert_eq!(store.apply("half", &close).await, Ok(WriteOutcome::Won));
 }
 
-#[tokio::test]
-async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl);
+
+async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl(emulator: Emulator) {
+    let (db, store) = crate::simple_table_on(emulator).await;
     let store: Arc<DynamoDbStore> = Arc::new(store);
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)
@@ -255,7 +259,7 @@ async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
     // Opened by a Powertools function a moment ago: this environment rejects.
     let now = unix_secs();
     put_raw(
-        &dynalite,
+        &db,
         "circuits",
         item(&[
             ("id", s("shared")),
@@ -282,7 +286,7 @@ async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl() {
     }
     let after = unix_secs();
     assert_eq!(own.state(), CircuitState::Open);
-    let written = raw(&dynalite, "circuits", item(&[("id", s("own"))])).await;
+    let written = raw(&db, "circuits", item(&[("id", s("own"))])).await;
     let AttributeValue::N(expiration) = &written["expiration"] else {
         panic!("{written:?}")
     };

@@ -1,10 +1,36 @@
 //! DynamoDbStore on dynalite: the store contract, the item layout, fleet report items, malformed items, SDK error paths and the fleet.
+//! What writes one request at a time (the contract's sequential cases, the item layout,
+//! report items, malformed items, Powertools' leftover count) also on moto's DynamoDB, a
+//! second reading of DynamoDB's expression grammar: the tests named `…on_moto`.
 //!
 //! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
 //! take far less disk. nextest still runs each test in its own process.
 
 use breaker_runtime::store::DynamoDbStore;
 use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::local_dynamodb::{DynamoDbServer as _, Emulator, LocalDynamoDb};
+
+/// Runs the check `$check(emulator)` as two tests, `$check::on_dynalite` and
+/// `$check::on_moto`, each on a tokio runtime made with `$runtime` (`#[tokio::test]`'s
+/// arguments): for checks that write one request at a time (moto's conditional writes are
+/// not atomic under concurrency).
+macro_rules! on_both {
+    ($check:ident $(, $($runtime:tt)*)?) => {
+        mod $check {
+            use devstack::fixtures::local_dynamodb::Emulator;
+
+            #[tokio::test$(($($runtime)*))?]
+            async fn on_dynalite() {
+                super::$check(Emulator::Dynalite).await;
+            }
+
+            #[tokio::test$(($($runtime)*))?]
+            async fn on_moto() {
+                super::$check(Emulator::Moto).await;
+            }
+        }
+    };
+}
 
 mod backoff;
 mod error_paths;
@@ -31,4 +57,18 @@ async fn simple_table() -> (Dynalite, DynamoDbStore) {
         .build()
         .expect("valid store");
     (dynalite, store)
+}
+
+/// A fresh `emulator` with the default circuit table `circuits` and a store on it.
+async fn simple_table_on(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
+    let db = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
+    db.create_circuit_table("circuits").await.expect("table");
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(db.client())
+        .build()
+        .expect("valid store");
+    (db, store)
 }

@@ -1,7 +1,7 @@
 //! Items the store cannot decode (wrong type, unknown state, missing attributes, numbers
 //! out of range) are a CLOSED circuit with a warning naming the circuit and the attribute;
 //! never a panic, never a stuck call. A trip overwrites the broken item where DynamoDB can
-//! tell it is broken (by attribute type).
+//! tell it is broken (by attribute type). Each test on dynalite and on moto's DynamoDB.
 
 use std::collections::HashMap;
 use std::fmt::{self, Write as _};
@@ -11,7 +11,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{CircuitRecord, StateStore};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator};
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Metadata, Subscriber, span};
 
@@ -148,7 +148,11 @@ impl Subscriber for Captured {
     fn exit(&self, _: &span::Id) {}
 }
 
-async fn put_raw(dynalite: &Dynalite, circuit: &str, attributes: &[(&str, AttributeValue)]) {
+async fn put_raw(
+    dynalite: &impl DynamoDbServer,
+    circuit: &str,
+    attributes: &[(&str, AttributeValue)],
+) {
     let mut item: HashMap<String, AttributeValue> = attributes
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
@@ -164,7 +168,7 @@ async fn put_raw(dynalite: &Dynalite, circuit: &str, attributes: &[(&str, Attrib
         .expect("PutItem");
 }
 
-async fn raw_state(dynalite: &Dynalite, circuit: &str) -> Option<AttributeValue> {
+async fn raw_state(dynalite: &impl DynamoDbServer, circuit: &str) -> Option<AttributeValue> {
     let item = dynalite
         .client()
         .get_item()
@@ -179,9 +183,15 @@ async fn raw_state(dynalite: &Dynalite, circuit: &str) -> Option<AttributeValue>
     item.get("state").cloned()
 }
 
-#[tokio::test(flavor = "current_thread")]
-async fn malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attribute() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(
+    malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attribute,
+    flavor = "current_thread"
+);
+
+async fn malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attribute(
+    emulator: Emulator,
+) {
+    let (dynalite, store) = crate::simple_table_on(emulator).await;
 
     let logs = Captured::default();
     let _guard = tracing::subscriber::set_default(logs.clone());
@@ -209,9 +219,16 @@ async fn malformed_items_read_as_closed_with_a_warning_naming_circuit_and_attrib
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_breaker_on_a_malformed_item_runs_calls_and_a_trip_repairs_what_it_can() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(
+    a_breaker_on_a_malformed_item_runs_calls_and_a_trip_repairs_what_it_can,
+    flavor = "multi_thread",
+    worker_threads = 2
+);
+
+async fn a_breaker_on_a_malformed_item_runs_calls_and_a_trip_repairs_what_it_can(
+    emulator: Emulator,
+) {
+    let (dynalite, store) = crate::simple_table_on(emulator).await;
     let store = Arc::new(store);
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)

@@ -2,9 +2,12 @@
 //! `UpdateItem` that keeps the attributes it does not name) leaves it after a breaker
 //! environment handed a probe over: the election from it starts the count at 0, as the
 //! in-memory store's `RecordWrite::applied_to` does, so a taker of the elected owner's
-//! expired lease cannot close after fewer than `success_threshold` successes.
+//! expired lease cannot close after fewer than `success_threshold` successes. Each test on
+//! dynalite and on moto's DynamoDB.
 
 use breaker_runtime::store::{RecordWrite, StateStore, WriteOutcome};
+
+use devstack::fixtures::local_dynamodb::Emulator;
 
 use crate::item_layout::{item, n, put_raw, raw, s};
 
@@ -32,9 +35,10 @@ fn election(owner: &str, expected_successes: u32) -> RecordWrite {
     }
 }
 
-#[tokio::test]
-async fn an_election_from_an_open_item_carrying_a_count_removes_it() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(an_election_from_an_open_item_carrying_a_count_removes_it);
+
+async fn an_election_from_an_open_item_carrying_a_count_removes_it(emulator: Emulator) {
+    let (dynalite, store) = crate::simple_table_on(emulator).await;
     put_raw(&dynalite, "circuits", powertools_reopened("py", 2)).await;
     let read = store.read("py").await.expect("read").expect("item");
     assert_eq!(read.probe_successes, 2, "the count reads as stored");
@@ -57,9 +61,10 @@ async fn an_election_from_an_open_item_carrying_a_count_removes_it() {
     assert_eq!(after.probe_successes, 0);
 }
 
-#[tokio::test]
-async fn an_election_that_read_a_count_wins_only_as_a_takeover() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(an_election_that_read_a_count_wins_only_as_a_takeover);
+
+async fn an_election_that_read_a_count_wins_only_as_a_takeover(emulator: Emulator) {
+    let (dynalite, store) = crate::simple_table_on(emulator).await;
     put_raw(&dynalite, "circuits", powertools_reopened("py", 2)).await;
     let outcome = store.apply("py", &election("env-a", 2)).await;
     assert!(

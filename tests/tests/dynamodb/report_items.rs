@@ -1,7 +1,7 @@
 //! Fleet reports on dynalite: each circuit's counters for one fleet window are an item of
 //! their own, `{circuit}#fleet@{window_start}`, with exactly the fleet attributes and the
 //! TTL, on either key layout; the circuit's item is left as it was, listings leave the
-//! counters out, and `inspect` refuses them.
+//! counters out, and `inspect` refuses them. Each layout also on moto's DynamoDB.
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{
@@ -9,6 +9,7 @@ use breaker_runtime::store::{
 };
 use breaker_runtime::unstable::OperatorReads as _;
 use devstack::fixtures::dynalite::Dynalite;
+use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator, LocalDynamoDb};
 use devstack::fixtures::shared_table;
 
 use crate::item_layout::{Item, item, n, raw, s};
@@ -43,7 +44,7 @@ fn counters_after_two_reports(key: &[(&str, AttributeValue)], expiry_attr: &str)
 /// Trips `ce`, reports to it twice and checks the answers, the circuit's item (unchanged)
 /// and the listing; returns nothing, the caller checks the report item's layout.
 async fn two_reports_beside_a_tripped_circuit(
-    dynalite: &Dynalite,
+    dynalite: &impl DynamoDbServer,
     store: &DynamoDbStore,
     table: &str,
     circuit_key: Item,
@@ -89,9 +90,10 @@ async fn two_reports_beside_a_tripped_circuit(
     );
 }
 
-#[tokio::test]
-async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key() {
-    let (dynalite, store) = crate::simple_table().await;
+on_both!(a_report_adds_to_an_item_of_its_own_on_a_simple_key);
+
+async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key(emulator: Emulator) {
+    let (dynalite, store) = crate::simple_table_on(emulator).await;
     two_reports_beside_a_tripped_circuit(&dynalite, &store, "circuits", item(&[("id", s("ce"))]))
         .await;
     let key = item(&[("id", s("ce#fleet@1700000000"))]);
@@ -101,9 +103,12 @@ async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key() {
     );
 }
 
-#[tokio::test]
-async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
+on_both!(a_report_adds_to_an_item_of_its_own_in_the_sort_key);
+
+async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key(emulator: Emulator) {
+    let dynalite = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
     let store = shared_table::create(&dynalite)
         .await
         .expect("table")
@@ -123,9 +128,12 @@ async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key() {
     );
 }
 
-#[tokio::test]
-async fn a_report_uses_the_renamed_key_and_ttl_attributes() {
-    let dynalite = Dynalite::start().await.expect("dynalite starts");
+on_both!(a_report_uses_the_renamed_key_and_ttl_attributes);
+
+async fn a_report_uses_the_renamed_key_and_ttl_attributes(emulator: Emulator) {
+    let dynalite = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
     dynalite
         .create_table("renamed", "circuit", None)
         .await

@@ -4,7 +4,8 @@
 //!
 //! A report is one unconditional UpdateItem: `ADD` is atomic on the server, so concurrent
 //! reports sum exactly and there is nothing to condition on. It creates the item the first
-//! time and answers the window's totals (`ReturnValues=UPDATED_NEW`).
+//! time and answers the window's totals (`ReturnValues=ALL_NEW`: `UPDATED_NEW` need not
+//! answer a counter an `ADD` of 0 left unchanged, and moto's does not).
 //!
 //! It is sent once, never retried by the SDK: `ADD` is not idempotent, and a retry of a
 //! report whose answer was lost after it landed would count its failures, calls and
@@ -74,7 +75,7 @@ impl Shared {
             .expression_attribute_values(":r", number(report.new_reporter.into()))
             .expression_attribute_values(":w", number(report.window_start))
             .expression_attribute_values(":e", number(report.expiration))
-            .return_values(ReturnValue::UpdatedNew)
+            .return_values(ReturnValue::AllNew)
             .customize()
             .config_override(
                 aws_sdk_dynamodb::config::Builder::default().retry_config(RetryConfig::disabled()),
