@@ -1,5 +1,6 @@
 //! What no local server produces: throttling, 5xx, a lost write that carries the old item
-//! (`ReturnValuesOnConditionCheckFailure`, which dynalite ignores), and a DynamoDB that
+//! (`ReturnValuesOnConditionCheckFailure`, which dynalite ignores; `lost_write.rs` takes
+//! both paths on moto and dynalite), and a DynamoDB that
 //! accepts connections but never answers. SDK errors must stop in the store as
 //! `StoreError`s naming the operation, the table and the cause; the breaker fails open
 //! and backs off.

@@ -1,7 +1,7 @@
 //! DynamoDbStore on dynalite: the store contract, the item layout, fleet report items, malformed items, SDK error paths and the fleet.
 //! What writes one request at a time (the contract's sequential cases, the item layout,
-//! report items, malformed items, Powertools' leftover count) also on moto's DynamoDB, a
-//! second reading of DynamoDB's expression grammar: the tests named `…on_moto`.
+//! report items, malformed items, Powertools' leftover count, lost writes) also on moto's
+//! DynamoDB, a second reading of DynamoDB's expression grammar: the tests named `…on_moto`.
 //!
 //! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
 //! take far less disk. nextest still runs each test in its own process.
@@ -37,6 +37,7 @@ mod error_paths;
 mod fleet;
 mod fleet_policy;
 mod item_layout;
+mod lost_write;
 mod malformed;
 mod powertools_count;
 mod probe_admission;
