@@ -2,10 +2,13 @@
 # Instructions per hot-path call, breaker next to failsafe and recloser, counted by
 # callgrind: unlike a timing, a count does not move with the load of a shared machine.
 #
-#   scripts/count-instructions.sh [CALLS]        (needs valgrind on PATH)
+#   scripts/count-instructions.sh [--users] [CALLS]        (needs valgrind on PATH)
 #
-# The last table: the closed path with feature `metrics` and a counting recorder beside the
-# feature off, and with call durations recorded.
+# The first tables: the workspace's harness (bench target `hot_path_calls`), then the closed
+# path with feature `metrics` and a counting recorder beside the feature off, and with call
+# durations recorded. The last table: the closed path as users build it (`user-bench/`, a
+# crate outside the workspace), in Cargo's default release profile and with cargo-lambda's
+# release settings; `--users` prints that table only.
 #
 # Each operation runs twice, CALLS and 2·CALLS times; the difference divided by CALLS is
 # the cost of one call, set-up and warm-up excluded. The vDSO clock read is not counted
@@ -13,8 +16,47 @@
 # figures leave out the part of its clock read that the vDSO executes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+users_only=false
+if [[ "${1:-}" == --users ]]; then users_only=true; shift; fi
 calls="${1:-100000}"
 command -v valgrind >/dev/null || { echo "valgrind is not on PATH" >&2; exit 1; }
+
+instructions() { # binary args... -> instructions executed by the whole run
+  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$@" 2>&1 \
+    | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+}
+
+# The closed path as a user's crate builds it: user-bench/ has no `[profile]`, so Cargo's
+# default release profile (no LTO, 16 codegen units: `cargo build --release`), or
+# cargo-lambda's settings, which `cargo lambda build --release` gives through the same
+# variables (thin LTO, one codegen unit). Each loop is the one `make bench-user` times.
+users() {
+  local default lambda op
+  default=$(user_build default)
+  lambda=$(user_build lambda CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
+  printf '\n%-20s %16s %18s\n' "as users build" "default profile" "cargo-lambda's"
+  for op in baseline breaker-sync recloser-sync failsafe-sync breaker-async recloser-async \
+    failsafe-async; do
+    printf '%-20s %16s %18s\n' "$op" "$(user_per_call "$default" "$op")" \
+      "$(user_per_call "$lambda" "$op")"
+  done
+}
+
+user_build() { # name [VAR=value...] -> the binary's path
+  local dir="target/user-bench/$1"
+  shift
+  (cd user-bench && env "$@" cargo build --quiet --locked --release --target-dir "../$dir")
+  echo "$dir/release/breaker-user-bench"
+}
+
+user_per_call() { # binary operation
+  local once twice
+  once=$(instructions "$1" "$2" "$calls")
+  twice=$(instructions "$1" "$2" $((2 * calls)))
+  echo $(( (twice - once) / calls ))
+}
+
+if $users_only; then users; exit 0; fi
 # The bench profile's opt-level 3 and thin LTO, but one codegen unit: with several, how the
 # compiler splits the crate (and so what it inlines) moves with unrelated edits, and a
 # peer's count with it (failsafe's async call read 83 or 105 in two builds). No AWS SDK.
@@ -33,8 +75,7 @@ bin=$(build macros,tower)
 metrics_bin=$(build macros,tower,metrics)
 
 count() { # operation calls [dyn] -> instructions executed by the whole run
-  valgrind --tool=callgrind --callgrind-out-file=/dev/null "$bin" "$@" 2>&1 \
-    | sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+  instructions "$bin" "$@"
 }
 
 per_call() { # operation [dyn]
@@ -78,3 +119,4 @@ for op in breaker-async; do
 done
 printf '%-20s %12s %12s\n' durations-async "$(bin=$metrics_bin per_call durations-async)" \
   "$(bin=$metrics_bin per_call durations-async dyn)"
+users

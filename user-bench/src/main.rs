@@ -1,15 +1,21 @@
-//! Time per closed-path call of breaker, recloser 1.4 and failsafe 1.3, each configured to
-//! trip on 5 consecutive failures, in a loop of [`CALLS`] successful calls, the three taking
-//! turns; [`ROUNDS`] rounds, the median of each. Sync (`call_blocking`, `call`) and async
-//! (each library's call future, polled once inline with a no-op waker: no executor).
+//! breaker's closed path against recloser 1.4 and failsafe 1.3, each configured to trip on 5
+//! consecutive failures, built as a user's crate is (see `Cargo.toml`).
+//!
+//! - No argument: the time per call. A loop of [`CALLS`] successful calls of each library,
+//!   the three taking turns, [`ROUNDS`] rounds, the median of each. Sync (`call_blocking`,
+//!   `call`) and async (each library's call future, polled once inline with a no-op waker:
+//!   no executor).
+//! - `OPERATION CALLS`: that one loop, CALLS times, and nothing else, for callgrind
+//!   (`scripts/count-instructions.sh` counts instructions per call from two such runs).
 //!
 //! No `#[inline(never)]` around the calls: the loop is the user's code, and whatever the
-//! build inlines across crates is what a user gets. Usage: `cargo run --release`, with
-//! `CARGO_PROFILE_RELEASE_*` for another profile (see `make bench`).
+//! build inlines across crates is what a user gets. Each call's value goes in and comes out
+//! through `black_box`, so the optimiser can neither fold the call nor drop its result.
 
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::pin;
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
@@ -18,9 +24,23 @@ use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::{
     CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError,
 };
+use failsafe::backoff::Constant;
+use failsafe::failure_policy::ConsecutiveFailures;
 
 const CALLS: u32 = 3_000_000;
 const ROUNDS: usize = 7;
+
+/// The operations, as named on the command line: one library's closed-path call, or
+/// `baseline`, the guarded closure alone.
+const OPERATIONS: [&str; 7] = [
+    "baseline",
+    "breaker-sync",
+    "recloser-sync",
+    "failsafe-sync",
+    "breaker-async",
+    "recloser-async",
+    "failsafe-async",
+];
 
 /// The calls' error type, as a user's would be.
 #[derive(Debug)]
@@ -38,99 +58,189 @@ impl From<CallAbandonedError> for Failure {
     }
 }
 
-fn main() {
-    // An hour's recovery and cache: neither ends during a run.
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(5)
-        .recovery_timeout(Duration::from_secs(3600))
-        .local_cache_max_age(Duration::from_secs(3600))
-        .build()
-        .expect("a valid config");
-    let breaker = CircuitBreaker::new("bench", Arc::new(InMemoryStore::new()), config);
-    let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
-    let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
-    let failsafe = failsafe::Config::new()
-        .failure_policy(failsafe::failure_policy::consecutive_failures(5, backoff))
-        .build();
-    // A ring buffer of 5 at error rate 1.0: 5 consecutive failures.
-    let recloser = || {
-        recloser::Recloser::custom()
-            .error_rate(1.0)
-            .closed_len(5)
-            .half_open_len(3)
-            .open_wait(Duration::from_secs(3600))
-            .build()
-    };
-    let (sync_recloser, async_recloser) = (recloser(), recloser::AsyncRecloser::from(recloser()));
+/// The three libraries' breakers, each tripping on 5 consecutive failures and never
+/// recovering during a run.
+struct Breakers {
+    breaker: CircuitBreaker,
+    recloser: recloser::Recloser,
+    async_recloser: recloser::AsyncRecloser,
+    failsafe: failsafe::StateMachine<ConsecutiveFailures<Constant>, ()>,
+}
 
+impl Breakers {
+    fn new() -> Self {
+        // An hour's recovery and cache: neither ends during a run.
+        let config = CircuitBreakerConfig::builder()
+            .failure_threshold(5)
+            .recovery_timeout(Duration::from_secs(3600))
+            .local_cache_max_age(Duration::from_secs(3600))
+            .build()
+            .expect("a valid config");
+        let breaker = CircuitBreaker::new("bench", Arc::new(InMemoryStore::new()), config);
+        // The first call reads the shared record into the cache.
+        let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
+        let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
+        let failsafe = failsafe::Config::new()
+            .failure_policy(failsafe::failure_policy::consecutive_failures(5, backoff))
+            .build();
+        // A ring buffer of 5 at error rate 1.0: 5 consecutive failures.
+        let recloser = || {
+            recloser::Recloser::custom()
+                .error_rate(1.0)
+                .closed_len(5)
+                .half_open_len(3)
+                .open_wait(Duration::from_secs(3600))
+                .build()
+        };
+        Self {
+            breaker,
+            recloser: recloser(),
+            async_recloser: recloser::AsyncRecloser::from(recloser()),
+            failsafe,
+        }
+    }
+
+    /// Hands `run` the call of `operation` (one of [`OPERATIONS`]); false if it is none.
+    fn with<R: Run>(&self, operation: &str, run: &mut R) -> bool {
+        match operation {
+            "baseline" => run.run(|| {
+                let _ = black_box(Ok::<u64, Failure>(black_box(7)));
+            }),
+            "breaker-sync" => run.run(|| {
+                let _ = black_box(
+                    self.breaker
+                        .call_blocking(|| Ok::<u64, Failure>(black_box(7))),
+                );
+            }),
+            "recloser-sync" => run.run(|| {
+                let _ = black_box(self.recloser.call(|| Ok::<u64, Failure>(black_box(7))));
+            }),
+            "failsafe-sync" => run.run(|| {
+                use failsafe::CircuitBreaker as _;
+                let _ = black_box(self.failsafe.call(|| Ok::<u64, Failure>(black_box(7))));
+            }),
+            "breaker-async" => run.run(|| {
+                let _ = black_box(ready(
+                    self.breaker
+                        .call(|| async { Ok::<u64, Failure>(black_box(7)) }),
+                ));
+            }),
+            "recloser-async" => run.run(|| {
+                let _ = black_box(ready(
+                    self.async_recloser
+                        .call(async { Ok::<u64, Failure>(black_box(7)) }),
+                ));
+            }),
+            "failsafe-async" => run.run(|| {
+                use failsafe::futures::CircuitBreaker as _;
+                let _ = black_box(ready(
+                    self.failsafe
+                        .call(async { Ok::<u64, Failure>(black_box(7)) }),
+                ));
+            }),
+            _ => return false,
+        }
+        true
+    }
+}
+
+/// What is done with one operation's call: timed, or only repeated.
+trait Run {
+    fn run(&mut self, call: impl Fn());
+}
+
+/// Nanoseconds per call of `calls` calls.
+struct Time {
+    calls: u32,
+    nanos: f64,
+}
+
+impl Run for Time {
+    fn run(&mut self, call: impl Fn()) {
+        let start = Instant::now();
+        repeat(self.calls, call);
+        self.nanos = start.elapsed().as_nanos() as f64 / f64::from(self.calls);
+    }
+}
+
+/// `calls` calls and nothing else, for callgrind.
+struct Repeat(u32);
+
+impl Run for Repeat {
+    fn run(&mut self, call: impl Fn()) {
+        repeat(self.0, call);
+    }
+}
+
+/// The loop both modes run: the same code, timed or counted.
+#[inline(always)]
+fn repeat(calls: u32, call: impl Fn()) {
+    for _ in 0..calls {
+        call();
+    }
+}
+
+fn main() -> ExitCode {
+    let breakers = Breakers::new();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.as_slice() {
+        [] => {
+            timings(&breakers);
+            ExitCode::SUCCESS
+        }
+        [operation, calls] => match calls.parse() {
+            Ok(calls) if breakers.with(operation, &mut Repeat(calls)) => ExitCode::SUCCESS,
+            _ => usage(),
+        },
+        _ => usage(),
+    }
+}
+
+fn usage() -> ExitCode {
+    eprintln!(
+        "usage: breaker-user-bench [OPERATION CALLS]\n  OPERATION: {}",
+        OPERATIONS.join(", ")
+    );
+    ExitCode::from(2)
+}
+
+fn timings(breakers: &Breakers) {
     println!("closed path, ns per call (median of {ROUNDS} rounds of {CALLS} calls)");
     println!(
         "{:<6} {:>9} {:>13} {:>13} {:>24}",
         "", "breaker", "recloser 1.4", "failsafe 1.3", "breaker / fastest peer"
     );
-    let sync = measure(
-        || {
-            let _ = black_box(breaker.call_blocking(|| Ok::<u64, Failure>(black_box(7))));
-        },
-        || {
-            let _ = black_box(sync_recloser.call(|| Ok::<u64, Failure>(black_box(7))));
-        },
-        || {
-            use failsafe::CircuitBreaker as _;
-            let _ = black_box(failsafe.call(|| Ok::<u64, Failure>(black_box(7))));
-        },
-    );
-    report("sync", sync);
-    let asynchronous = measure(
-        || {
-            let _ = black_box(ready(
-                breaker.call(|| async { Ok::<u64, Failure>(black_box(7)) }),
-            ));
-        },
-        || {
-            let _ = black_box(ready(
-                async_recloser.call(async { Ok::<u64, Failure>(black_box(7)) }),
-            ));
-        },
-        || {
-            use failsafe::futures::CircuitBreaker as _;
-            let _ = black_box(ready(
-                failsafe.call(async { Ok::<u64, Failure>(black_box(7)) }),
-            ));
-        },
-    );
-    report("async", asynchronous);
+    for kind in ["sync", "async"] {
+        let libraries = ["breaker", "recloser", "failsafe"].map(|l| format!("{l}-{kind}"));
+        let [breaker, recloser, failsafe] = medians(breakers, &libraries);
+        println!(
+            "{kind:<6} {breaker:>9.2} {recloser:>13.2} {failsafe:>13.2} {:>24.2}",
+            breaker / recloser.min(failsafe)
+        );
+    }
 }
 
-fn report(kind: &str, [breaker, recloser, failsafe]: [f64; 3]) {
-    println!(
-        "{kind:<6} {breaker:>9.2} {recloser:>13.2} {failsafe:>13.2} {:>24.2}",
-        breaker / recloser.min(failsafe)
-    );
-}
-
-/// The median time per call of breaker, recloser and failsafe over [`ROUNDS`] rounds, the
-/// three taking turns in each round.
-fn measure(breaker: impl Fn(), recloser: impl Fn(), failsafe: impl Fn()) -> [f64; 3] {
+/// The median time per call of each operation over [`ROUNDS`] rounds, the operations
+/// taking turns in each round.
+fn medians(breakers: &Breakers, operations: &[String; 3]) -> [f64; 3] {
     let mut samples = [const { Vec::new() }; 3];
     for _ in 0..ROUNDS {
-        samples[0].push(time(&breaker));
-        samples[1].push(time(&recloser));
-        samples[2].push(time(&failsafe));
+        for (operation, samples) in operations.iter().zip(&mut samples) {
+            let mut time = Time {
+                calls: CALLS,
+                nanos: 0.0,
+            };
+            assert!(
+                breakers.with(operation, &mut time),
+                "{operation} is an operation"
+            );
+            samples.push(time.nanos);
+        }
     }
     samples.map(|mut s| {
         s.sort_by(f64::total_cmp);
         s[s.len() / 2]
     })
-}
-
-/// Nanoseconds per call of [`CALLS`] calls.
-fn time(call: &impl Fn()) -> f64 {
-    let start = Instant::now();
-    for _ in 0..CALLS {
-        call();
-    }
-    start.elapsed().as_nanos() as f64 / f64::from(CALLS)
 }
 
 /// Polls a future that completes without waiting, inline, with a no-op waker.

@@ -298,6 +298,8 @@ impl CircuitBreaker {
     /// assert!(missing.is_err());
     /// assert_eq!(breaker.state(), CircuitState::Closed);
     /// ```
+    // A hint, so that a build without LTO inlines the closed path into the caller too.
+    #[inline]
     pub fn call_blocking_with<T, E>(
         &self,
         counts: impl Fn(&E) -> bool,

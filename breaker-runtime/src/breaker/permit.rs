@@ -324,6 +324,9 @@ impl<'a> Permit<'a> {
 }
 
 impl Drop for Permit<'_> {
+    /// Inline, so that the closed path's spent permit costs its caller a compare, not a
+    /// call into this crate (a user's build without LTO inlines nothing else).
+    #[inline]
     fn drop(&mut self) {
         if self.kind != PermitKind::Spent {
             // Never reported (a cancelled future): ignored.
