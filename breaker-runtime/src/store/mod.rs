@@ -22,13 +22,6 @@ pub use crate::protocol::{
 };
 pub use memory::InMemoryStore;
 
-/// The old name of [`RecordWrite`].
-#[doc(hidden)]
-#[deprecated(
-    note = "renamed `RecordWrite`: a conditional write, not the hooks' `CircuitTransition`"
-)]
-pub type Transition = RecordWrite;
-
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
 #[cfg(feature = "dynamodb")]
