@@ -73,6 +73,16 @@ pub async fn run_contract(store: Arc<dyn StateStore>) {
 /// Runs every case that writes one request at a time (all but the races), in order: the
 /// contract's conditions, for a store whose conditional writes are not atomic under
 /// concurrency (moto's DynamoDB). Panics naming the first case that fails.
+///
+/// ```
+/// use std::sync::Arc;
+/// use breaker_runtime::store::InMemoryStore;
+/// use breaker_runtime::testing::contract::run_sequential_contract;
+///
+/// # #[tokio::main(flavor = "multi_thread", worker_threads = 2)] async fn main() {
+/// run_sequential_contract(Arc::new(InMemoryStore::new())).await;
+/// # }
+/// ```
 pub async fn run_sequential_contract(store: Arc<dyn StateStore>) {
     run_cases(store, |racing| !racing).await;
 }
