@@ -83,6 +83,7 @@ pub mod __protocol {
         Admission, Local, Outcome, Settled, Thresholds, admit, committed_opening, may_trip,
         on_probe_outcome, settle, settle_alone, trip,
     };
+    pub use crate::protocol::refusals::RefusedElections;
 }
 
 /// The README's examples, compiled and run as doctests.

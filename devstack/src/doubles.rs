@@ -19,6 +19,10 @@ pub enum Behaviour {
     Hanging,
     /// Answer reads; refuse every write as throttled (the store is reachable).
     ThrottlingWrites,
+    /// Answer reads and whole-item writes; refuse every in-place update, as for an IAM role
+    /// without `dynamodb:UpdateItem`: the writes `DynamoDbStore` sends as an `UpdateItem`
+    /// (an election, a hand-over, an operator's override and release) fail.
+    DenyingUpdates,
 }
 
 /// A store (in-memory unless told otherwise) that counts reads and writes and can be told
@@ -106,7 +110,7 @@ impl ScriptedStore {
             Operation::Read => &[&self.reads],
             Operation::ConsistentRead => &[&self.reads, &self.consistent_reads],
             Operation::BatchedRead => &[&self.batched_reads],
-            Operation::Write => &[&self.writes],
+            Operation::Write | Operation::Update => &[&self.writes],
         };
         for counter in counters {
             counter.fetch_add(1, Ordering::SeqCst);
@@ -117,10 +121,14 @@ impl ScriptedStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         match behaviour {
             Behaviour::Healthy => delegate(),
-            Behaviour::ThrottlingWrites if operation != Operation::Write => delegate(),
+            Behaviour::ThrottlingWrites if !operation.writes() => delegate(),
             Behaviour::ThrottlingWrites => Box::pin(std::future::ready(Err(
                 StoreError::throttled("scripted ProvisionedThroughputExceededException"),
             ))),
+            Behaviour::DenyingUpdates if operation != Operation::Update => delegate(),
+            Behaviour::DenyingUpdates => Box::pin(std::future::ready(Err(StoreError::new(
+                "scripted AccessDeniedException: not authorized to perform dynamodb:UpdateItem",
+            )))),
             Behaviour::Failing => {
                 Box::pin(std::future::ready(Err(StoreError::new("scripted failure"))))
             }
@@ -135,7 +143,16 @@ enum Operation {
     Read,
     ConsistentRead,
     BatchedRead,
+    /// A whole-item write.
     Write,
+    /// A write `DynamoDbStore` sends as an `UpdateItem`.
+    Update,
+}
+
+impl Operation {
+    fn writes(self) -> bool {
+        matches!(self, Self::Write | Self::Update)
+    }
 }
 
 impl StateStore for ScriptedStore {
@@ -158,6 +175,13 @@ impl StateStore for ScriptedStore {
         circuit: &'a str,
         transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
-        self.behave(Operation::Write, || self.inner.apply(circuit, transition))
+        let operation = match transition {
+            RecordWrite::Elect { .. }
+            | RecordWrite::HandOver { .. }
+            | RecordWrite::Override { .. }
+            | RecordWrite::Release { .. } => Operation::Update,
+            _ => Operation::Write,
+        };
+        self.behave(operation, || self.inner.apply(circuit, transition))
     }
 }

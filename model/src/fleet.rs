@@ -3,13 +3,15 @@
 //! the item, which every write changes as DynamoDB would (checked against the in-memory
 //! store's `RecordWrite::applied_to` on the way).
 
-use breaker_runtime::__protocol::{self as machine, Admission, Local, Outcome, Thresholds};
+use breaker_runtime::__protocol::{
+    self as machine, Admission, Local, Outcome, RefusedElections, Thresholds,
+};
 use breaker_runtime::CircuitState;
 use breaker_runtime::store::{CircuitRecord, Override, OverrideKind, RecordWrite, WriteOutcome};
 use stateright::{Model, Property};
 
 use crate::dynamodb;
-use crate::item::{Cached, Item};
+use crate::item::{Cached, Item, Refusals};
 
 /// Who takes part.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,6 +98,12 @@ pub struct ActorState {
     /// lease away: it runs on, its outcome's write will lose, and it no longer counts as
     /// a probe under a live lease (the documented exception).
     pub revoked: bool,
+    /// The running probe was elected alone (the store refused the elections for the
+    /// bound): no lease in the store covers it (the documented exception, as for a store
+    /// that cannot be reached).
+    pub alone: bool,
+    /// The elections the store refused this breaker, and since when.
+    pub refused: Option<Refusals>,
     /// A Powertools environment's in-process probe successes.
     pub successes: u32,
     /// The operator has set its override.
@@ -195,19 +203,45 @@ impl Fleet {
         (state.t + self.skew(actor)) * 1000
     }
 
-    fn breakers(&self) -> impl Iterator<Item = usize> + '_ {
+    pub(crate) fn breakers(&self) -> impl Iterator<Item = usize> + '_ {
         (0..self.actors.len()).filter(|&i| matches!(self.actors[i], Actor::Breaker { .. }))
+    }
+
+    /// The refusals of a breaker's elections that the item it reads still bears out (a
+    /// read of any other record ends them, as in `RecordCache::store_answered`).
+    fn refusals(&self, state: &State, actor: usize) -> Option<RefusedElections> {
+        let stored = state.item.read();
+        state.actors[actor]
+            .refused
+            .as_ref()
+            .map(|r| r.0.clone())
+            .filter(|r| r.on(&stored))
+    }
+
+    /// Whether a breaker elects alone now: its elections were refused for the bound.
+    fn alone(&self, state: &State, actor: usize) -> bool {
+        let now = self.now_millis(state, actor);
+        self.refusals(state, actor).is_some_and(|r| r.alone(now))
+    }
+
+    /// The record a breaker acts on after reading the item: the item, unless it acts alone
+    /// against the record the store keeps refusing elections on (no news): then its own.
+    pub(crate) fn effective(&self, state: &State, actor: usize) -> CircuitRecord {
+        match self.alone(state, actor) {
+            true => state.actors[actor].cache.0.clone(),
+            false => state.item.read(),
+        }
     }
 
     /// What a breaker's call decides on the item it just read.
     fn admission(&self, state: &State, actor: usize, quiet: bool) -> Admission {
-        let record = state.item.read();
+        let record = self.effective(state, actor);
         let now = self.now_millis(state, actor);
         let mut local = Local {
             probe_in_flight: false,
             committed_opening: state.actors[actor].committed,
             verified: false,
-            store_unreachable: false,
+            store_unreachable: self.alone(state, actor),
             quiet,
         };
         let me = self.id(actor);
@@ -400,6 +434,8 @@ impl Model for Fleet {
             probe: None,
             hand_on: false,
             revoked: false,
+            alone: false,
+            refused: None,
             successes: 0,
             used: false,
         };
@@ -462,11 +498,13 @@ impl Model for Fleet {
                     None => {
                         for quiet in [false, true] {
                             match self.admission(state, i, quiet) {
-                                Admission::Probe => actions.push(Action::Call {
-                                    actor: i,
-                                    quiet,
-                                    reply: Reply::Answered,
-                                }),
+                                Admission::Probe | Admission::ElectAlone(_) => {
+                                    actions.push(Action::Call {
+                                        actor: i,
+                                        quiet,
+                                        reply: Reply::Answered,
+                                    })
+                                }
                                 Admission::Elect(_) => {
                                     for &reply in &self.replies {
                                         actions.push(Action::Call {
@@ -535,21 +573,42 @@ impl Model for Fleet {
                 quiet,
                 reply,
             } => {
-                let base = state.item.read();
-                match self.admission(&state, actor, quiet) {
+                let base = self.effective(&state, actor);
+                let admission = self.admission(&state, actor, quiet);
+                state.actors[actor].refused = self.refusals(&state, actor).map(Refusals);
+                let mut alone = false;
+                match admission {
                     Admission::Probe => {
+                        alone = self.alone(&state, actor);
                         state.actors[actor].cache = Cached(base);
+                    }
+                    Admission::ElectAlone(election) => {
+                        let settled = machine::settle_alone(&base, &election);
+                        state.actors[actor].cache = Cached(settled.record);
+                        alone = true;
                     }
                     Admission::Elect(election) => {
                         let landed = dynamodb::allows(&election, &state.item)
                             && self.store == Store::Answers;
                         let heard = self.write(&mut state, actor, &election, reply);
+                        let now = self.now_millis(&state, actor);
+                        state.actors[actor].refused = match self.store {
+                            // The write failed: one more refusal on the record read.
+                            Store::RefusesElections => Some(Refusals(RefusedElections::after(
+                                state.actors[actor].refused.take().map(|r| r.0),
+                                &base,
+                                now,
+                                &self.thresholds,
+                            ))),
+                            Store::Answers => None,
+                        };
                         if !self.settle(&mut state, actor, &base, &election, heard, landed) {
                             return Some(state);
                         }
                     }
                     _ => return None,
                 }
+                state.actors[actor].alone = alone;
                 state.actors[actor].probe = Some(state.t);
                 state.actors[actor].hand_on = quiet;
                 state.actors[actor].revoked = false;
@@ -576,13 +635,20 @@ impl Model for Fleet {
                     state.actors[actor].hand_on,
                 );
                 let landed = dynamodb::allows(&transition, &state.item);
-                let heard = self.write(&mut state, actor, &transition, reply);
+                let alone = self.alone(&state, actor);
+                let mut heard = self.write(&mut state, actor, &transition, reply);
+                // Lost to the record the store refuses elections on, while acting alone:
+                // no news (as `commit::store::heard`), settled as if unanswered.
+                if alone && matches!(heard, Some(WriteOutcome::Lost(_))) && !landed {
+                    heard = None;
+                }
                 if landed && !matches!(transition, RecordWrite::HandOver { .. }) {
                     Self::opened_or_closed(&mut state);
                 }
                 self.settle(&mut state, actor, &base, &transition, heard, landed);
                 state.actors[actor].probe = None;
                 state.actors[actor].revoked = false;
+                state.actors[actor].alone = false;
             }
             Action::Trip { actor, reply } => {
                 let base = state.item.read();
@@ -668,7 +734,10 @@ impl Model for Fleet {
                 |model: &Fleet, state: &State| {
                     model
                         .breakers()
-                        .filter(|&i| state.actors[i].probe.is_some() && !state.actors[i].revoked)
+                        .filter(|&i| {
+                            let mine = &state.actors[i];
+                            mine.probe.is_some() && !mine.revoked && !mine.alone
+                        })
                         .count()
                         <= 1
                 },

@@ -3,6 +3,7 @@
 
 use std::hash::{Hash, Hasher};
 
+use breaker_runtime::__protocol::RefusedElections;
 use breaker_runtime::CircuitState;
 use breaker_runtime::store::CircuitRecord;
 
@@ -63,5 +64,16 @@ impl Hash for Cached {
             ttl: None,
         }
         .hash(state);
+    }
+}
+
+/// A breaker's refused elections, hashable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusals(pub RefusedElections);
+
+impl Hash for Refusals {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        Cached(self.0.stored.clone()).hash(state);
+        self.0.alone_from.hash(state);
     }
 }

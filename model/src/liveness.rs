@@ -48,7 +48,7 @@ impl Fleet {
     }
 
     /// With a store that refuses every election, some breaker environment runs a call (a
-    /// probe) within `closes_within` seconds.
+    /// probe, or a call of a circuit it closed alone) within `closes_within` seconds.
     pub fn runs_despite_refusals(&self, state: &State) -> bool {
         runs_despite_refusals(self, state)
     }
@@ -78,7 +78,9 @@ fn runs_despite_refusals(model: &Fleet, state: &State) -> bool {
     let mut state = state.clone();
     for _ in 0..=model.closes_within {
         if state.actors.iter().any(|a| a.probe.is_some())
-            || state.item.read().state == CircuitState::Closed
+            || model
+                .breakers()
+                .any(|i| model.effective(&state, i).state == CircuitState::Closed)
         {
             return true;
         }

@@ -22,6 +22,8 @@ pub fn thresholds(backoff: RecoveryBackoff) -> Thresholds {
         // `call_timeout` (3 s) and two store writes of at most 0.5 s each.
         probe_secs: 4,
         recovery_secs: 2,
+        // Three recovery timeouts (the runtime's floor of a minute left out).
+        refused_elections_millis: 6_000,
         backoff,
     }
 }
@@ -95,8 +97,11 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             m
         }),
         ("a store that refuses elections", {
-            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(6, 10));
+            // Past the bound: the first refusal at 2 s, alone from 9 s (6 s of refusals and
+            // the fallback), standalone probes and their outcomes after it.
+            let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(12, 16));
             m.store = Store::RefusesElections;
+            m.closes_within = 10;
             m
         }),
     ]

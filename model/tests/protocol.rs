@@ -14,11 +14,6 @@ const STILL_OPEN: &[(&str, &str)] = &[
         "answers lost after the write landed",
         "a landed trip, reopen or election is ours",
     ),
-    // Race 3: a store that refuses every election keeps the circuit open.
-    (
-        "a store that refuses elections",
-        "refused elections: a call runs in time",
-    ),
 ];
 
 #[test]

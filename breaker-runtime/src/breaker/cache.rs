@@ -5,7 +5,8 @@
 
 use crate::protocol::CircuitRecord;
 use crate::protocol::CircuitState;
-use crate::protocol::machine::Local;
+use crate::protocol::machine::{Local, Thresholds};
+use crate::protocol::refusals::RefusedElections;
 
 /// What the slow path knows of the shared record.
 #[derive(Debug)]
@@ -28,6 +29,9 @@ pub(super) struct RecordCache {
     local_opening: Option<u64>,
     /// The last read could not reach the store: elections are made locally.
     store_unreachable: bool,
+    /// The store refuses this environment's elections on the record it keeps: after a
+    /// bound, elections are made locally, and that record, read again, is no news.
+    refused: Option<RefusedElections>,
     /// The probe running in this process came after no call for a cache age: its outcome
     /// hands the probe on instead of keeping the lease for this environment's next call.
     probe_hands_on: bool,
@@ -45,6 +49,7 @@ impl RecordCache {
             committed_opening: None,
             local_opening: None,
             store_unreachable: false,
+            refused: None,
             probe_hands_on: true,
         }
     }
@@ -93,6 +98,47 @@ impl RecordCache {
         self.store_unreachable = true;
     }
 
+    /// Whether `answered`, a record the store returned at `now` (read, or the record a
+    /// write lost to), is no news: this environment acts alone against that very record
+    /// ([`RefusedElections`]), and keeps what it decided.
+    pub(super) fn no_news(&self, answered: &CircuitRecord, now: u64) -> bool {
+        self.refused
+            .as_ref()
+            .is_some_and(|refused| refused.no_news(answered, now))
+    }
+
+    /// A read answered at `now` with the record the store refuses elections on, while this
+    /// environment acts alone: the store is reachable, the record it keeps is trusted as
+    /// read, and what this environment decided alone stays.
+    pub(super) fn read_no_news(&mut self, now: u64) {
+        self.store_unreachable = false;
+        self.refreshed(now);
+    }
+
+    /// The store answered with `record` (a read, or the record a write lost to): refusals
+    /// made on another record end, since the store took a write since.
+    pub(super) fn store_answered(&mut self, record: &CircuitRecord) {
+        if self.refused.as_ref().is_some_and(|r| !r.on(record)) {
+            self.refused = None;
+        }
+    }
+
+    /// An election on `base` failed at `now` (the store refused it, it did not lose).
+    pub(super) fn election_refused(&mut self, base: &CircuitRecord, now: u64, t: &Thresholds) {
+        self.refused = Some(RefusedElections::after(self.refused.take(), base, now, t));
+    }
+
+    /// The store answered a write (it won, or an election lost): it does not refuse them.
+    pub(super) fn write_answered(&mut self) {
+        self.refused = None;
+    }
+
+    /// Whether this environment elects without the store at `now`: its reads cannot reach
+    /// it, or the store has refused its elections for the bound.
+    fn alone(&self, now: u64) -> bool {
+        self.store_unreachable || self.refused.as_ref().is_some_and(|r| r.alone(now))
+    }
+
     /// The record was read or written at `now`: trusted for the cache's age from then.
     pub(super) fn refreshed(&mut self, now: u64) {
         self.fresh_until = now.saturating_add(self.max_age_millis);
@@ -125,21 +171,29 @@ impl RecordCache {
         now >= self.trusted_until().saturating_add(self.max_age_millis)
     }
 
-    /// What this environment knows besides the record, for the machine: `probe_in_flight`
-    /// in this process, `verified`: the record was just read strongly consistently,
-    /// `quiet`: the call came after none for a cache age ([`quiet_at`](Self::quiet_at)).
-    pub(super) fn local(&self, probe_in_flight: bool, verified: bool, quiet: bool) -> Local {
+    /// What this environment knows besides the record at `now`, for the machine:
+    /// `probe_in_flight` in this process, `verified`: the record was just read strongly
+    /// consistently, `quiet`: the call came after none for a cache age
+    /// ([`quiet_at`](Self::quiet_at)).
+    pub(super) fn local(
+        &self,
+        now: u64,
+        probe_in_flight: bool,
+        verified: bool,
+        quiet: bool,
+    ) -> Local {
+        let alone = self.alone(now);
         Local {
             probe_in_flight,
             // An opening applied on its own gives the first right only to an environment
-            // that cannot reach the store: one that was merely throttled cannot tell whose
+            // that elects without the store: one that was merely throttled cannot tell whose
             // trip landed, and waits, reads and verifies like any other.
-            committed_opening: match self.store_unreachable {
+            committed_opening: match alone {
                 true => self.local_opening.or(self.committed_opening),
                 false => self.committed_opening,
             },
             verified,
-            store_unreachable: self.store_unreachable,
+            store_unreachable: alone,
             quiet,
         }
     }

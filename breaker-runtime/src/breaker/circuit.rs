@@ -95,6 +95,9 @@ impl Circuit {
                 None => config.probe_lease.as_secs().max(1) / 2,
             },
             recovery_secs: config.recovery_timeout.as_secs_f64().ceil() as u64,
+            refused_elections_millis: millis(config.recovery_timeout)
+                .saturating_mul(3)
+                .max(60_000),
             backoff: config.recovery_backoff.clone(),
         };
         let metrics = CircuitMetrics::new(&name, &config);
@@ -306,7 +309,16 @@ impl Circuit {
         let read = self.read_store(consistent).await;
         let mut cache = self.lock();
         match read {
+            Ok(record)
+                if cache.no_news(record.as_ref().unwrap_or(&CircuitRecord::default()), now) =>
+            {
+                cache.read_no_news(now);
+                self.reports.on_refresh(now, self.counts.calls());
+                self.publish(&cache);
+                true
+            }
             Ok(record) => {
+                cache.store_answered(record.as_ref().unwrap_or(&CircuitRecord::default()));
                 cache.read_answered(now);
                 self.reports.on_refresh(now, self.counts.calls());
                 if cache.version() == version {
@@ -401,7 +413,7 @@ impl Circuit {
         quiet: bool,
     ) -> Admission {
         let probe_in_flight = !with_slot && self.probe_in_flight.load(Ordering::Acquire);
-        let local = cache.local(probe_in_flight, verified, quiet);
+        let local = cache.local(now, probe_in_flight, verified, quiet);
         machine::admit(
             cache.record(),
             &self.probe_owner,

@@ -35,6 +35,10 @@ pub struct Thresholds {
     pub probe_secs: u64,
     /// Recovery timeout rounded up to seconds, for the TTL.
     pub recovery_secs: u64,
+    /// How long the store may refuse this environment's elections on one record before it
+    /// elects on its own (after its fallback too), in milliseconds: three recovery
+    /// timeouts, at least a minute ([`RefusedElections`](super::refusals::RefusedElections)).
+    pub refused_elections_millis: u64,
     /// How the wait grows with the record's reopens.
     pub backoff: RecoveryBackoff,
 }
@@ -67,7 +71,9 @@ pub struct Local {
     pub committed_opening: Option<u64>,
     /// The record was just read strongly consistently: an election may be written on it.
     pub verified: bool,
-    /// The last read could not reach the store (an error other than throttling).
+    /// The environment elects without the store: its last read could not reach the store
+    /// (an error other than throttling), or the store has refused its elections for the
+    /// bound ([`RefusedElections`](super::refusals::RefusedElections)).
     pub store_unreachable: bool,
     /// This environment had made no call of the circuit for at least its cache age before
     /// this one, so its copy was read for this call: it is no part of a herd of busy

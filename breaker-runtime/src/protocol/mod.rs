@@ -10,6 +10,7 @@ mod fleet_policy;
 pub(crate) mod machine;
 mod rates;
 mod record;
+pub(crate) mod refusals;
 mod state;
 mod write;
 

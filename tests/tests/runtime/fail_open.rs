@@ -5,6 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use breaker_runtime::store::StateStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
@@ -132,4 +133,71 @@ fn hanging_store_under_the_blocking_api() {
     }
     assert!(started.elapsed() < STORE_TIMEOUT * 5);
     assert_eq!(store.calls(), 1);
+}
+
+/// Race 3: a store that answers reads and whole-item writes but refuses every election (an
+/// IAM role without `dynamodb:UpdateItem`) does not keep the circuit open for ever. After
+/// three recovery timeouts of refused elections and its fallback, the environment probes
+/// on its own, as when the store is unreachable; the record the store keeps, read again,
+/// does not undo the probe's close.
+#[tokio::test]
+async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
+    let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
+    let clock = ManualClock::new();
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .success_threshold(1)
+        .recovery_timeout(Duration::from_secs(30))
+        .recovery_jitter(Duration::ZERO)
+        .local_cache_max_age(Duration::from_secs(1))
+        .store_timeout(STORE_TIMEOUT)
+        .store_error_backoff(Duration::from_secs(5))
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let breaker = CircuitBreaker::new("refused", store.clone(), config);
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    store.set(Behaviour::DenyingUpdates);
+    for _ in 0..2 {
+        let r: Result<(), Error> = breaker
+            .call(|| async { Err("downstream down".into()) })
+            .await;
+        assert!(r.is_err());
+    }
+    let stored = store
+        .read("refused")
+        .await
+        .unwrap()
+        .expect("the trip, a put, landed");
+    assert_eq!(stored.state, CircuitState::Open);
+
+    // The first election, at the recovery timeout, is refused; so is every one after it.
+    // Three recovery timeouts (90 s) and the fallback (cache age + 1 s) after that refusal,
+    // the environment probes on its own.
+    let ran = AtomicUsize::new(0);
+    let call = || async {
+        ran.fetch_add(1, Ordering::SeqCst);
+        Ok::<(), Error>(())
+    };
+    clock.advance(Duration::from_secs(30));
+    for second in 30..122 {
+        let r = breaker.call(call).await;
+        assert!(
+            r.unwrap_err()
+                .downcast_ref::<CircuitBreakerOpenError>()
+                .is_some(),
+            "rejected {second} s after the trip"
+        );
+        clock.advance(Duration::from_secs(1));
+    }
+    assert_eq!(ran.load(Ordering::SeqCst), 0);
+    breaker.call(call).await.expect("a probe of its own");
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    assert_eq!(breaker.state(), CircuitState::Closed, "closed alone");
+
+    // The store still says OPEN (the close lost to it); reading it again does not reopen.
+    clock.advance(Duration::from_secs(20));
+    assert_eq!(healthy_calls(&breaker, 10).await, 10);
+    assert_eq!(breaker.state(), CircuitState::Closed);
+    assert_eq!(store.read("refused").await.unwrap(), Some(stored));
 }

@@ -7,10 +7,11 @@ use super::{Change, Committed};
 use crate::breaker::cache::RecordCache;
 use crate::breaker::circuit::Circuit;
 use crate::breaker::dispatch::{Event, dispatch};
+use crate::breaker::store_access::StoreCallError;
 use crate::events::{CircuitInfo, TransitionCause};
 use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Settled};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite};
+use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
 
 /// The record a `trip` is made from, opened in the cache at once, or `None` when the
 /// cached record may not trip (open already, or an override holds).
@@ -47,7 +48,7 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
         Some(reply) => machine::settle(
             &change.base,
             &change.transition,
-            reply.ok(),
+            heard(circuit, &mut cache, change, reply, now),
             circuit.probe_owner(),
             now,
             circuit.thresholds(),
@@ -58,6 +59,43 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
     Committed {
         counts,
         record: cache.record().clone(),
+    }
+}
+
+/// What a write's reply tells the machine, and what it tells of elections the store
+/// refuses ([`RefusedElections`](crate::protocol::refusals::RefusedElections)): an election
+/// that failed is a refusal; an answered one ends them. A write lost to the record the
+/// store refuses elections on is no news while this environment acts alone: settled as if
+/// the store had not answered, so what it decided alone stays.
+fn heard(
+    circuit: &Circuit,
+    cache: &mut RecordCache,
+    change: &Change,
+    reply: Result<WriteOutcome, StoreCallError>,
+    now: u64,
+) -> Option<WriteOutcome> {
+    let election = matches!(change.transition, RecordWrite::Elect { .. });
+    match reply {
+        Err(StoreCallError::Failed(_)) if election => {
+            cache.election_refused(&change.base, now, circuit.thresholds());
+            None
+        }
+        Err(_) => None,
+        Ok(WriteOutcome::Lost(current)) => {
+            let answered = current.clone().unwrap_or_default();
+            if !election && cache.no_news(&answered, now) {
+                return None;
+            }
+            match election {
+                true => cache.write_answered(),
+                false => cache.store_answered(&answered),
+            }
+            Some(WriteOutcome::Lost(current))
+        }
+        Ok(WriteOutcome::Won) => {
+            cache.write_answered();
+            Some(WriteOutcome::Won)
+        }
     }
 }
 

@@ -16,6 +16,7 @@ pub(super) fn thresholds() -> Thresholds {
         probe_lease_secs: 10,
         probe_secs: 5,
         recovery_secs: 30,
+        refused_elections_millis: 90_000,
         backoff: RecoveryBackoff::none(),
     }
 }
