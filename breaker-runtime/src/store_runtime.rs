@@ -11,7 +11,9 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 use crate::store::{StateStore, StoreError};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
@@ -84,6 +86,19 @@ pub(crate) async fn report(
         timeout,
         async move { store.report(&circuit, &report).await },
     )
+    .await
+}
+
+/// Adds `report` to the counters of `circuit`'s suspicion on the store runtime.
+pub(crate) async fn report_suspected(
+    store: Arc<dyn StateStore>,
+    circuit: Arc<str>,
+    report: SuspectReport,
+    timeout: Duration,
+) -> Result<Option<EpochTally>, StoreError> {
+    on_store_runtime(timeout, async move {
+        store.report_suspected(&circuit, &report).await
+    })
     .await
 }
 

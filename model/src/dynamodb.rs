@@ -21,11 +21,13 @@ fn no_live_override(r: &CircuitRecord, now: u64) -> bool {
 /// Whether the request's condition holds on `item`.
 pub fn allows(transition: &RecordWrite, item: &Item) -> bool {
     let Some(r) = &item.record else {
-        // Absent reads as "unreadable": the trip and the operator's writes accept it.
+        // Absent reads as "unreadable": the trip and the operator's writes accept it, and
+        // the suspicion (`attribute_not_exists(#st)`).
         return matches!(
             transition,
             RecordWrite::Trip { .. }
                 | RecordWrite::Reset { .. }
+                | RecordWrite::Suspect { .. }
                 | RecordWrite::Override { replaces: None, .. }
         );
     };
@@ -58,6 +60,11 @@ pub fn allows(transition: &RecordWrite, item: &Item) -> bool {
             r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
         }
         RecordWrite::Reset { now, .. } => no_live_override(r, *now),
+        RecordWrite::Suspect { now, .. } => {
+            r.state == CircuitState::Closed
+                && no_live_override(r, *now)
+                && r.suspected_until.is_none_or(|until| until <= *now)
+        }
         RecordWrite::Override { replaces, .. } => match (replaces, &r.operator_override) {
             (None, stored) => stored.is_none(),
             (Some(read), Some(stored)) => read.same_as(stored),
@@ -127,6 +134,7 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
             r.probe_lease_expiry = None;
             r.probe_successes = 0;
             r.reopen_count = 0;
+            r.suspected_until = None;
             r.operator_override = Some(set.clone());
             r
         }
@@ -139,8 +147,16 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
                 r.probe_lease_expiry = None;
                 r.probe_successes = 0;
                 r.reopen_count = 0;
+                r.suspected_until = None;
             }
             r.operator_override = None;
+            r
+        }
+        // `SET #st = :closed, #fc = if_not_exists(#fc, :zero), #su = :until, #ex = :ttl`.
+        RecordWrite::Suspect { until, .. } => {
+            let mut r = current;
+            r.state = CircuitState::Closed;
+            r.suspected_until = Some(*until);
             r
         }
         _ => current,

@@ -156,6 +156,9 @@ pub enum Action {
         /// The write's answer.
         reply: Reply,
     },
+    /// A breaker that reads the circuit closed, and no suspicion on it, raises one (the
+    /// fleet's window counters looked like an outage) until the model's horizon is past.
+    Suspect(usize),
     /// A breaker that reads the circuit closed trips it.
     Trip {
         /// The breaker.
@@ -522,6 +525,9 @@ impl Model for Fleet {
                             for &reply in &self.replies {
                                 actions.push(Action::Trip { actor: i, reply });
                             }
+                            if state.item.read().live_suspicion(now / 1000).is_none() {
+                                actions.push(Action::Suspect(i));
+                            }
                         }
                     }
                 },
@@ -660,6 +666,21 @@ impl Model for Fleet {
                     Self::opened_or_closed(&mut state);
                 }
                 self.settle(&mut state, actor, &base, &trip, heard, landed);
+            }
+            Action::Suspect(actor) => {
+                let base = state.item.read();
+                let now = self.now_millis(&state, actor) / 1000;
+                // Longer than the horizon: the suspicion outlasts the run unless a write
+                // drops it.
+                let until = now + self.horizon + 10;
+                let suspect = RecordWrite::Suspect {
+                    now,
+                    until,
+                    expiration: until + RECOVERY_TTL_GRACE,
+                };
+                let landed = dynamodb::allows(&suspect, &state.item);
+                let heard = self.write(&mut state, actor, &suspect, Reply::Answered);
+                self.settle(&mut state, actor, &base, &suspect, heard, landed);
             }
             Action::PtCall(actor) => {
                 if !self.powertools_call(&mut state, actor) {

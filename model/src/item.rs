@@ -45,6 +45,7 @@ impl Hash for Item {
             r.probe_lease_expiry.hash(state);
             r.probe_successes.hash(state);
             r.reopen_count.hash(state);
+            r.suspected_until.hash(state);
             r.operator_override
                 .as_ref()
                 .map(|o| (o.kind, o.until, &o.by, o.at))

@@ -206,6 +206,7 @@ fn describe(model: &Fleet, action: &Action) -> String {
             who(*actor)
         ),
         Action::Trip { actor, reply } => format!("{} trips (reply: {reply:?})", who(*actor)),
+        Action::Suspect(actor) => format!("{} raises a suspicion", who(*actor)),
         Action::PtCall(actor) => format!("{} calls", who(*actor)),
         Action::PtEnd { actor, success } => {
             format!("{} probe ends (success: {success})", who(*actor))

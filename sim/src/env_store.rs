@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture, WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture,
+    SuspectReport, WriteOutcome,
 };
 
 use crate::model::{Consistency, ItemModel, RequestKind, RequestOutcome, Served};
@@ -221,6 +222,18 @@ impl StateStore for EnvStore {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let now = self.table.now();
         let served = self.table.model().report(circuit, report, now);
+        self.table.log(self.env, now, RequestKind::Report, &served);
+        Box::pin(std::future::ready(served.result))
+    }
+
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let served = self.table.model().report_suspected(circuit, report, now);
         self.table.log(self.env, now, RequestKind::Report, &served);
         Box::pin(std::future::ready(served.result))
     }

@@ -83,6 +83,7 @@ pub struct Metrics {
     seconds: Vec<Second>,
     failed_non_probe_calls: u64,
     report_writes: u64,
+    suspect_writes: u64,
     /// The environment and instant of the last report answered, to tell the trips it led to.
     last_report: Option<(u32, u64)>,
     fleet_trips_won: u64,
@@ -154,6 +155,7 @@ impl Metrics {
             backoff: RecoveryBackoff::none(),
             failed_non_probe_calls: 0,
             report_writes: 0,
+            suspect_writes: 0,
             last_report: None,
             fleet_trips_won: 0,
             abandoned_calls: 0,
@@ -317,6 +319,7 @@ impl Metrics {
             RequestKind::Close | RequestKind::Reopen => self.close_and_reopen_writes += attempts,
             RequestKind::Pass => self.pass_writes += attempts,
             RequestKind::Report => self.report_writes += attempts,
+            RequestKind::Suspect => self.suspect_writes += attempts,
             RequestKind::Other => {}
         }
         if r.kind != RequestKind::Read {
@@ -398,7 +401,11 @@ impl Metrics {
                 self.close_landed_ms = Some(t);
                 self.close_epoch += 1;
             }
-            RequestKind::Read | RequestKind::Report | RequestKind::Pass | RequestKind::Other => {}
+            RequestKind::Read
+            | RequestKind::Report
+            | RequestKind::Suspect
+            | RequestKind::Pass
+            | RequestKind::Other => {}
         }
     }
 

@@ -20,7 +20,9 @@
 //!   attempt is retried after a back-off; every attempt is counted.
 //! - **Latency.** Every attempt takes a seeded latency (default 5–20 ms).
 //! - **Reports live apart.** A failure report is an UpdateItem of an item of its own (one
-//!   per circuit and fleet window), with its own per-item capacity; it costs 1 WCU.
+//!   per circuit and fleet window, or per suspicion for the reports made under one), with
+//!   its own per-item capacity; it costs 1 WCU. A suspicion is a conditional write of the
+//!   circuit's item, like a trip.
 //! - **Faults by time.** Windows in which every write is throttled, or the store is
 //!   unreachable (every request fails after the store timeout).
 //!
@@ -29,7 +31,9 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use breaker_runtime::store::{CircuitRecord, FleetTally, RecordWrite, StoreError, WriteOutcome};
+use breaker_runtime::store::{
+    CircuitRecord, EpochTally, FleetTally, RecordWrite, StoreError, WriteOutcome,
+};
 
 use crate::rng::Rng;
 
@@ -112,8 +116,11 @@ pub enum RequestKind {
     Reopen,
     /// A probe's success counted and its lease handed over (HALF_OPEN → HALF_OPEN).
     Pass,
-    /// A failure report to the fleet's counters (an item of its own).
+    /// A failure report to the fleet's counters (an item of its own), or a report to a
+    /// suspicion's counters.
     Report,
+    /// A suspicion of the fleet raised on the circuit's item (CLOSED → CLOSED).
+    Suspect,
     /// A transition this simulator does not know yet (`RecordWrite` is non-exhaustive).
     Other,
 }
@@ -127,6 +134,7 @@ impl RequestKind {
             RecordWrite::Close { .. } => Self::Close,
             RecordWrite::HandOver { .. } => Self::Pass,
             RecordWrite::Reopen { .. } => Self::Reopen,
+            RecordWrite::Suspect { .. } => Self::Suspect,
             _ => Self::Other,
         }
     }
@@ -178,6 +186,8 @@ struct Item {
     write_units: u32,
     /// A fleet window's counters, for a report item.
     tally: FleetTally,
+    /// A suspicion's counters, for its report item.
+    epoch: EpochTally,
 }
 
 impl Item {

@@ -121,8 +121,10 @@ pub struct Summary {
     pub max_non_probe_calls_per_env_while_failing: u32,
     /// Most write units of failure reports in one virtual second outside every trip burst.
     pub max_report_wcu_per_s: u32,
-    /// Write attempts carrying a failure report.
+    /// Write attempts carrying a failure report (to a window's or a suspicion's counters).
     pub report_writes: u64,
+    /// Write attempts raising a suspicion of the fleet on the circuit's item.
+    pub suspect_writes: u64,
     /// Trips that landed from the fleet-wide policy (right after their environment's
     /// report), of `trips_won`.
     pub fleet_trips_won: u64,

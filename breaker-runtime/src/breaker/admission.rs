@@ -117,7 +117,7 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     let seam = circuit.seam(&circuit.lock(), now);
     let (admission, record) = seam.admission(circuit, now, false, false, quiet);
     match admission {
-        Admission::Run => return Ok(Permit::new(circuit, PermitKind::Closed)),
+        Admission::Run => return Ok(closed(circuit, seam, &record, now)),
         Admission::Reject => return reject(circuit, seam, &record),
         _ => {}
     }
@@ -151,6 +151,25 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
     match elected.record.state {
         CircuitState::Closed => Ok(Permit::new(circuit, PermitKind::Closed)),
         _ => reject(circuit, seam, &elected.record),
+    }
+}
+
+/// A closed call's permit on `record` at `now`: sampled, one in
+/// [`SAMPLE_WEIGHT`](crate::protocol::SAMPLE_WEIGHT), while the shared record shows a
+/// suspicion of the fleet. A suspicion that ended is taken off the closed path's horizon.
+fn closed<'a>(circuit: &'a Circuit, seam: Seam, record: &CircuitRecord, now: u64) -> Permit<'a> {
+    let Some(until) = record.suspected_until else {
+        return Permit::new(circuit, PermitKind::Closed);
+    };
+    if record.live_suspicion(now / 1000).is_none() {
+        if until <= now / 1000 && circuit.closed_until() == 0 {
+            circuit.publish(&circuit.lock());
+        }
+        return Permit::new(circuit, PermitKind::Closed);
+    }
+    match seam == Seam::Store && circuit.reports().sampled(now) {
+        true => Permit::new(circuit, PermitKind::Sampled),
+        false => Permit::new(circuit, PermitKind::Closed),
     }
 }
 

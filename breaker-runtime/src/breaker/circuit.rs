@@ -21,7 +21,9 @@ use crate::events::CircuitInfo;
 use crate::observe::CircuitMetrics;
 use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Admission, Thresholds};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 use crate::store::StateStore;
 
 pub(super) struct Circuit {
@@ -360,11 +362,29 @@ impl Circuit {
         &self,
         report: FailureReport,
     ) -> Result<Option<FleetTally>, StoreCallError> {
+        self.to_fleet_counters(self.access.report(report)).await
+    }
+
+    /// Adds `report` to the counters of a suspicion, as [`report_to_fleet`](Self::report_to_fleet).
+    pub(super) async fn report_suspected_to_fleet(
+        &self,
+        report: SuspectReport,
+    ) -> Result<Option<EpochTally>, StoreCallError> {
+        self.to_fleet_counters(self.access.report_suspected(report))
+            .await
+    }
+
+    /// Sends a report unless the store or the reports back off; an error backs the
+    /// reports off.
+    async fn to_fleet_counters<T>(
+        &self,
+        report: impl Future<Output = Result<T, crate::store::StoreError>>,
+    ) -> Result<T, StoreCallError> {
         let now = self.now();
         if self.lock().backing_off(now) || self.reports.backing_off(now) {
             return Err(StoreCallError::BackingOff);
         }
-        let reply = self.access.report(report).await;
+        let reply = report.await;
         if let Err(error) = &reply {
             let now = self.now();
             let retry_at = self.access.back_off(error, now, &self.environment_id);

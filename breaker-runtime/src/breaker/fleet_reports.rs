@@ -7,6 +7,13 @@
 //! since the last report within the recent past (marked at cache refreshes, at most a
 //! fleet window apart), so the fleet can weigh failures against calls.
 //!
+//! While the circuit's record shows a suspicion of the fleet
+//! ([`protocol::fleet`](crate::protocol::fleet)), the same reports go to the counters of
+//! that suspicion ([`Report::Epoch`]), and so do the successes of the calls sampled at
+//! admission ([`FleetReports::sampled`]), each weighing [`SAMPLE_WEIGHT`]: carried with the
+//! next report when one went out within the interval, so a busy environment still writes
+//! at most once per interval.
+//!
 //! A busy environment whose own policy will trip within the report interval holds its
 //! first failures back: its trip comes sooner than the fleet's and costs the fleet's
 //! counters nothing. What it holds goes out with its next failure once the interval has
@@ -20,8 +27,9 @@ use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 use breaker_rules::TTL_GRACE_SECS;
 
 use crate::config::{FleetPolicy, millis};
-use crate::protocol::FailureReport;
-use crate::protocol::fleet::window_start;
+use crate::environment::spread;
+use crate::protocol::fleet::{epoch_slice, window_start};
+use crate::protocol::{FailureReport, SAMPLE_WEIGHT, SuspectReport};
 use crate::store::StateStore;
 
 /// Who reports: one environment's breakers of one circuit on one store, however many
@@ -32,6 +40,16 @@ pub(super) struct Reporter {
     /// Weak, so the registry keeps no store alive; it keeps the store's address from being
     /// reused while its entry exists, so the address identifies the store.
     pub(super) store: Weak<dyn StateStore>,
+}
+
+/// Marks an epoch (a suspicion's end) apart from a window start in [`Reporter::first_in`].
+const EPOCH_MARK: u64 = 1 << 63;
+
+/// A report to the fleet's counters: of a fleet window, or of a suspicion's epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Report {
+    Window(FailureReport),
+    Epoch(SuspectReport),
 }
 
 /// The last fleet window each reporter reported in, process-wide.
@@ -68,6 +86,8 @@ pub(super) struct FleetReports {
     unsupported: AtomicBool,
     /// After a failed report, no report is sent before this (unix millis).
     retry_at: AtomicU64,
+    /// Draws made for sampling, mixed into the next one.
+    draws: AtomicU64,
     state: Mutex<Pending>,
 }
 
@@ -84,6 +104,9 @@ struct Pending {
     /// A recent instant and the call count then: the calls a report carries start no
     /// earlier, and the call rate is estimated from it.
     mark: (u64, u64),
+    /// The successes sampled calls stand for, not reported yet, and the epoch they belong
+    /// to.
+    sampled: (u32, u64),
 }
 
 impl FleetReports {
@@ -93,6 +116,7 @@ impl FleetReports {
             reporter,
             unsupported: AtomicBool::new(false),
             retry_at: AtomicU64::new(0),
+            draws: AtomicU64::new(0),
             state: Mutex::default(),
         }
     }
@@ -130,6 +154,9 @@ impl FleetReports {
     /// environment, which runs one invocation at a time, however many calls succeeded
     /// before it started. Nor is it held back: the environment's own calls come one per
     /// timeout.
+    ///
+    /// `epoch`: the end of the suspicion the cached record shows, if one holds; the report
+    /// then goes to its counters.
     pub(super) fn on_failure(
         &self,
         now: u64,
@@ -137,7 +164,8 @@ impl FleetReports {
         consecutive: Option<u32>,
         failure_threshold: u32,
         abandoned_after: Option<u64>,
-    ) -> Option<FailureReport> {
+        epoch: Option<u64>,
+    ) -> Option<Report> {
         let policy = self.active()?;
         let interval = millis(policy.report_interval);
         let mut pending = self.lock();
@@ -170,6 +198,15 @@ impl FleetReports {
             return None;
         }
         let window_secs = policy.window.as_secs().max(1);
+        if let Some(epoch) = epoch {
+            return Some(Report::Epoch(self.epoch_report(
+                &mut pending,
+                epoch,
+                window_secs,
+                now,
+                calls,
+            )));
+        }
         let window = window_start(now / 1000, window_secs);
         let failures = pending.failures;
         let counted = calls.saturating_sub(since).max(u64::from(failures));
@@ -184,7 +221,72 @@ impl FleetReports {
         pending.failures = 0;
         pending.last_report = now;
         pending.calls_at_report = calls;
-        Some(report)
+        Some(Report::Window(report))
+    }
+
+    /// Whether a call admitted at `now` while a suspicion holds is sampled: with
+    /// probability 1 / [`SAMPLE_WEIGHT`], from a hash of this environment's id, the time
+    /// and its draws (reproducible in a simulation, which chooses the ids and the clock).
+    pub(super) fn sampled(&self, now: u64) -> bool {
+        if self.active().is_none() {
+            return false;
+        }
+        let draw = self.draws.fetch_add(1, Ordering::Relaxed);
+        let salt = now.rotate_left(20) ^ draw;
+        spread(u64::from(SAMPLE_WEIGHT), &self.reporter.environment, salt) == 0
+    }
+
+    /// A sampled call succeeded at `now`, the environment's `calls`-th closed call, while
+    /// the suspicion ending at `epoch` holds: the report to send, if one is due (else its
+    /// weight waits for the next report of the epoch).
+    pub(super) fn on_sampled_success(&self, now: u64, calls: u64, epoch: u64) -> Option<Report> {
+        let policy = self.active()?;
+        let mut pending = self.lock();
+        if pending.sampled.1 != epoch {
+            pending.sampled = (0, epoch);
+        }
+        pending.sampled.0 = pending.sampled.0.saturating_add(SAMPLE_WEIGHT);
+        if pending.last_report != 0
+            && now.saturating_sub(pending.last_report) < millis(policy.report_interval)
+        {
+            return None;
+        }
+        let window_secs = policy.window.as_secs().max(1);
+        Some(Report::Epoch(self.epoch_report(
+            &mut pending,
+            epoch,
+            window_secs,
+            now,
+            calls,
+        )))
+    }
+
+    /// The report of what is pending to the counters of the suspicion ending at `epoch`.
+    fn epoch_report(
+        &self,
+        pending: &mut Pending,
+        epoch: u64,
+        window_secs: u64,
+        now: u64,
+        calls: u64,
+    ) -> SuspectReport {
+        let successes = match pending.sampled.1 == epoch {
+            true => pending.sampled.0,
+            false => 0,
+        };
+        let report = SuspectReport {
+            epoch,
+            slice: epoch_slice(epoch, window_secs, now),
+            failures: pending.failures,
+            successes,
+            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK)),
+            expiration: epoch + TTL_GRACE_SECS,
+        };
+        pending.failures = 0;
+        pending.sampled = (0, epoch);
+        pending.last_report = now;
+        pending.calls_at_report = calls;
+        report
     }
 
     /// Whether reports are held back after a failed one.
@@ -205,7 +307,9 @@ impl FleetReports {
     /// The circuit changed state: failures held back belong to a closed spell that ended.
     pub(super) fn reset(&self) {
         if self.active().is_some() {
-            self.lock().failures = 0;
+            let mut pending = self.lock();
+            pending.failures = 0;
+            pending.sampled = (0, 0);
         }
     }
 }
@@ -215,6 +319,64 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    impl FleetReports {
+        /// [`FleetReports::on_failure`] without a suspicion: a window's report.
+        fn on_window_failure(
+            &self,
+            now: u64,
+            calls: u64,
+            consecutive: Option<u32>,
+            failure_threshold: u32,
+            abandoned_after: Option<u64>,
+        ) -> Option<FailureReport> {
+            let report = self.on_failure(
+                now,
+                calls,
+                consecutive,
+                failure_threshold,
+                abandoned_after,
+                None,
+            );
+            report.map(|report| match report {
+                Report::Window(report) => report,
+                Report::Epoch(report) => panic!("no suspicion, yet {report:?}"),
+            })
+        }
+    }
+
+    #[test]
+    fn under_a_suspicion_reports_go_to_its_epoch_with_the_sampled_successes() {
+        let r = reports();
+        r.on_refresh(100_000, 0);
+        // The suspicion ends at 110 s: its epoch runs from 100 s.
+        let Some(Report::Epoch(first)) = r.on_sampled_success(100_000, 1, 110) else {
+            panic!("the first sample is reported at once");
+        };
+        assert_eq!(
+            (first.failures, first.successes, first.new_reporter),
+            (0, 8, 1)
+        );
+        assert_eq!(first.slice, 0);
+        // Within the interval, a sample waits, and goes with the next failure.
+        assert_eq!(r.on_sampled_success(100_200, 2, 110), None);
+        let Some(Report::Epoch(next)) = r.on_failure(101_500, 3, Some(1), 5, None, Some(110))
+        else {
+            panic!("a failure under a suspicion goes to its epoch");
+        };
+        assert_eq!(
+            (next.failures, next.successes, next.new_reporter),
+            (1, 8, 0)
+        );
+        assert_eq!(next.slice, 3);
+    }
+
+    #[test]
+    fn about_one_call_in_the_sample_weight_is_sampled() {
+        let r = reports();
+        let sampled = (0..8_000).filter(|i| r.sampled(100_000 + i * 7)).count();
+        assert!((800..1_200).contains(&sampled), "{sampled} of 8,000");
+    }
 
     fn reporter(environment: &str, store: &Arc<dyn StateStore>) -> Reporter {
         Reporter {
@@ -241,7 +403,7 @@ mod tests {
         let r = reports();
         r.on_refresh(100_000, 0);
         let report = r
-            .on_failure(100_000, 1, Some(1), 5, None)
+            .on_window_failure(100_000, 1, Some(1), 5, None)
             .expect("reported");
         assert_eq!(
             (report.failures, report.calls, report.new_reporter),
@@ -255,11 +417,11 @@ mod tests {
         let r = reports();
         r.on_refresh(0, 0);
         for (calls, at) in [(1, 10_000), (2, 10_400), (3, 10_900)] {
-            let report = r.on_failure(at, calls, Some(1), 5, None);
+            let report = r.on_window_failure(at, calls, Some(1), 5, None);
             assert_eq!(report.is_some(), at == 10_000, "at {at}");
         }
         let report = r
-            .on_failure(11_000, 4, Some(1), 5, None)
+            .on_window_failure(11_000, 4, Some(1), 5, None)
             .expect("the interval passed");
         assert_eq!(
             (report.failures, report.calls, report.new_reporter),
@@ -272,8 +434,8 @@ mod tests {
         let r = reports();
         r.on_refresh(0, 0);
         // 10 calls a second for 5 s, then failures: its own policy trips in 0.4 s.
-        assert_eq!(r.on_failure(5_000, 51, Some(1), 5, None), None);
-        assert_eq!(r.on_failure(5_100, 52, Some(2), 5, None), None);
+        assert_eq!(r.on_window_failure(5_000, 51, Some(1), 5, None), None);
+        assert_eq!(r.on_window_failure(5_100, 52, Some(2), 5, None), None);
     }
 
     #[test]
@@ -283,7 +445,7 @@ mod tests {
         // A refresh a window later starts the span again.
         r.on_refresh(Duration::from_secs(10).as_millis() as u64, 1_000);
         let report = r
-            .on_failure(20_000, 1_003, Some(1), 5, None)
+            .on_window_failure(20_000, 1_003, Some(1), 5, None)
             .expect("reported");
         assert_eq!(report.calls, 3);
     }
@@ -293,11 +455,13 @@ mod tests {
         let r = reports();
         r.on_refresh(0, 0);
         // Under a rate policy (no consecutive count), nothing is held back.
-        r.on_failure(1_000, 10, None, 5, None)
+        r.on_window_failure(1_000, 10, None, 5, None)
             .expect("the first report");
         // A refresh marks the span again; the next report still counts from the last one.
         r.on_refresh(10_500, 100);
-        let report = r.on_failure(10_800, 110, None, 5, None).expect("due");
+        let report = r
+            .on_window_failure(10_800, 110, None, 5, None)
+            .expect("due");
         assert_eq!((report.failures, report.calls), (1, 100));
     }
 
@@ -307,7 +471,7 @@ mod tests {
         r.on_refresh(0, 0);
         // Nine successes, then a call that hung from the tenth call on.
         let report = r
-            .on_failure(19_000, 10, Some(1), 5, Some(9))
+            .on_window_failure(19_000, 10, Some(1), 5, Some(9))
             .expect("reported");
         assert_eq!((report.failures, report.calls), (1, 1));
     }
@@ -321,7 +485,11 @@ mod tests {
         );
         let other_store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
         let elsewhere = reports_of("env-twice", &other_store);
-        let new = |r: &FleetReports, at| r.on_failure(at, 1, None, 5, None).unwrap().new_reporter;
+        let new = |r: &FleetReports, at| {
+            r.on_window_failure(at, 1, None, 5, None)
+                .unwrap()
+                .new_reporter
+        };
         assert_eq!(new(&first, 100_000), 1);
         assert_eq!(
             new(&second, 100_500),
@@ -336,9 +504,9 @@ mod tests {
     fn without_a_policy_or_a_store_that_counts_nothing_is_reported() {
         let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
         let none = FleetReports::new(None, reporter("env-none", &store));
-        assert_eq!(none.on_failure(1_000, 1, Some(1), 5, None), None);
+        assert_eq!(none.on_window_failure(1_000, 1, Some(1), 5, None), None);
         let r = reports();
         r.unsupported();
-        assert_eq!(r.on_failure(1_000, 1, Some(1), 5, None), None);
+        assert_eq!(r.on_window_failure(1_000, 1, Some(1), 5, None), None);
     }
 }

@@ -10,7 +10,7 @@ use super::circuit::Circuit;
 use super::seam::Seam;
 #[cfg(feature = "tower")]
 use super::transitions::FollowUp;
-use super::transitions::{count_closed, end_probe, follow_up};
+use super::transitions::{count_closed, count_sampled, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
 use crate::events::{CircuitInfo, FailureKind};
@@ -23,6 +23,9 @@ use crate::protocol::machine::Outcome;
 pub(super) enum PermitKind {
     /// The circuit is closed.
     Closed,
+    /// The circuit is closed and suspected by the fleet: the call was sampled, and its
+    /// success is reported to the suspicion's counters too.
+    Sampled,
     /// This environment's one probe, admitted through the seam its outcome goes to.
     Probe(Seam),
     /// Every circuit is disabled (`CIRCUIT_BREAKER_DISABLED`).
@@ -150,6 +153,10 @@ impl<'a> Permit<'a> {
                     None,
                 ))
             }
+            PermitKind::Sampled => {
+                self.report_end(outcome, kind);
+                Ok(count_sampled(self.circuit, outcome, self.started, kind))
+            }
             PermitKind::Bypass => {
                 self.report_end(outcome, kind);
                 Ok(None)
@@ -165,7 +172,7 @@ impl<'a> Permit<'a> {
     /// Shows in the metrics the state this permit admitted its call in.
     pub(super) fn show_state(&self) {
         let state = match self.kind {
-            PermitKind::Closed => CircuitState::Closed,
+            PermitKind::Closed | PermitKind::Sampled => CircuitState::Closed,
             PermitKind::Probe(_) => CircuitState::HalfOpen,
             PermitKind::Bypass | PermitKind::Spent => return,
         };
@@ -200,7 +207,7 @@ impl<'a> Permit<'a> {
     ) -> Recording<'a> {
         let circuit = self.circuit;
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => {
+            PermitKind::Closed | PermitKind::Sampled => {
                 self.report_end(Outcome::Failure, kind);
                 let next = count_closed(
                     circuit,
@@ -311,6 +318,10 @@ impl<'a> Permit<'a> {
         // Spent from here on: the transition's future takes over the probe slot.
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
             PermitKind::Closed => match count_closed(circuit, outcome, self.started, kind, None) {
+                Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
+                None => Recording::Done,
+            },
+            PermitKind::Sampled => match count_sampled(circuit, outcome, self.started, kind) {
                 Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
                 None => Recording::Done,
             },

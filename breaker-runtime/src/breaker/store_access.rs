@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 use crate::store::{StateStore, StoreError};
 use crate::store_runtime;
 
@@ -92,6 +94,19 @@ impl StoreAccess {
         report: FailureReport,
     ) -> impl Future<Output = Result<Option<FleetTally>, StoreError>> + use<> {
         store_runtime::report(
+            Arc::clone(&self.store),
+            Arc::clone(&self.name),
+            report,
+            self.timeout,
+        )
+    }
+
+    /// Adds `report` to the counters of the circuit's suspicion.
+    pub(super) fn report_suspected(
+        &self,
+        report: SuspectReport,
+    ) -> impl Future<Output = Result<Option<EpochTally>, StoreError>> + use<> {
+        store_runtime::report_suspected(
             Arc::clone(&self.store),
             Arc::clone(&self.name),
             report,

@@ -1,18 +1,21 @@
 //! The transitions of one circuit as this environment makes them after a call: the trip
-//! (by its own policy, or by the fleet's counters) and the probe's outcome, each committed
-//! through the seam the circuit chose ([`super::commit`]).
+//! (by its own policy, or by the counters of a suspicion of the fleet), the suspicion, and
+//! the probe's outcome, each committed through the seam the circuit chose
+//! ([`super::commit`]).
 
 use std::future::Future;
 
 use super::circuit::Circuit;
 use super::commit::Change;
+use super::fleet_reports::Report;
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
 use crate::events::{FailureKind, TransitionCause};
 use crate::protocol::CircuitState;
-use crate::protocol::FailureReport;
-use crate::protocol::fleet::fleet_trips;
+use crate::protocol::fleet::{epoch_trips, fleet_suspects};
 use crate::protocol::machine::{self, Outcome};
+use crate::protocol::{FailureReport, RecordWrite, SuspectReport};
+use breaker_rules::TTL_GRACE_SECS;
 
 /// CLOSED → OPEN after `failures` failures (`cause` says whose and of what kind), through
 /// the seam the circuit is on now. The store seam opens locally at once, then writes; a
@@ -41,7 +44,13 @@ pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCaus
 #[derive(Debug)]
 pub(super) enum FollowUp {
     Trip(u32, TransitionCause),
-    Report(FailureReport),
+    Report(Report),
+}
+
+/// The end of the suspicion the circuit's cached record shows at `now` (unix millis), if
+/// one holds.
+fn live_suspicion(circuit: &Circuit, now: u64) -> Option<u64> {
+    circuit.lock().record().live_suspicion(now / 1000)
 }
 
 /// Counts a closed call that ended with `outcome` (a failure of `kind`), admitted at
@@ -65,15 +74,37 @@ pub(super) fn count_closed(
     if outcome != Outcome::Failure {
         return None;
     }
+    let now = circuit.now();
     circuit
         .reports()
         .on_failure(
-            circuit.now(),
+            now,
             counts.calls(),
             counts.consecutive(),
             circuit.thresholds().failure_threshold,
             abandoned_after,
+            live_suspicion(circuit, now),
         )
+        .map(FollowUp::Report)
+}
+
+/// [`count_closed`] of a call sampled for a suspicion of the fleet: its success is
+/// reported too (for the successes the suspicion's counters estimate).
+pub(super) fn count_sampled(
+    circuit: &Circuit,
+    outcome: Outcome,
+    started: u64,
+    kind: FailureKind,
+) -> Option<FollowUp> {
+    let follow_up = count_closed(circuit, outcome, started, kind, None);
+    if follow_up.is_some() || outcome != Outcome::Success {
+        return follow_up;
+    }
+    let now = circuit.now();
+    let epoch = live_suspicion(circuit, now)?;
+    circuit
+        .reports()
+        .on_sampled_success(now, circuit.counts().calls(), epoch)
         .map(FollowUp::Report)
 }
 
@@ -85,31 +116,74 @@ pub(super) async fn follow_up(circuit: &Circuit, follow_up: FollowUp) {
     }
 }
 
-/// Reports failures to the fleet's counters through the seam (the shadow seam reports
-/// nothing), and trips the circuit if the window's totals meet the fleet-wide policy. A
-/// report that fails is lost: its failures still count towards this environment's own
-/// policy.
-async fn report_failures(circuit: &Circuit, report: FailureReport) {
-    let Some(policy) = circuit.config().fleet_policy() else {
-        return;
-    };
+/// Reports to the fleet's counters through the seam (the shadow seam reports nothing): a
+/// window's report may raise a suspicion, a report to a suspicion's counters may trip the
+/// circuit. A report that fails is lost: its failures still count towards this
+/// environment's own policy.
+async fn report_failures(circuit: &Circuit, report: Report) {
     // A stale copy may miss that the circuit opened while this call ran (a hanging call
     // runs for seconds): a read is cheaper than a report, and the item's read budget three
     // times its write budget.
     let now = circuit.now();
     circuit.refresh_if_stale(now).await;
+    match report {
+        Report::Window(report) => report_window(circuit, report, now).await,
+        Report::Epoch(report) => report_epoch(circuit, report, now).await,
+    }
+}
+
+/// A window's report: a suspicion, if the window's totals meet the fleet-wide policy.
+async fn report_window(circuit: &Circuit, report: FailureReport, now: u64) {
+    let Some(policy) = circuit.config().fleet_policy() else {
+        return;
+    };
     let seam = circuit.seam(&circuit.lock(), now);
     let Some(tally) = seam.report(circuit, report, now).await else {
         return;
     };
-    if fleet_trips(&tally, &policy) {
-        let failures = u32::try_from(tally.failures).unwrap_or(u32::MAX);
-        let cause = TransitionCause::Fleet {
-            failures: tally.failures,
-            calls: tally.calls,
-        };
-        trip(circuit, failures, cause).await;
+    if fleet_suspects(&tally, &policy) {
+        suspect(circuit, report.window_secs, now).await;
     }
+}
+
+/// A report to a suspicion's counters: a trip, if some run of its slices meets the
+/// fleet-wide policy.
+async fn report_epoch(circuit: &Circuit, report: SuspectReport, now: u64) {
+    let Some(policy) = circuit.config().fleet_policy() else {
+        return;
+    };
+    let seam = circuit.seam(&circuit.lock(), now);
+    let Some(tally) = seam.report_suspected(circuit, report, now).await else {
+        return;
+    };
+    if let Some((failures, calls)) = epoch_trips(&tally, report.slice, &policy) {
+        let cause = TransitionCause::Fleet { failures, calls };
+        trip(circuit, u32::try_from(failures).unwrap_or(u32::MAX), cause).await;
+    }
+}
+
+/// Raises a suspicion of the fleet for one window (`window_secs`) from `now`, unless the
+/// cached record may not trip or already shows one. Committed through the seam like a
+/// transition (never announced: the state stays closed).
+async fn suspect(circuit: &Circuit, window_secs: u64, now: u64) {
+    let seam = circuit.seam(&circuit.lock(), now);
+    let base = circuit.lock().record().clone();
+    let secs = now / 1000;
+    if !machine::may_trip(&base, now) || base.live_suspicion(secs).is_some() {
+        return;
+    }
+    let until = secs.saturating_add(window_secs.max(1));
+    let change = Change {
+        from: CircuitState::Closed,
+        base,
+        transition: RecordWrite::Suspect {
+            now: secs,
+            until,
+            expiration: until.saturating_add(TTL_GRACE_SECS),
+        },
+        cause: None,
+    };
+    seam.commit(circuit, change, false, now).await;
 }
 
 /// A probe (admitted through `seam`) ended: count it, and hand it over, close or reopen

@@ -1,13 +1,25 @@
 //! Fleet-wide failure counting as pure data: what an environment reports
-//! ([`FailureReport`]), what the fleet's counters hold after it ([`FleetTally`]), and the
-//! rule that opens the circuit on them ([`fleet_trips`]).
+//! ([`FailureReport`], [`SuspectReport`]), what the fleet's counters hold after it
+//! ([`FleetTally`], [`EpochTally`]), and the two rules on them: [`fleet_suspects`] raises a
+//! suspicion, [`epoch_trips`] opens the circuit.
 //!
 //! Why: an environment that calls a downstream once a minute needs minutes to see five
 //! failures in a row, while a fleet of thousands such environments sees hundreds a
 //! second. Each environment adds its failures, and the calls it made around them, to
-//! counters of one fleet window (an item of their own, never the circuit's record); the
-//! store answers with the window's totals, and the environment whose report makes them
-//! meet the policy trips the circuit with the ordinary conditional trip.
+//! counters of one fleet window (an item of their own, never the circuit's record).
+//!
+//! Only environments that failed report, and a quiet environment's report is "1 failure of
+//! 1 call": the window's share of failures reads ~100 % whatever the fleet's real rate, so
+//! the window's counters can only raise a suspicion, never trip. A suspicion is a flag on
+//! the circuit's record for one fleet window (`suspected_until`); every environment that
+//! reads it reports to the counters of that suspicion (its epoch) its failures and its
+//! calls: each call, before it runs, is sampled with probability 1/[`SAMPLE_WEIGHT`] and
+//! a sampled success counts [`SAMPLE_WEIGHT`] successes (Horvitz–Thompson: unbiased,
+//! and a quiet fleet writes one report per [`SAMPLE_WEIGHT`] calls, not one per call).
+//! The epoch's counters are split into [`EPOCH_SLICES`] slices of time, so an outage that
+//! starts halfway through an epoch is not diluted by the successes before it. Counters of
+//! an epoch end with it: a trip (a whole-record write) drops the flag, and a later
+//! suspicion has counters of its own.
 
 use super::fleet_policy::FleetPolicy;
 
@@ -62,19 +74,126 @@ impl FleetTally {
     }
 }
 
-/// The fewest environments whose reports may open a circuit: one environment's failures
-/// are its own policy's to judge, so a fleet of one behaves as without reports.
+/// The fewest environments whose reports may raise a suspicion or open a circuit: one
+/// environment's failures are its own policy's to judge, so a fleet of one behaves as
+/// without reports.
 pub const MIN_REPORTERS: u64 = 2;
 
-/// Whether a window's `tally` opens the circuit: enough failures, from more than one
-/// environment, making at least the policy's share of the calls reported with them. A
-/// count alone cannot tell a quiet fleet that is down from background errors of a busy
-/// one; the share can.
-pub(crate) fn fleet_trips(tally: &FleetTally, policy: &FleetPolicy) -> bool {
+/// While a suspicion holds, a call is sampled with probability 1 / this, and a sampled
+/// success counts this many successes. 8: a quiet fleet of 10,000 environments calling
+/// once per 50 s writes ~25 success reports a second while suspected, ~2.5 WCU/s per
+/// 1,000 environments.
+pub const SAMPLE_WEIGHT: u32 = 8;
+
+/// The slices of time an epoch's counters are split into (each a twentieth of the fleet
+/// window: 0.5 s by default).
+pub const EPOCH_SLICES: usize = 20;
+
+/// Whether a window's `tally` raises a suspicion: enough failures, from more than one
+/// environment, making at least the policy's share of the calls reported with them. Only
+/// a suspicion: the calls a report carries are its own environment's since its last report,
+/// one call for a quiet environment, so the share is ~100 % in a quiet fleet whatever its
+/// error rate.
+pub(crate) fn fleet_suspects(tally: &FleetTally, policy: &FleetPolicy) -> bool {
     tally.failures >= u64::from(policy.failure_threshold)
         && tally.reporters >= MIN_REPORTERS
         && tally.failures.saturating_mul(100)
             >= u64::from(policy.failure_rate).saturating_mul(tally.calls)
+}
+
+/// One environment's report to the counters of a suspicion: its failures not reported
+/// yet, and the successes its sampled calls stand for, in one slice of the epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SuspectReport {
+    /// The suspicion's end (unix seconds, the record's `suspected_until`): names the epoch.
+    pub epoch: u64,
+    /// The slice of the epoch the report falls in, below [`EPOCH_SLICES`].
+    pub slice: u8,
+    /// Failures not reported before (each counts 1).
+    pub failures: u32,
+    /// The successes the report stands for: [`SAMPLE_WEIGHT`] per sampled success.
+    pub successes: u32,
+    /// 1 if this is this environment's first report in the epoch, else 0.
+    pub new_reporter: u32,
+    /// Unix seconds after which the store may delete the epoch's counters.
+    pub expiration: u64,
+}
+
+/// An epoch's counters after a report: failures and estimated successes per slice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct EpochTally {
+    /// Failures reported, per slice.
+    pub failures: [u64; EPOCH_SLICES],
+    /// Successes the sampled calls stand for, per slice.
+    pub successes: [u64; EPOCH_SLICES],
+    /// Environments that reported in the epoch.
+    pub reporters: u64,
+}
+
+impl EpochTally {
+    /// The tally after `report` was added.
+    ///
+    /// ```
+    /// use breaker_runtime::store::{EpochTally, SuspectReport};
+    /// let report = SuspectReport { epoch: 110, slice: 3, failures: 1, successes: 8, new_reporter: 1, expiration: 3710 };
+    /// let tally = EpochTally::default().plus(&report).plus(&report);
+    /// assert_eq!((tally.failures[3], tally.successes[3], tally.reporters), (2, 16, 2));
+    /// ```
+    pub fn plus(mut self, report: &SuspectReport) -> Self {
+        let slice = usize::from(report.slice).min(EPOCH_SLICES - 1);
+        self.failures[slice] = self.failures[slice].saturating_add(u64::from(report.failures));
+        self.successes[slice] = self.successes[slice].saturating_add(u64::from(report.successes));
+        self.reporters = self
+            .reporters
+            .saturating_add(u64::from(report.new_reporter));
+        self
+    }
+}
+
+/// Whether an epoch's `tally`, as a report in slice `slice` left it, opens the circuit:
+/// some run of slices ending at `slice` holds at least twice the policy's failure
+/// threshold, from more than one environment, making at least the policy's share of the
+/// calls estimated with one more sample's worth of successes (so the estimate errs towards
+/// staying closed). Returns that run's failures and estimated calls.
+///
+/// Twice the threshold: a run of few failures can meet the share by chance, when few of
+/// its successes happened to be sampled; with 20 failures at 20 % of the calls the
+/// sampled successes stand for 80 expected, and fewer than 2 samples among 10 expected
+/// is rare (< 0.1 %).
+pub(crate) fn epoch_trips(
+    tally: &EpochTally,
+    slice: u8,
+    policy: &FleetPolicy,
+) -> Option<(u64, u64)> {
+    if tally.reporters < MIN_REPORTERS {
+        return None;
+    }
+    let needed = u64::from(policy.failure_threshold).saturating_mul(2);
+    let last = usize::from(slice).min(EPOCH_SLICES - 1);
+    let (mut failures, mut successes) = (0u64, 0u64);
+    for i in (0..=last).rev() {
+        failures = failures.saturating_add(tally.failures[i]);
+        successes = successes.saturating_add(tally.successes[i]);
+        let calls = failures.saturating_add(successes);
+        let cautious = calls.saturating_add(u64::from(SAMPLE_WEIGHT));
+        if failures >= needed
+            && failures.saturating_mul(100)
+                >= u64::from(policy.failure_rate).saturating_mul(cautious)
+        {
+            return Some((failures, calls));
+        }
+    }
+    None
+}
+
+/// The slice of the epoch ending at `epoch` (unix seconds) that `now_millis` falls in,
+/// for a fleet window of `window_secs`.
+pub(crate) fn epoch_slice(epoch: u64, window_secs: u64, now_millis: u64) -> u8 {
+    let window = window_secs.max(1).saturating_mul(1000);
+    let start = epoch.saturating_mul(1000).saturating_sub(window);
+    let into = now_millis.saturating_sub(start);
+    let slice = into.saturating_mul(EPOCH_SLICES as u64) / window;
+    u8::try_from(slice.min(EPOCH_SLICES as u64 - 1)).unwrap_or(0)
 }
 
 /// The fleet window that holds `now_secs`: its start, a multiple of the window's length.
@@ -95,24 +214,71 @@ mod tests {
     }
 
     #[test]
-    fn a_quiet_fleet_that_is_down_trips_and_background_errors_do_not() {
+    fn a_window_mostly_failing_raises_a_suspicion_and_background_errors_do_not() {
         let policy = FleetPolicy::default();
-        assert!(fleet_trips(&tally(10, 12, 10), &policy), "10 of 12 failed");
-        assert!(!fleet_trips(&tally(9, 9, 9), &policy), "below the count");
         assert!(
-            !fleet_trips(&tally(1_000, 100_000, 900), &policy),
+            fleet_suspects(&tally(10, 12, 10), &policy),
+            "10 of 12 failed"
+        );
+        assert!(!fleet_suspects(&tally(9, 9, 9), &policy), "below the count");
+        assert!(
+            !fleet_suspects(&tally(1_000, 100_000, 900), &policy),
             "0.1 % of a busy fleet's calls"
         );
         assert!(
-            fleet_trips(&tally(50, 100, 20), &policy),
+            fleet_suspects(&tally(50, 100, 20), &policy),
             "50 % is the rate"
         );
-        assert!(!fleet_trips(&tally(49, 100, 20), &policy));
+        assert!(!fleet_suspects(&tally(49, 100, 20), &policy));
     }
 
     #[test]
-    fn one_environment_alone_never_trips_the_fleet_policy() {
-        assert!(!fleet_trips(&tally(500, 500, 1), &FleetPolicy::default()));
+    fn one_environment_alone_never_raises_a_suspicion() {
+        assert!(!fleet_suspects(
+            &tally(500, 500, 1),
+            &FleetPolicy::default()
+        ));
+    }
+
+    #[test]
+    fn an_epoch_trips_on_a_run_of_slices_mostly_failing() {
+        let policy = FleetPolicy::default();
+        let mut tally = EpochTally {
+            reporters: 5,
+            ..EpochTally::default()
+        };
+        // Slices 0..4: 5 % failing (2 failures, 40 successes a slice).
+        for i in 0..5 {
+            tally.failures[i] = 2;
+            tally.successes[i] = 40;
+        }
+        assert_eq!(epoch_trips(&tally, 4, &policy), None, "background errors");
+        // Slice 5: the outage, 20 failures and one sample.
+        tally.failures[5] = 20;
+        tally.successes[5] = 8;
+        assert_eq!(epoch_trips(&tally, 5, &policy), Some((20, 28)));
+        // 19 failures are short of twice the threshold, whatever the share.
+        tally.failures[5] = 19;
+        tally.successes[5] = 0;
+        assert_eq!(epoch_trips(&tally, 5, &policy), None);
+        tally.reporters = 1;
+        tally.failures[5] = 100;
+        assert_eq!(epoch_trips(&tally, 5, &policy), None, "one environment");
+    }
+
+    #[test]
+    fn slices_divide_the_epoch_evenly() {
+        // The epoch ending at 110 s of a 10 s window starts at 100 s.
+        assert_eq!(epoch_slice(110, 10, 100_000), 0);
+        assert_eq!(epoch_slice(110, 10, 100_499), 0);
+        assert_eq!(epoch_slice(110, 10, 100_500), 1);
+        assert_eq!(epoch_slice(110, 10, 109_999), 19);
+        assert_eq!(
+            epoch_slice(110, 10, 120_000),
+            19,
+            "late reports join the last"
+        );
+        assert_eq!(epoch_slice(110, 10, 90_000), 0);
     }
 
     #[test]

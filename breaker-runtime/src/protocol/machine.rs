@@ -313,9 +313,11 @@ pub(crate) fn would_admit(
 }
 
 /// Whether calls may take the closed path without asking [`admit`]: the record says closed
-/// and no forced open holds, or a disable holds.
+/// and no forced open holds, or a disable holds; and no suspicion of the fleet's holds (its
+/// calls are sampled for the fleet's counters, on the slow path).
 pub(crate) fn runs_closed(record: &CircuitRecord, now_millis: u64) -> bool {
-    record.effective_state(secs(now_millis)) == CircuitState::Closed
+    let now = secs(now_millis);
+    record.effective_state(now) == CircuitState::Closed && record.live_suspicion(now).is_none()
 }
 
 /// Whether this environment may trip the circuit it believes closed: not while an

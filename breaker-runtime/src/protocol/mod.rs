@@ -15,7 +15,9 @@ mod state;
 mod write;
 
 pub use backoff::RecoveryBackoff;
-pub use fleet::{FailureReport, FleetTally};
+pub use fleet::{
+    EPOCH_SLICES, EpochTally, FailureReport, FleetTally, SAMPLE_WEIGHT, SuspectReport,
+};
 pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};

@@ -40,6 +40,11 @@ pub struct CircuitRecord {
     pub reopen_count: u32,
     /// An operator's override (`breaker open` / `breaker disable`), if one was set.
     pub operator_override: Option<Override>,
+    /// While closed: until when (unix seconds) the fleet's counters are suspicious, so every
+    /// environment reports its calls (sampled) as well as its failures to the counters of
+    /// this suspicion ([`RecordWrite::Suspect`](super::RecordWrite::Suspect)). `None`: not
+    /// suspected. Every write that leaves the closed state drops it.
+    pub suspected_until: Option<u64>,
 }
 
 impl CircuitRecord {
@@ -65,6 +70,7 @@ impl CircuitRecord {
             probe_successes: 0,
             reopen_count: 0,
             operator_override: None,
+            suspected_until: None,
         }
     }
 
@@ -89,6 +95,21 @@ impl CircuitRecord {
     /// ```
     pub fn live_override(&self, now: u64) -> Option<&Override> {
         self.operator_override.as_ref().filter(|o| o.holds_at(now))
+    }
+
+    /// The end of the fleet's suspicion (unix seconds) if the circuit is closed and the
+    /// suspicion holds at `now` (unix seconds).
+    ///
+    /// ```
+    /// use breaker_runtime::store::CircuitRecord;
+    /// let mut record = CircuitRecord::closed();
+    /// record.suspected_until = Some(110);
+    /// assert_eq!(record.live_suspicion(100), Some(110));
+    /// assert_eq!(record.live_suspicion(110), None, "it ends at its second");
+    /// ```
+    pub fn live_suspicion(&self, now: u64) -> Option<u64> {
+        self.suspected_until
+            .filter(|until| now < *until && self.state == CircuitState::Closed)
     }
 
     /// The state the fleet's breakers act on at `now` (unix seconds): an override that

@@ -1,5 +1,5 @@
-//! `RecordWrite`: the protocol's eight conditional writes (the breaker's five: trip, elect,
-//! hand-over, close, reopen; the operator's three: override, release, reset), each knowing
+//! `RecordWrite`: the protocol's nine conditional writes (the breaker's six: trip, elect,
+//! hand-over, close, reopen, suspect; the operator's three: override, release, reset), each knowing
 //! its own condition and the record it leaves. The machine emits the breaker's, the
 //! breaker carries them to the store, and every store applies them: `InMemoryStore`
 //! through [`RecordWrite::allowed`] and [`RecordWrite::applied_to`], `DynamoDbStore` as the
@@ -126,6 +126,20 @@ pub enum RecordWrite {
         /// TTL attribute value.
         expiration: u64,
     },
+    /// The fleet's counters look like an outage: every environment that reads the record
+    /// reports its calls too, until `until`, to the counters of this suspicion, and only
+    /// those may trip the circuit. Allowed on an absent or `CLOSED` record without a live
+    /// override whose suspicion has ended by `now`; sets `suspected_until` and keeps the
+    /// rest (an absent record becomes a closed one). Every write that leaves the closed
+    /// state drops the suspicion, so its counters never outlive a trip.
+    Suspect {
+        /// Unix seconds, now.
+        now: u64,
+        /// Unix seconds: the suspicion's end (now + the fleet window).
+        until: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
     /// An operator sets `set` (forced open or disabled), replacing the override it read
     /// (`replaces`; `None`: it read none). Allowed when the record's override is that one
     /// ([`Override::same_as`]), whatever the circuit's state; creates the record if there
@@ -219,6 +233,11 @@ impl RecordWrite {
                         .is_some_and(|stored| stored.holds_at(*now) == released.holds_at(*now))
             }
             Self::Reset { now, .. } => no_live_override(current, *now),
+            Self::Suspect { now, .. } => current.is_none_or(|r| {
+                r.state == CircuitState::Closed
+                    && r.live_override(*now).is_none()
+                    && r.suspected_until.is_none_or(|until| until <= *now)
+            }),
         }
     }
 
@@ -268,6 +287,10 @@ impl RecordWrite {
                 ..current.cloned().unwrap_or_default()
             },
             Self::Close { .. } | Self::Reset { .. } => CircuitRecord::closed(),
+            Self::Suspect { until, .. } => CircuitRecord {
+                suspected_until: Some(*until),
+                ..current.cloned().unwrap_or_default()
+            },
             Self::Override { set, .. } => {
                 let current = current.cloned().unwrap_or_default();
                 let record = match set.kind {
@@ -303,7 +326,7 @@ impl RecordWrite {
         match self {
             Self::Trip { .. } | Self::Reopen { .. } => CircuitState::Open,
             Self::Elect { .. } | Self::HandOver { .. } => CircuitState::HalfOpen,
-            Self::Close { .. } | Self::Reset { .. } => CircuitState::Closed,
+            Self::Close { .. } | Self::Reset { .. } | Self::Suspect { .. } => CircuitState::Closed,
             Self::Override { set, .. } => set.kind.acts_as(),
             Self::Release { released, .. } => released.kind.acts_as(),
         }
@@ -318,7 +341,8 @@ impl RecordWrite {
             | Self::Close { expiration, .. }
             | Self::Reopen { expiration, .. }
             | Self::Release { expiration, .. }
-            | Self::Reset { expiration, .. } => Some(*expiration),
+            | Self::Reset { expiration, .. }
+            | Self::Suspect { expiration, .. } => Some(*expiration),
             Self::Override { expiration, .. } => *expiration,
         }
     }

@@ -6,7 +6,9 @@ use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
 use super::{StateStore, StoreFuture};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 
 /// Keeps circuit records in this process: each Lambda environment has its own circuits.
 ///
@@ -26,6 +28,8 @@ pub struct InMemoryStore {
     records: Mutex<HashMap<String, CircuitRecord>>,
     /// The fleet windows' counters, by circuit and window start; `None`: none kept.
     fleet: Option<Mutex<HashMap<(String, u64), FleetTally>>>,
+    /// The suspicions' counters, by circuit and epoch.
+    epochs: Mutex<HashMap<(String, u64), EpochTally>>,
 }
 
 impl InMemoryStore {
@@ -94,6 +98,22 @@ impl StateStore for InMemoryStore {
             let mut windows = fleet.lock().unwrap_or_else(PoisonError::into_inner);
             let tally = windows
                 .entry((circuit.to_owned(), report.window_start))
+                .or_default();
+            *tally = tally.plus(report);
+            *tally
+        });
+        Box::pin(std::future::ready(Ok(tally)))
+    }
+
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        let tally = self.fleet.as_ref().map(|_| {
+            let mut epochs = self.epochs.lock().unwrap_or_else(PoisonError::into_inner);
+            let tally = epochs
+                .entry((circuit.to_owned(), report.epoch))
                 .or_default();
             *tally = tally.plus(report);
             *tally

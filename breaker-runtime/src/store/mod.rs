@@ -18,7 +18,8 @@ use std::sync::Arc;
 mod memory;
 
 pub use crate::protocol::{
-    CircuitRecord, FailureReport, FleetTally, Override, OverrideKind, RecordWrite, WriteOutcome,
+    CircuitRecord, EPOCH_SLICES, EpochTally, FailureReport, FleetTally, Override, OverrideKind,
+    RecordWrite, SAMPLE_WEIGHT, SuspectReport, WriteOutcome,
 };
 pub use memory::InMemoryStore;
 
@@ -181,6 +182,19 @@ pub trait StateStore: fmt::Debug + Send + Sync {
         let _ = (circuit, report);
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// Adds `report` to the counters of `circuit`'s suspicion ending at `report.epoch`,
+    /// atomically, and returns the epoch's totals after it; `Ok(None)` if this store keeps
+    /// no fleet counters (the default). Like [`report`](Self::report), never touches the
+    /// circuit's record.
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        let _ = (circuit, report);
+        Box::pin(std::future::ready(Ok(None)))
+    }
 }
 
 impl<S: StateStore + ?Sized> StateStore for Arc<S> {
@@ -212,5 +226,12 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
         report: &'a FailureReport,
     ) -> StoreFuture<'a, Option<FleetTally>> {
         (**self).report(circuit, report)
+    }
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        (**self).report_suspected(circuit, report)
     }
 }

@@ -70,6 +70,7 @@ impl Metrics {
                 .max()
                 .unwrap_or(0),
             report_writes: self.report_writes,
+            suspect_writes: self.suspect_writes,
             fleet_trips_won: self.fleet_trips_won,
             abandoned_calls: self.abandoned_calls,
             killed_invocations: self.killed_invocations,

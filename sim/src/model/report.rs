@@ -1,6 +1,7 @@
-//! Failure reports: an UpdateItem of an item of their own per circuit and fleet window.
+//! Failure reports: an UpdateItem of an item of their own per circuit and fleet window, or
+//! per circuit and suspicion.
 
-use breaker_runtime::store::{FailureReport, FleetTally};
+use breaker_runtime::store::{EpochTally, FailureReport, FleetTally, SuspectReport};
 
 use super::{Cost, ItemModel, RequestOutcome, Served};
 
@@ -17,6 +18,23 @@ impl ItemModel {
         self.request(&key, now_ms, Cost::Write, |item| {
             item.tally = item.tally.plus(report);
             (Ok(Some(item.tally)), RequestOutcome::Won)
+        })
+    }
+}
+
+impl ItemModel {
+    /// A report to a suspicion's counters at `now_ms`: an UpdateItem of the suspicion's
+    /// own item, answered with all its slices.
+    pub fn report_suspected(
+        &mut self,
+        circuit: &str,
+        report: &SuspectReport,
+        now_ms: u64,
+    ) -> Served<Option<EpochTally>> {
+        let key = format!("{circuit}#fleet@s{}", report.epoch);
+        self.request(&key, now_ms, Cost::Write, |item| {
+            item.epoch = item.epoch.plus(report);
+            (Ok(Some(item.epoch)), RequestOutcome::Won)
         })
     }
 }

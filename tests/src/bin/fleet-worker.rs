@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture, WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture,
+    SuspectReport, WriteOutcome,
 };
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, RecoveryBackoff};
 use devstack::circuits::{BoxError as Error, is_rejection};
@@ -184,6 +185,13 @@ impl StateStore for ReportsToTable {
         report: &'a FailureReport,
     ) -> StoreFuture<'a, Option<FleetTally>> {
         self.table.report(circuit, report)
+    }
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        self.table.report_suspected(circuit, report)
     }
 }
 

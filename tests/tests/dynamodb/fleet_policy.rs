@@ -1,7 +1,8 @@
 //! 16 real OS processes (`fleet-worker`, with the fleet-wide policy on) open one circuit
 //! together that none of them would open alone: each fails fewer times than its own
 //! failure threshold, and their reports, added up in the fleet window's counter item on
-//! dynalite, meet the fleet policy.
+//! dynalite, raise a suspicion, and their reports under it, in the suspicion's counter
+//! item, meet the fleet policy.
 //!
 //! The downstream hangs until every worker has a call in it, then fails them all at once:
 //! each worker sees its first failure at the same moment, as a quiet Lambda fleet does
@@ -21,8 +22,10 @@ use crate::fleet::{FLEET, first_after, transitions};
 
 const TABLE: &str = "fleet";
 const CIRCUIT: &str = "downstream";
-/// Each worker's own consecutive-failure threshold (the default).
-const LOCAL_THRESHOLD: u32 = 5;
+/// Each worker's own consecutive-failure threshold: the fleet needs a window's 10 failures
+/// to suspect and 20 more under the suspicion, which 16 workers calling twice a second
+/// (reporting at most once a second) make in their first three or four failures.
+const LOCAL_THRESHOLD: u32 = 8;
 /// A worker calls twice a second: sparse, so its own count grows slowly.
 const INTERVAL_MS: u64 = 500;
 
@@ -164,14 +167,28 @@ async fn sixteen_processes_none_of_which_would_trip_alone_open_the_circuit_toget
         "{:?}",
         circuit_items[0]
     );
-    assert!(!counters.is_empty(), "no counter item: {items:?}");
-    for item in &counters {
+    let (windows, epochs): (Vec<&&crate::item_layout::Item>, Vec<_>) = counters
+        .iter()
+        .partition(|item| item.contains_key("fleet_failures"));
+    assert!(!windows.is_empty(), "no window's counter item: {items:?}");
+    assert!(!epochs.is_empty(), "no suspicion's counter item: {items:?}");
+    for item in &windows {
         let id = item["id"].as_s().expect("a string key");
         let window = number(item, "fleet_window");
         assert_eq!(id, &format!("{CIRCUIT}#fleet@{window}"));
     }
-    let reported: u64 = counters.iter().map(|i| number(i, "fleet_failures")).sum();
-    let reporters = counters
+    let mut under_suspicion = 0;
+    for item in &epochs {
+        let id = item["id"].as_s().expect("a string key");
+        let epoch = number(item, "fleet_window");
+        assert_eq!(id, &format!("{CIRCUIT}#fleet@s{epoch}"));
+        under_suspicion += (0..20)
+            .filter(|slice| item.contains_key(&format!("f{slice}")))
+            .map(|slice| number(item, &format!("f{slice}")))
+            .sum::<u64>();
+    }
+    let reported: u64 = windows.iter().map(|i| number(i, "fleet_failures")).sum();
+    let reporters = windows
         .iter()
         .map(|i| number(i, "fleet_reporters"))
         .max()
@@ -180,11 +197,16 @@ async fn sixteen_processes_none_of_which_would_trip_alone_open_the_circuit_toget
         reported >= u64::from(fleet_threshold) && reporters >= 2,
         "{counters:?}"
     );
+    assert!(
+        under_suspicion >= 2 * u64::from(fleet_threshold),
+        "{under_suspicion} failures under the suspicion: {epochs:?}"
+    );
     eprintln!(
         "figure: fleet-wide trip {opened_in} ms after the downstream failed; \
          {total} failures in 16 workers (at most {} each, own threshold {LOCAL_THRESHOLD}); \
-         {reported} reported by up to {reporters} workers in {} window item(s)",
+         {reported} reported by up to {reporters} workers in {} window item(s), \
+         {under_suspicion} under the suspicion",
         failed.iter().max().unwrap_or(&0),
-        counters.len()
+        windows.len()
     );
 }

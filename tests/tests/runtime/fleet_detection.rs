@@ -1,16 +1,19 @@
 //! Fleet-wide failure detection on the manual clock, with environments sharing an in-memory
 //! store that keeps the fleet's counters: quiet environments, none of which would trip alone,
-//! open the circuit together; background errors of busy environments do not; one
-//! environment alone never trips through the fleet policy; a busy environment's reports stay
-//! within one per report interval; a shadowed environment reports nothing.
+//! open the circuit together (a window's counters raise a suspicion, the suspicion's counters
+//! trip); background errors of busy environments do not, nor those of a quiet fleet, whose
+//! failures raise suspicions that the sampled successes dispel; a close within a window does
+//! not re-trip on the next failure; one environment alone never trips through the fleet
+//! policy; a busy environment's reports stay within one per report interval; a shadowed
+//! environment reports nothing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use breaker_runtime::store::{
-    CircuitRecord, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore, StoreFuture,
-    WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore,
+    StoreFuture, SuspectReport, WriteOutcome,
 };
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, TransitionCause};
@@ -53,6 +56,15 @@ impl StateStore for CountingReports {
         self.reports.fetch_add(1, Ordering::SeqCst);
         self.inner.report(circuit, report)
     }
+
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        self.reports.fetch_add(1, Ordering::SeqCst);
+        self.inner.report_suspected(circuit, report)
+    }
 }
 
 /// Environment `i` of a fleet on `store`: its own policy trips on 5 consecutive failures.
@@ -86,7 +98,7 @@ async fn succeed(breaker: &CircuitBreaker) {
 async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_together() {
     let clock = ManualClock::new();
     let store = CountingReports::new();
-    let fleet: Vec<_> = (0..12)
+    let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
     for env in &fleet {
@@ -102,16 +114,19 @@ async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_toge
             tripped_after = Some(i + 1);
         }
     }
+    // The 10th failure raises the suspicion; the next 20, reported to its counters with
+    // no success among them, open the circuit.
     assert_eq!(
         tripped_after,
-        Some(10),
-        "the 10th failure meets the fleet policy"
+        Some(30),
+        "10 failures raise the suspicion, twice the threshold under it trip"
     );
     let record = store.read("downstream").await.unwrap().expect("tripped");
     assert_eq!(record.state, CircuitState::Open);
+    assert_eq!(record.suspected_until, None, "the trip drops the suspicion");
     assert_eq!(
         store.reports.load(Ordering::SeqCst),
-        10,
+        30,
         "once the store is open, nobody reports"
     );
 }
@@ -121,7 +136,7 @@ async fn the_fleet_trip_says_it_was_the_fleet() {
     let clock = ManualClock::new();
     let store = CountingReports::new();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let fleet: Vec<_> = (0..10)
+    let fleet: Vec<_> = (0..30)
         .map(|i| {
             let hook = Arc::clone(&seen);
             environment(i, store.clone(), &clock)
@@ -135,15 +150,108 @@ async fn the_fleet_trip_says_it_was_the_fleet() {
     assert_eq!(
         seen.len(),
         1,
-        "one environment committed the trip: {seen:?}"
+        "one environment committed the trip, the suspicion is no transition: {seen:?}"
     );
     assert_eq!(
         seen[0].cause,
         Some(TransitionCause::Fleet {
-            failures: 10,
-            calls: 10
+            failures: 20,
+            calls: 20
         })
     );
+}
+
+/// Whether call `n` of a run fails, for a share of `per_mille` / 1,000: a fixed
+/// pseudo-random sequence, so the test is the same every run.
+fn fails(n: u64, per_mille: u64) -> bool {
+    let mut x = n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5DEE_CE66;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    x % 1_000 < per_mille
+}
+
+/// 1,000 quiet environments, each calling once per 20 s (50 calls a second), for
+/// `seconds`, `per_mille` of the calls failing; returns whether the record ever showed a
+/// suspicion, and checks that no environment's circuit ever opened.
+async fn quiet_fleet_with_background_errors(per_mille: u64, seconds: u64) -> bool {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let fleet: Vec<_> = (0..1_000)
+        .map(|i| environment(i, store.clone(), &clock))
+        .collect();
+    let mut suspected = false;
+    for n in 0..seconds * 50 {
+        let env = &fleet[(n % 1_000) as usize];
+        if fails(n, per_mille) {
+            fail(env)
+                .await
+                .expect_err("the downstream failed, the circuit ran it");
+        } else {
+            succeed(env).await;
+        }
+        clock.advance(Duration::from_millis(20));
+        if n % 50 == 0 {
+            let record = store.read("downstream").await.unwrap().unwrap_or_default();
+            assert_eq!(record.state, CircuitState::Closed, "call {n}: {record:?}");
+            suspected |= record.suspected_until.is_some();
+        }
+    }
+    assert!(fleet.iter().all(|env| env.state() == CircuitState::Closed));
+    suspected
+}
+
+#[tokio::test]
+async fn a_thousand_quiet_environments_failing_one_call_in_a_hundred_stay_closed() {
+    // Six fleet windows: ~5 failures each, some windows raise a suspicion.
+    quiet_fleet_with_background_errors(10, 60).await;
+}
+
+#[tokio::test]
+async fn suspicions_raised_by_background_errors_are_dispelled_by_the_sampled_successes() {
+    // 5 %: ~25 failures a window, every window raises a suspicion, and the calls sampled
+    // under it show 95 % succeeding.
+    assert!(
+        quiet_fleet_with_background_errors(50, 60).await,
+        "the background errors raised a suspicion"
+    );
+}
+
+#[tokio::test]
+async fn a_close_within_a_window_does_not_re_trip_on_the_next_failure() {
+    let clock = ManualClock::new();
+    let store = CountingReports::new();
+    let fleet: Vec<_> = (0..40)
+        .map(|i| environment(i, store.clone(), &clock))
+        .collect();
+    // The window starts at the clock's start; 30 failures 50 ms apart trip at ~1.5 s.
+    for env in &fleet[..30] {
+        fail(env).await.expect_err("failed");
+        clock.advance(Duration::from_millis(50));
+    }
+    let record = store.read("downstream").await.unwrap().expect("tripped");
+    assert_eq!(record.state, CircuitState::Open);
+    // An operator closes it 2 s into the window; the window's counters still hold the
+    // failures that raised the suspicion.
+    clock.advance(Duration::from_millis(500));
+    let now = clock.unix_millis() / 1000;
+    let reset = RecordWrite::Reset {
+        now,
+        expiration: now + 3600,
+    };
+    assert_eq!(
+        store.apply("downstream", &reset).await.unwrap(),
+        WriteOutcome::Won
+    );
+    // Once the caches are stale (5 s), still within the window: single failures.
+    clock.advance(Duration::from_secs(5));
+    for env in &fleet[30..33] {
+        fail(env).await.expect_err("failed");
+        assert_eq!(env.state(), CircuitState::Closed, "no re-trip");
+        clock.advance(Duration::from_millis(100));
+    }
+    let record = store.read("downstream").await.unwrap().expect("closed");
+    assert_eq!(record.state, CircuitState::Closed);
 }
 
 #[tokio::test]

@@ -17,7 +17,9 @@ use super::seam::Seam;
 use crate::events::{CircuitInfo, TransitionCause};
 use crate::protocol::CircuitState;
 use crate::protocol::machine::Admission;
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport,
+};
 
 /// A transition to commit, and what its announcement says.
 #[derive(Debug)]
@@ -111,6 +113,20 @@ impl Seam {
     ) -> Option<FleetTally> {
         match self {
             Self::Store => store::report(circuit, report, now).await,
+            Self::Shadow => None,
+        }
+    }
+
+    /// Adds `report` to the counters of a suspicion at `now`; the epoch's tally, if one came
+    /// back. The shadow seam writes nothing shared: nothing is reported.
+    pub(super) async fn report_suspected(
+        self,
+        circuit: &Circuit,
+        report: SuspectReport,
+        now: u64,
+    ) -> Option<EpochTally> {
+        match self {
+            Self::Store => store::report_suspected(circuit, report, now).await,
             Self::Shadow => None,
         }
     }

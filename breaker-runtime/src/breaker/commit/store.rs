@@ -11,7 +11,9 @@ use crate::breaker::store_access::StoreCallError;
 use crate::events::{CircuitInfo, TransitionCause};
 use crate::protocol::CircuitState;
 use crate::protocol::machine::{self, Settled};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 
 /// The record a `trip` is made from, opened in the cache at once, or `None` when the
 /// cached record may not trip (open already, or an override holds).
@@ -137,6 +139,26 @@ pub(super) async fn report(
         }
         // A report that fails is lost: its failures still count towards this
         // environment's own policy.
+        Err(_) => None,
+    }
+}
+
+/// Adds `report` to the counters of a suspicion, unless the cached record may not trip at
+/// `now`; the epoch's tally if the store keeps one.
+pub(super) async fn report_suspected(
+    circuit: &Circuit,
+    report: SuspectReport,
+    now: u64,
+) -> Option<EpochTally> {
+    if !machine::may_trip(circuit.lock().record(), now) {
+        return None;
+    }
+    match circuit.report_suspected_to_fleet(report).await {
+        Ok(Some(tally)) => Some(tally),
+        Ok(None) => {
+            circuit.reports().unsupported();
+            None
+        }
         Err(_) => None,
     }
 }

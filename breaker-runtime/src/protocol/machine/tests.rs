@@ -40,6 +40,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         probe_successes: 0,
         reopen_count: 0,
         operator_override: None,
+        suspected_until: None,
     }
 }
 

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
     AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
-    PROBE_SUCCESSES, REOPEN_COUNT,
+    PROBE_SUCCESSES, REOPEN_COUNT, SUSPECTED_UNTIL,
 };
 
 /// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
@@ -29,6 +29,7 @@ macro_rules! unreadable {
         OR (attribute_exists(#le) AND NOT attribute_type(#le, :num)) \
         OR (attribute_exists(#ps) AND NOT attribute_type(#ps, :num)) \
         OR (attribute_exists(#rc) AND NOT attribute_type(#rc, :num)) \
+        OR (attribute_exists(#su) AND NOT attribute_type(#su, :num)) \
         OR (#st = :open AND attribute_not_exists(#oa)) \
         OR (#st = :half AND (attribute_not_exists(#ow) OR attribute_not_exists(#le))) \
         OR (attribute_exists(#ov) AND (NOT (#ov IN (:open, :disabled, :shadow)) \
@@ -92,6 +93,22 @@ pub(super) const PASS_UPDATE: &str = "SET #ps = :successes, #le = :lease, #ex = 
 /// Close, reopen and hand-over: only the owner of a half-open item.
 pub(super) const OWNER: &str = "#st = :half AND #ow = :me";
 
+/// A suspicion: on an absent item, or a readable `CLOSED` one without a live override whose
+/// suspicion has ended by `:now`. An unreadable item is left as it is (the next trip
+/// replaces it).
+pub(super) const SUSPECT: &str = concat!(
+    "attribute_not_exists(#st) OR (NOT ",
+    unreadable!(),
+    " AND #st = :closed AND ",
+    no_live_override!(),
+    " AND (attribute_not_exists(#su) OR #su <= :now))"
+);
+
+/// The suspicion's write: the end of the suspicion and the TTL; an absent item becomes a
+/// closed one that Powertools reads too (`state`, `failure_count`).
+pub(super) const SUSPECT_UPDATE: &str =
+    "SET #st = :closed, #fc = if_not_exists(#fc, :zero), #su = :until, #ex = :ttl";
+
 /// An operator's close: no override holds at `:now`, or the item is absent or unreadable
 /// (read as closed without one), which the close replaces.
 pub(super) const RESET: &str = concat!(unreadable!(), " OR ", no_live_override!());
@@ -150,9 +167,9 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
         true => set.push("#ex = :ttl"),
         false => remove.push("#ex"),
     }
-    // No probe survives an override, nor its count, nor the reopens' (a forced open or a
-    // disable is a fresh start, as a trip is).
-    remove.extend(["#ps", "#rc"]);
+    // No probe survives an override, nor its count, nor the reopens', nor a suspicion (a
+    // forced open or a disable is a fresh start, as a trip is).
+    remove.extend(["#ps", "#rc", "#su"]);
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
@@ -162,7 +179,7 @@ pub(super) fn release(forced_open_holds: bool) -> String {
     match forced_open_holds {
         true => {
             format!(
-                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc"
+                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc, #su"
             )
         }
         false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
@@ -192,6 +209,7 @@ impl Expression {
             ("#le", &names.probe_lease_expiry),
             ("#ps", PROBE_SUCCESSES),
             ("#rc", REOPEN_COUNT),
+            ("#su", SUSPECTED_UNTIL),
             ("#ex", &names.expiry),
             ("#ov", OVERRIDE),
             ("#ou", OVERRIDE_UNTIL),

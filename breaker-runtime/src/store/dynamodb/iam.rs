@@ -24,7 +24,8 @@ impl DynamoDbStore {
 
     /// The `dynamodb:LeadingKeys` values (with `*` wildcards, for `ForAllValues:StringLike`)
     /// of every item `circuit`'s breakers read or write in this table: the circuit's own
-    /// key and its fleet counters' (`{circuit}#fleet@{window}`). With a sort key, the
+    /// key and its fleet counters' (`{circuit}#fleet@{window}`, and a suspicion's
+    /// `{circuit}#fleet@s{epoch}`). With a sort key, the
     /// partition key is the store's static value for every circuit.
     ///
     /// ```
@@ -49,7 +50,7 @@ impl DynamoDbStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::report::report_key_value;
+    use super::super::report::{epoch_key_value, report_key_value};
     use super::*;
 
     fn matches(pattern: &str, key: &str) -> bool {
@@ -63,7 +64,12 @@ mod tests {
     fn every_key_a_circuit_writes_matches_its_leading_keys() {
         let store = DynamoDbStore::builder().table_name("t").build().unwrap();
         let patterns = store.iam_leading_keys("ce");
-        for key in ["ce".to_owned(), report_key_value("ce", 1_700_000_000)] {
+        let keys = [
+            "ce".to_owned(),
+            report_key_value("ce", 1_700_000_000),
+            epoch_key_value("ce", 1_700_000_010),
+        ];
+        for key in keys {
             assert!(patterns.iter().any(|p| matches(p, &key)), "{key}");
         }
         assert!(!patterns.iter().any(|p| matches(p, "other#fleet@1")));

@@ -33,6 +33,11 @@ pub(crate) const PROBE_SUCCESSES: &str = "probe_successes";
 /// whole-item writes (a trip, an election) drop it: the count starts again.
 pub(crate) const REOPEN_COUNT: &str = "reopen_count";
 
+/// While closed: the end of the fleet's suspicion, unix seconds (N; absent: none). Set by
+/// the suspicion's `UpdateItem`, dropped by every whole-item put (a trip, ours or
+/// Powertools') and by an override. A fixed name, ignored by Powertools.
+pub(crate) const SUSPECTED_UNTIL: &str = "suspected_until";
+
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
@@ -96,6 +101,9 @@ impl AttributeNames {
         if record.reopen_count > 0 {
             item.insert(REOPEN_COUNT.to_owned(), n(record.reopen_count.into()));
         }
+        if let Some(until) = record.suspected_until {
+            item.insert(SUSPECTED_UNTIL.to_owned(), n(until));
+        }
         item.insert(self.expiry.clone(), n(expiration));
         item
     }
@@ -123,6 +131,7 @@ impl AttributeNames {
             probe_successes: self.count(item, PROBE_SUCCESSES)?,
             reopen_count: self.count(item, REOPEN_COUNT)?,
             operator_override: self.operator_override(item)?,
+            suspected_until: self.number(item, SUSPECTED_UNTIL)?,
         };
         match state {
             CircuitState::Open if record.opened_at.is_none() => {
@@ -251,6 +260,11 @@ mod tests {
                 probe_successes: 2,
                 reopen_count: 3,
                 operator_override: None,
+                suspected_until: None,
+            },
+            CircuitRecord {
+                suspected_until: Some(1_700_000_010),
+                ..CircuitRecord::closed()
             },
         ];
         for record in records {

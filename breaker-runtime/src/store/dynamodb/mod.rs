@@ -21,7 +21,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailur
 use tokio::sync::OnceCell;
 
 use super::{StateStore, StoreError, StoreFuture};
-use crate::protocol::{CircuitRecord, FailureReport, FleetTally, RecordWrite, WriteOutcome};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
 
 mod batch;
 mod builder;
@@ -323,5 +325,13 @@ impl StateStore for DynamoDbStore {
         report: &'a FailureReport,
     ) -> StoreFuture<'a, Option<FleetTally>> {
         Box::pin(self.shared.report(circuit, report))
+    }
+
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        Box::pin(self.shared.report_suspected(circuit, report))
     }
 }

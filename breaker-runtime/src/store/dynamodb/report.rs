@@ -7,6 +7,11 @@
 //! time and answers the window's totals (`ReturnValues=ALL_NEW`: `UPDATED_NEW` need not
 //! answer a counter an `ADD` of 0 left unchanged, and moto's does not).
 //!
+//! While a suspicion holds, reports go to the counters of its epoch instead,
+//! `{circuit}#fleet@s{suspected_until}`: one item per suspicion, holding per slice of time
+//! the failures (`f0` ... `f19`) and the successes the sampled calls stand for (`s0` ...),
+//! and the reporters; the update answers the whole item (`ALL_NEW`, well under 1 KB).
+//!
 //! It is sent once, never retried by the SDK: `ADD` is not idempotent, and a retry of a
 //! report whose answer was lost after it landed would count its failures, calls and
 //! reporter twice (one environment could then meet `MIN_REPORTERS` alone). A report that
@@ -17,7 +22,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::Shared;
 use super::item::Item;
-use crate::protocol::{FailureReport, FleetTally};
+use crate::protocol::{EPOCH_SLICES, EpochTally, FailureReport, FleetTally, SuspectReport};
 use crate::store::StoreError;
 
 /// Failures reported in the window (N).
@@ -33,6 +38,9 @@ pub(crate) const FLEET_WINDOW: &str = "fleet_window";
 /// The update every report sends; `#e` is the TTL attribute.
 const ADD_REPORT: &str = "ADD #f :f, #c :c, #r :r SET #w = :w, #e = :e";
 
+/// The update every report to a suspicion's counters sends; `#f` and `#s` are its slice's.
+const ADD_SUSPECT_REPORT: &str = "ADD #f :f, #s :s, #r :r SET #w = :w, #e = :e";
+
 /// What every key of `circuit`'s counters starts with; the window's start follows.
 pub(super) fn report_key_prefix(circuit: &str) -> String {
     format!("{circuit}#fleet@")
@@ -41,6 +49,16 @@ pub(super) fn report_key_prefix(circuit: &str) -> String {
 /// The key value of `circuit`'s counters for the window starting at `window_start`.
 pub(crate) fn report_key_value(circuit: &str, window_start: u64) -> String {
     format!("{}{window_start}", report_key_prefix(circuit))
+}
+
+/// The key value of the counters of `circuit`'s suspicion ending at `epoch`.
+pub(crate) fn epoch_key_value(circuit: &str, epoch: u64) -> String {
+    format!("{}s{epoch}", report_key_prefix(circuit))
+}
+
+/// The attribute of an epoch's failures (`f`) or successes (`s`) in `slice`.
+fn slice_attribute(kind: char, slice: usize) -> String {
+    format!("{kind}{slice}")
 }
 
 /// Whether `item` holds a window's counters rather than a circuit.
@@ -92,6 +110,75 @@ impl Shared {
         })?;
         Ok(Some(tally))
     }
+}
+
+impl Shared {
+    /// Adds `report` to the counters of `circuit`'s suspicion; the epoch's totals after it.
+    pub(super) async fn report_suspected(
+        &self,
+        circuit: &str,
+        report: &SuspectReport,
+    ) -> Result<Option<EpochTally>, StoreError> {
+        let key = self.names.key(&epoch_key_value(circuit, report.epoch));
+        let slice = usize::from(report.slice).min(EPOCH_SLICES - 1);
+        let output = self
+            .client()
+            .await
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(key))
+            .update_expression(ADD_SUSPECT_REPORT)
+            .expression_attribute_names("#f", slice_attribute('f', slice))
+            .expression_attribute_names("#s", slice_attribute('s', slice))
+            .expression_attribute_names("#r", FLEET_REPORTERS)
+            .expression_attribute_names("#w", FLEET_WINDOW)
+            .expression_attribute_names("#e", &self.names.expiry)
+            .expression_attribute_values(":f", number(report.failures.into()))
+            .expression_attribute_values(":s", number(report.successes.into()))
+            .expression_attribute_values(":r", number(report.new_reporter.into()))
+            .expression_attribute_values(":w", number(report.epoch))
+            .expression_attribute_values(":e", number(report.expiration))
+            .return_values(ReturnValue::AllNew)
+            .customize()
+            .config_override(
+                aws_sdk_dynamodb::config::Builder::default().retry_config(RetryConfig::disabled()),
+            )
+            .send()
+            .await
+            .map_err(|e| self.error("UpdateItem", &e))?;
+        let tally = epoch_tally(&output.attributes.unwrap_or_default()).map_err(|problem| {
+            StoreError::new(format!(
+                "DynamoDB UpdateItem on table '{}' answered a malformed suspicion tally for \
+                 circuit '{circuit}': {problem}",
+                self.table
+            ))
+        })?;
+        Ok(Some(tally))
+    }
+}
+
+/// A count attribute: absent reads as 0.
+fn optional_count(attributes: &Item, name: &str) -> Result<u64, String> {
+    match attributes.get(name) {
+        None => Ok(0),
+        Some(AttributeValue::N(value)) => value
+            .parse::<u64>()
+            .map_err(|_| format!("attribute '{name}' is not a non-negative integer")),
+        Some(_) => Err(format!("attribute '{name}' is not a number (N)")),
+    }
+}
+
+/// The epoch's counters an update answered (slices nobody reported in are absent).
+fn epoch_tally(attributes: &Item) -> Result<EpochTally, String> {
+    let mut tally = EpochTally {
+        reporters: optional_count(attributes, FLEET_REPORTERS)?,
+        ..EpochTally::default()
+    };
+    for slice in 0..EPOCH_SLICES {
+        tally.failures[slice] = optional_count(attributes, &slice_attribute('f', slice))?;
+        tally.successes[slice] = optional_count(attributes, &slice_attribute('s', slice))?;
+    }
+    Ok(tally)
 }
 
 /// The counters an update answered.
@@ -148,6 +235,30 @@ mod tests {
             })
         );
         assert!(is_report_item(&answer));
+    }
+
+    #[test]
+    fn an_epochs_answer_reads_per_slice() {
+        let answer: Item = [
+            ("f3", n("2")),
+            ("s3", n("16")),
+            ("f19", n("5")),
+            (FLEET_REPORTERS, n("4")),
+            (FLEET_WINDOW, n("1700000010")),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .into();
+        let tally = epoch_tally(&answer).unwrap();
+        assert_eq!((tally.failures[3], tally.successes[3]), (2, 16));
+        assert_eq!(
+            (tally.failures[19], tally.failures[0], tally.reporters),
+            (5, 0, 4)
+        );
+        let mut bad = answer;
+        bad.insert("s7".into(), AttributeValue::S("x".into()));
+        assert!(epoch_tally(&bad).unwrap_err().contains("s7"));
+        let key = names().key(&epoch_key_value("ce", 1_700_000_010));
+        assert_eq!(key["id"], AttributeValue::S("ce#fleet@s1700000010".into()));
     }
 
     #[test]

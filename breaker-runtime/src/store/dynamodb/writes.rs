@@ -10,8 +10,8 @@ use crate::protocol::{
 use crate::store::StoreError;
 
 impl Shared {
-    /// Applies `transition`: the election, the probe's hand-over and the operator's override
-    /// and release update the item in place (keeping what they do not own); every other
+    /// Applies `transition`: the election, the probe's hand-over, the suspicion and the
+    /// operator's override and release update the item in place (keeping what they do not own); every other
     /// transition writes a whole new record.
     pub(super) async fn apply(
         &self,
@@ -71,6 +71,24 @@ impl Shared {
                 let values = vec![(":me", AttributeValue::S(owner.clone()))];
                 self.put(circuit, transition, conditions::OWNER, values)
                     .await
+            }
+            RecordWrite::Suspect {
+                now,
+                until,
+                expiration,
+            } => {
+                let values = vec![
+                    (":now", number(*now)),
+                    (":until", number(*until)),
+                    (":ttl", number(*expiration)),
+                ];
+                self.update(
+                    circuit,
+                    conditions::SUSPECT_UPDATE,
+                    conditions::SUSPECT,
+                    values,
+                )
+                .await
             }
             RecordWrite::Reset { now, .. } => {
                 let values = vec![(":now", number(*now))];

@@ -39,6 +39,7 @@ mod overrides;
 mod races;
 mod shadow;
 mod support;
+mod suspicion;
 
 use backoff::*;
 use cases::*;
@@ -47,6 +48,7 @@ use hand_over::*;
 use overrides::*;
 use races::*;
 use shadow::*;
+use suspicion::*;
 
 /// Concurrent writers in each race.
 pub(crate) const RACERS: usize = 24;
@@ -151,6 +153,8 @@ fn cases() -> Vec<Case> {
         case!(a_hand_over_counts_the_success_and_frees_the_lease),
         case!(only_the_owner_hands_over),
         case!(an_override_ends_the_fleets_probe_count),
+        case!(a_suspicion_marks_a_closed_circuit_until_it_ends_and_a_trip_drops_it),
+        case!(suspicion_reports_add_up_per_slice_or_are_not_kept),
         case!(race concurrent_elections_have_exactly_one_winner),
         case!(race concurrent_takeovers_of_a_handed_over_probe_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
