@@ -1,15 +1,16 @@
 //! Fleet-wide detection and call deadlines at fleet scale (docs/scale.md), on reduced
 //! fleets whose item limits are scaled with them, over three seeds: quiet fleets stop
 //! within a handful of failures, a hanging downstream opens the circuit within two calls
-//! per environment and one probe at a time, background errors of a busy fleet never trip
-//! it, and a healthy fleet writes nothing.
+//! per environment and one probe at a time, each within 2 s of the first failure;
+//! background errors of a busy fleet (0.1 % and 1 %) never trip it, and a healthy fleet
+//! writes nothing.
 
 use breaker_sim::fleet::run;
 use breaker_sim::scenario::Scenario;
 
 mod support;
 
-use support::{SEEDS, summary};
+use support::{SEEDS, summary, summary_failing};
 
 #[test]
 fn a_sparse_fleet_stops_within_a_handful_of_failures() {
@@ -40,6 +41,21 @@ fn a_sparser_larger_fleet_stops_as_soon() {
 }
 
 #[test]
+fn ten_thousand_quiet_environments_trip_within_two_seconds_of_the_first_failure() {
+    for seed in SEEDS {
+        // sparse-10k at full size (200 calls a second; a fifth of it needs 3 s), up to
+        // 20 s after the outage starts.
+        let s = summary("sparse-10k", 10_000, 30, seed);
+        assert_eq!(s.trips_won, 1, "seed {seed}: {s:?}");
+        assert!(s.failed_non_probe_calls <= 300, "seed {seed}: {s:?}");
+        assert!(
+            s.first_failure_to_trip_s.expect("tripped") <= 2.0,
+            "seed {seed}: {s:?}"
+        );
+    }
+}
+
+#[test]
 fn a_hanging_downstream_opens_the_circuit_within_two_calls_per_environment() {
     for seed in SEEDS {
         let s = summary("hang", 1_000, 200, seed);
@@ -49,6 +65,10 @@ fn a_hanging_downstream_opens_the_circuit_within_two_calls_per_environment() {
             "seed {seed}: {s:?}"
         );
         assert_eq!(s.max_probes_in_flight, 1, "seed {seed}");
+        assert!(
+            s.first_failure_to_trip_s.expect("tripped") <= 2.0,
+            "seed {seed}: {s:?}"
+        );
         assert!(s.max_election_writes_per_window <= 20, "seed {seed}");
         assert_eq!(
             s.killed_invocations, 0,
@@ -67,6 +87,15 @@ fn background_errors_of_a_busy_fleet_never_trip() {
         assert_eq!(s.trip_writes, 0, "seed {seed}");
         // Reports stay far below the (scaled) write limit of the counters' item.
         assert!(s.max_report_wcu_per_s <= 500 / 10, "seed {seed}: {s:?}");
+    }
+}
+
+#[test]
+fn background_errors_of_one_percent_in_a_busy_fleet_never_trip() {
+    for seed in SEEDS {
+        let s = summary_failing("background-errors", 1_000, 60, seed, 0.01);
+        assert!(s.downstream_failures > 0, "seed {seed}: errors happened");
+        assert_eq!(s.trips_won, 0, "seed {seed}: {s:?}");
     }
 }
 

@@ -261,6 +261,24 @@ impl FleetReports {
         )))
     }
 
+    /// `report`, made for a window, sent at `now` to the counters of the suspicion ending
+    /// at `epoch` instead.
+    pub(super) fn moved_to_epoch(
+        &self,
+        report: &FailureReport,
+        epoch: u64,
+        now: u64,
+    ) -> SuspectReport {
+        SuspectReport {
+            epoch,
+            slice: epoch_slice(epoch, report.window_secs, now),
+            failures: report.failures,
+            successes: 0,
+            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK)),
+            expiration: epoch + TTL_GRACE_SECS,
+        }
+    }
+
     /// The report of what is pending to the counters of the suspicion ending at `epoch`.
     fn epoch_report(
         &self,

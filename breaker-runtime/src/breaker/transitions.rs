@@ -12,7 +12,7 @@ use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
 use crate::events::{FailureKind, TransitionCause};
 use crate::protocol::CircuitState;
-use crate::protocol::fleet::{epoch_trips, fleet_suspects};
+use crate::protocol::fleet::{epoch_trips, fleet_suspects, suspect_failures};
 use crate::protocol::machine::{self, Outcome};
 use crate::protocol::{FailureReport, RecordWrite, SuspectReport};
 use breaker_rules::TTL_GRACE_SECS;
@@ -126,9 +126,16 @@ async fn report_failures(circuit: &Circuit, report: Report) {
     // times its write budget.
     let now = circuit.now();
     circuit.refresh_if_stale(now).await;
-    match report {
-        Report::Window(report) => report_window(circuit, report, now).await,
-        Report::Epoch(report) => report_epoch(circuit, report, now).await,
+    match (report, live_suspicion(circuit, now)) {
+        // The refresh showed a suspicion the call did not know of when it failed (it ran
+        // longer than the copy is trusted: a hanging call): its failures are the
+        // suspicion's.
+        (Report::Window(report), Some(epoch)) => {
+            let report = circuit.reports().moved_to_epoch(&report, epoch, now);
+            report_epoch(circuit, report, now).await;
+        }
+        (Report::Window(report), None) => report_window(circuit, report, now).await,
+        (Report::Epoch(report), _) => report_epoch(circuit, report, now).await,
     }
 }
 
@@ -141,7 +148,11 @@ async fn report_window(circuit: &Circuit, report: FailureReport, now: u64) {
     let Some(tally) = seam.report(circuit, report, now).await else {
         return;
     };
-    if fleet_suspects(&tally, &policy) {
+    // Only the first reports to meet the rule write the suspicion: in a fleet whose calls
+    // fail at once, thousands of reports meet it within a second, and each lost write costs
+    // the circuit's item a write unit.
+    let before = tally.failures.saturating_sub(u64::from(report.failures));
+    if fleet_suspects(&tally, &policy) && before < 3 * suspect_failures(&policy) {
         suspect(circuit, report.window_secs, now).await;
     }
 }
@@ -156,7 +167,7 @@ async fn report_epoch(circuit: &Circuit, report: SuspectReport, now: u64) {
     let Some(tally) = seam.report_suspected(circuit, report, now).await else {
         return;
     };
-    if let Some((failures, calls)) = epoch_trips(&tally, report.slice, &policy) {
+    if let Some((failures, calls)) = epoch_trips(&tally, &policy) {
         let cause = TransitionCause::Fleet { failures, calls };
         trip(circuit, u32::try_from(failures).unwrap_or(u32::MAX), cause).await;
     }

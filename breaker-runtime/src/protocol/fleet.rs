@@ -89,13 +89,20 @@ pub const SAMPLE_WEIGHT: u32 = 8;
 /// window: 0.5 s by default).
 pub const EPOCH_SLICES: usize = 20;
 
-/// Whether a window's `tally` raises a suspicion: enough failures, from more than one
-/// environment, making at least the policy's share of the calls reported with them. Only
-/// a suspicion: the calls a report carries are its own environment's since its last report,
-/// one call for a quiet environment, so the share is ~100 % in a quiet fleet whatever its
-/// error rate.
+/// The failures a window must hold to raise a suspicion: a third of the policy's failure
+/// threshold (3 by default), at least 2. A suspicion only costs its write and the sampled
+/// reports, and the sooner it holds the sooner an outage trips.
+pub(crate) fn suspect_failures(policy: &FleetPolicy) -> u64 {
+    u64::from(policy.failure_threshold / 3).max(2)
+}
+
+/// Whether a window's `tally` raises a suspicion: [`suspect_failures`] failures, from more
+/// than one environment, making at least the policy's share of the calls reported with
+/// them. Only a suspicion: the calls a report carries are its own environment's since its
+/// last report, one call for a quiet environment, so the share is ~100 % in a quiet fleet
+/// whatever its error rate.
 pub(crate) fn fleet_suspects(tally: &FleetTally, policy: &FleetPolicy) -> bool {
-    tally.failures >= u64::from(policy.failure_threshold)
+    tally.failures >= suspect_failures(policy)
         && tally.reporters >= MIN_REPORTERS
         && tally.failures.saturating_mul(100)
             >= u64::from(policy.failure_rate).saturating_mul(tally.calls)
@@ -150,8 +157,9 @@ impl EpochTally {
     }
 }
 
-/// Whether an epoch's `tally`, as a report in slice `slice` left it, opens the circuit:
-/// some run of slices ending at `slice` holds at least twice the policy's failure
+/// Whether an epoch's `tally` opens the circuit: some run of slices ending at the latest
+/// one reported in (environments' clocks differ, so each environment's own slice is not
+/// the fleet's latest) holds at least twice the policy's failure
 /// threshold, from more than one environment, making at least the policy's share of the
 /// calls estimated with one more sample's worth of successes (so the estimate errs towards
 /// staying closed). Returns that run's failures and estimated calls.
@@ -160,16 +168,14 @@ impl EpochTally {
 /// its successes happened to be sampled; with 20 failures at 20 % of the calls the
 /// sampled successes stand for 80 expected, and fewer than 2 samples among 10 expected
 /// is rare (< 0.1 %).
-pub(crate) fn epoch_trips(
-    tally: &EpochTally,
-    slice: u8,
-    policy: &FleetPolicy,
-) -> Option<(u64, u64)> {
+pub(crate) fn epoch_trips(tally: &EpochTally, policy: &FleetPolicy) -> Option<(u64, u64)> {
     if tally.reporters < MIN_REPORTERS {
         return None;
     }
     let needed = u64::from(policy.failure_threshold).saturating_mul(2);
-    let last = usize::from(slice).min(EPOCH_SLICES - 1);
+    let last = (0..EPOCH_SLICES)
+        .rev()
+        .find(|&i| tally.failures[i] > 0 || tally.successes[i] > 0)?;
     let (mut failures, mut successes) = (0u64, 0u64);
     for i in (0..=last).rev() {
         failures = failures.saturating_add(tally.failures[i]);
@@ -220,7 +226,11 @@ mod tests {
             fleet_suspects(&tally(10, 12, 10), &policy),
             "10 of 12 failed"
         );
-        assert!(!fleet_suspects(&tally(9, 9, 9), &policy), "below the count");
+        assert!(!fleet_suspects(&tally(2, 2, 2), &policy), "below the count");
+        assert!(
+            fleet_suspects(&tally(3, 3, 2), &policy),
+            "a third of the threshold"
+        );
         assert!(
             !fleet_suspects(&tally(1_000, 100_000, 900), &policy),
             "0.1 % of a busy fleet's calls"
@@ -252,18 +262,27 @@ mod tests {
             tally.failures[i] = 2;
             tally.successes[i] = 40;
         }
-        assert_eq!(epoch_trips(&tally, 4, &policy), None, "background errors");
+        assert_eq!(epoch_trips(&tally, &policy), None, "background errors");
         // Slice 5: the outage, 20 failures and one sample.
         tally.failures[5] = 20;
         tally.successes[5] = 8;
-        assert_eq!(epoch_trips(&tally, 5, &policy), Some((20, 28)));
+        assert_eq!(epoch_trips(&tally, &policy), Some((20, 28)));
         // 19 failures are short of twice the threshold, whatever the share.
         tally.failures[5] = 19;
         tally.successes[5] = 0;
-        assert_eq!(epoch_trips(&tally, 5, &policy), None);
+        assert_eq!(epoch_trips(&tally, &policy), None);
+        // A later slice (an environment whose clock is ahead) ends the runs.
+        tally.failures[5] = 20;
+        tally.successes[7] = 40;
+        assert_eq!(
+            epoch_trips(&tally, &policy),
+            None,
+            "the latest slices are healthy"
+        );
+        tally.successes[7] = 0;
         tally.reporters = 1;
         tally.failures[5] = 100;
-        assert_eq!(epoch_trips(&tally, 5, &policy), None, "one environment");
+        assert_eq!(epoch_trips(&tally, &policy), None, "one environment");
     }
 
     #[test]

@@ -20,6 +20,14 @@ pub fn summary(name: &str, envs: u32, duration_s: u64, seed: u64) -> Summary {
     run(&scenario).expect("valid config").metrics.summary()
 }
 
+/// [`summary`] with `share` (0 to 1) of the downstream's calls failing at random
+/// throughout, instead of the scenario's own health schedule.
+#[allow(dead_code)]
+pub fn summary_failing(name: &str, envs: u32, duration_s: u64, seed: u64, share: f64) -> Summary {
+    let scenario = scaled(name, envs, duration_s, seed).failing(share);
+    run(&scenario).expect("valid config").metrics.summary()
+}
+
 /// [`summary`] with the breaker's default config, the recovery backoff included.
 #[allow(dead_code)]
 pub fn summary_with_defaults(name: &str, envs: u32, duration_s: u64, seed: u64) -> Summary {

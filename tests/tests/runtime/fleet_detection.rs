@@ -114,19 +114,19 @@ async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_toge
             tripped_after = Some(i + 1);
         }
     }
-    // The 10th failure raises the suspicion; the next 20, reported to its counters with
-    // no success among them, open the circuit.
+    // The 3rd failure raises the suspicion (a third of the threshold); the next 20, twice
+    // the threshold, reported to its counters with no success among them, open the circuit.
     assert_eq!(
         tripped_after,
-        Some(30),
-        "10 failures raise the suspicion, twice the threshold under it trip"
+        Some(23),
+        "3 failures raise the suspicion, twice the threshold under it trip"
     );
     let record = store.read("downstream").await.unwrap().expect("tripped");
     assert_eq!(record.state, CircuitState::Open);
     assert_eq!(record.suspected_until, None, "the trip drops the suspicion");
     assert_eq!(
         store.reports.load(Ordering::SeqCst),
-        30,
+        23,
         "once the store is open, nobody reports"
     );
 }
@@ -224,7 +224,8 @@ async fn a_close_within_a_window_does_not_re_trip_on_the_next_failure() {
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
-    // The window starts at the clock's start; 30 failures 50 ms apart trip at ~1.5 s.
+    // The window starts at the clock's start; 23 failures 50 ms apart trip at ~1.1 s (the
+    // rest are rejected).
     for env in &fleet[..30] {
         fail(env).await.expect_err("failed");
         clock.advance(Duration::from_millis(50));
@@ -261,7 +262,8 @@ async fn background_errors_of_busier_environments_do_not_trip() {
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
-    // Each environment: five good calls two seconds apart, then one failure.
+    // Each environment: five good calls two seconds apart, then one failure: its report,
+    // 1 failure in 6 calls, raises no suspicion either.
     for _ in 0..5 {
         for env in &fleet {
             succeed(env).await;
