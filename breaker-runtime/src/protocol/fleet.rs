@@ -159,15 +159,16 @@ impl EpochTally {
 
 /// Whether an epoch's `tally` opens the circuit: some run of slices ending at the latest
 /// one reported in (environments' clocks differ, so each environment's own slice is not
-/// the fleet's latest) holds at least twice the policy's failure
-/// threshold, from more than one environment, making at least the policy's share of the
-/// calls estimated with one more sample's worth of successes (so the estimate errs towards
-/// staying closed). Returns that run's failures and estimated calls.
+/// the fleet's latest) holds at least twice the policy's failure threshold, from more than
+/// one environment, making at least the policy's share of the calls estimated with three
+/// more samples' worth of successes (so the estimate errs towards staying closed). Returns
+/// that run's failures and estimated calls.
 ///
-/// Twice the threshold: a run of few failures can meet the share by chance, when few of
-/// its successes happened to be sampled; with 20 failures at 20 % of the calls the
-/// sampled successes stand for 80 expected, and fewer than 2 samples among 10 expected
-/// is rare (< 0.1 %).
+/// Twice the threshold and three samples: a run of few failures can meet the share by
+/// chance, when few of its successes happened to be sampled, and every report tests every
+/// run again. With 20 % of a quiet fleet's calls failing, a suspicion's 10 s trip in about
+/// 0.2 % of them (a simulation of the sampling alone); at 10 % in none. A fleet whose calls
+/// all fail needs 24 failures under the suspicion.
 pub(crate) fn epoch_trips(tally: &EpochTally, policy: &FleetPolicy) -> Option<(u64, u64)> {
     if tally.reporters < MIN_REPORTERS {
         return None;
@@ -181,7 +182,7 @@ pub(crate) fn epoch_trips(tally: &EpochTally, policy: &FleetPolicy) -> Option<(u
         failures = failures.saturating_add(tally.failures[i]);
         successes = successes.saturating_add(tally.successes[i]);
         let calls = failures.saturating_add(successes);
-        let cautious = calls.saturating_add(u64::from(SAMPLE_WEIGHT));
+        let cautious = calls.saturating_add(3 * u64::from(SAMPLE_WEIGHT));
         if failures >= needed
             && failures.saturating_mul(100)
                 >= u64::from(policy.failure_rate).saturating_mul(cautious)
@@ -263,16 +264,21 @@ mod tests {
             tally.successes[i] = 40;
         }
         assert_eq!(epoch_trips(&tally, &policy), None, "background errors");
-        // Slice 5: the outage, 20 failures and one sample.
-        tally.failures[5] = 20;
+        // Slice 5: the outage, 40 failures and one sample.
+        tally.failures[5] = 40;
         tally.successes[5] = 8;
-        assert_eq!(epoch_trips(&tally, &policy), Some((20, 28)));
+        assert_eq!(epoch_trips(&tally, &policy), Some((40, 48)));
         // 19 failures are short of twice the threshold, whatever the share.
         tally.failures[5] = 19;
         tally.successes[5] = 0;
         assert_eq!(epoch_trips(&tally, &policy), None);
+        // 24 failures and nothing else: 50 % of 24 + 3 samples' worth.
+        tally.failures[5] = 24;
+        assert_eq!(epoch_trips(&tally, &policy), Some((24, 24)));
+        tally.failures[5] = 23;
+        assert_eq!(epoch_trips(&tally, &policy), None);
         // A later slice (an environment whose clock is ahead) ends the runs.
-        tally.failures[5] = 20;
+        tally.failures[5] = 40;
         tally.successes[7] = 40;
         assert_eq!(
             epoch_trips(&tally, &policy),

@@ -114,19 +114,20 @@ async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_toge
             tripped_after = Some(i + 1);
         }
     }
-    // The 3rd failure raises the suspicion (a third of the threshold); the next 20, twice
-    // the threshold, reported to its counters with no success among them, open the circuit.
+    // The 3rd failure raises the suspicion (a third of the threshold); the next 24 (at
+    // least twice the threshold, and 50 % of themselves and three samples' worth of
+    // successes), reported to its counters with no success among them, open the circuit.
     assert_eq!(
         tripped_after,
-        Some(23),
-        "3 failures raise the suspicion, twice the threshold under it trip"
+        Some(27),
+        "3 failures raise the suspicion, 24 under it trip"
     );
     let record = store.read("downstream").await.unwrap().expect("tripped");
     assert_eq!(record.state, CircuitState::Open);
     assert_eq!(record.suspected_until, None, "the trip drops the suspicion");
     assert_eq!(
         store.reports.load(Ordering::SeqCst),
-        23,
+        27,
         "once the store is open, nobody reports"
     );
 }
@@ -155,8 +156,8 @@ async fn the_fleet_trip_says_it_was_the_fleet() {
     assert_eq!(
         seen[0].cause,
         Some(TransitionCause::Fleet {
-            failures: 20,
-            calls: 20
+            failures: 24,
+            calls: 24
         })
     );
 }
@@ -224,7 +225,7 @@ async fn a_close_within_a_window_does_not_re_trip_on_the_next_failure() {
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
-    // The window starts at the clock's start; 23 failures 50 ms apart trip at ~1.1 s (the
+    // The window starts at the clock's start; 27 failures 50 ms apart trip at ~1.3 s (the
     // rest are rejected).
     for env in &fleet[..30] {
         fail(env).await.expect_err("failed");
