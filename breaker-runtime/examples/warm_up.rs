@@ -43,6 +43,7 @@ async fn main() -> Result<(), Error> {
     let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs();
     // Another environment tripped the circuit a moment ago.
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at: now,
         expiration: now + 3_630,

@@ -135,6 +135,7 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
             r.probe_successes = 0;
             r.reopen_count = 0;
             r.suspected_until = None;
+            r.opened_by = None;
             r.operator_override = Some(set.clone());
             r
         }
@@ -148,6 +149,7 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
                 r.probe_successes = 0;
                 r.reopen_count = 0;
                 r.suspected_until = None;
+                r.opened_by = None;
             }
             r.operator_override = None;
             r

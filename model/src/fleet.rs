@@ -446,7 +446,12 @@ impl Model for Fleet {
         let item = match self.start_closed {
             true => Item::default(),
             false => {
-                let trip = machine::trip(self.thresholds.failure_threshold, 0, &self.thresholds);
+                let trip = machine::trip(
+                    self.id(0),
+                    self.thresholds.failure_threshold,
+                    0,
+                    &self.thresholds,
+                );
                 actors[0].committed = Some(0);
                 actors[0].cache = Cached(trip.applied_to(None));
                 Item {
@@ -659,7 +664,12 @@ impl Model for Fleet {
             Action::Trip { actor, reply } => {
                 let base = state.item.read();
                 let now = self.now_millis(&state, actor);
-                let trip = machine::trip(self.thresholds.failure_threshold, now, &self.thresholds);
+                let trip = machine::trip(
+                    self.id(actor),
+                    self.thresholds.failure_threshold,
+                    now,
+                    &self.thresholds,
+                );
                 let landed = dynamodb::allows(&trip, &state.item);
                 let heard = self.write(&mut state, actor, &trip, reply);
                 if landed {

@@ -46,6 +46,7 @@ impl Hash for Item {
             r.probe_successes.hash(state);
             r.reopen_count.hash(state);
             r.suspected_until.hash(state);
+            r.opened_by.hash(state);
             r.operator_override
                 .as_ref()
                 .map(|o| (o.kind, o.until, &o.by, o.at))

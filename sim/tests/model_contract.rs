@@ -30,6 +30,7 @@ fn random_transition(rng: &mut Rng) -> RecordWrite {
     let at = 1_000 + rng.between(0, 6);
     match rng.between(0, 4) {
         0 => RecordWrite::Trip {
+            opened_by: None,
             failure_count: rng.between(1, 5) as u32,
             opened_at: at,
             expiration: at + 3630,

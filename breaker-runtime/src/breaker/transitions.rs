@@ -23,7 +23,7 @@ use breaker_rules::TTL_GRACE_SECS;
 pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCause) {
     let now = circuit.now();
     let seam = circuit.seam(&circuit.lock(), now);
-    let trip = machine::trip(failures, now, circuit.thresholds());
+    let trip = machine::trip(circuit.probe_owner(), failures, now, circuit.thresholds());
     let Some(base) = seam.opening(circuit, &trip, now) else {
         // Open already, or an override holds: nothing counts towards a trip (a disabled
         // circuit must not trip the moment it is released), whichever policy counts them.

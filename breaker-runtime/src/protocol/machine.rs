@@ -348,9 +348,15 @@ pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
         && (reached(counts.failures, rates.failure) || reached(counts.slow, rates.slow))
 }
 
-/// The trip after `consecutive_failures` failures; only once [`trips`] says so.
-pub fn trip(consecutive_failures: u32, now_millis: u64, thresholds: &Thresholds) -> RecordWrite {
+/// `me`'s trip after `consecutive_failures` failures; only once [`trips`] says so.
+pub fn trip(
+    me: &str,
+    consecutive_failures: u32,
+    now_millis: u64,
+    thresholds: &Thresholds,
+) -> RecordWrite {
     RecordWrite::Trip {
+        opened_by: Some(me.to_owned()),
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
         expiration: expiration(now_millis, thresholds.recovery_millis, thresholds),
@@ -445,13 +451,14 @@ pub fn settle(
                     record,
                     won: false,
                 },
-                // A reopen lost to the very record it writes: its first attempt landed and
-                // the SDK's retry met it. A reopen needs this environment's lease, so no
-                // other write leaves that record. A trip is not recognised so: in a busy
-                // fleet many environments trip in the same second with the same count, and
-                // each would take the opener's first right and fire its hook. The store
-                // returned the record: as fresh as a read.
-                RecordWrite::Reopen { .. } if record == transition.applied_to(Some(base)) => {
+                // A trip or reopen lost to the very record it writes: its first attempt
+                // landed and the SDK's retry met it. A reopen needs this environment's lease,
+                // and a trip names its writer (`opened_by`), so no other environment's write
+                // leaves that record (a busy fleet's trips in the same second with the same
+                // count differ in it). The store returned the record: as fresh as a read.
+                RecordWrite::Trip { .. } | RecordWrite::Reopen { .. }
+                    if record == transition.applied_to(Some(base)) =>
+                {
                     Settled {
                         record,
                         committed: true,

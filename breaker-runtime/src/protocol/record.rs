@@ -45,6 +45,11 @@ pub struct CircuitRecord {
     /// this suspicion ([`RecordWrite::Suspect`](super::RecordWrite::Suspect)). `None`: not
     /// suspected. Every write that leaves the closed state drops it.
     pub suspected_until: Option<u64>,
+    /// While open or half-open after a breaker's trip: the probe owner id of the environment
+    /// whose trip wrote this opening, so that a trip whose answer was lost recognises its own
+    /// landed attempt; `None` on every other opening (a reopen, an operator's forced open, a
+    /// Powertools trip) and when closed.
+    pub opened_by: Option<String>,
 }
 
 impl CircuitRecord {
@@ -71,6 +76,7 @@ impl CircuitRecord {
             reopen_count: 0,
             operator_override: None,
             suspected_until: None,
+            opened_by: None,
         }
     }
 

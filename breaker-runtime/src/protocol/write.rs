@@ -37,7 +37,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// use breaker_runtime::CircuitState;
 /// use breaker_runtime::store::{CircuitRecord, RecordWrite};
 ///
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
 /// assert!(trip.allowed(None));
 /// let opened = trip.applied_to(None);
 /// assert_eq!(opened, CircuitRecord::open(100, 5));
@@ -60,6 +60,10 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 pub enum RecordWrite {
     /// CLOSED → OPEN. Allowed on an absent or `CLOSED` record without a live override.
     Trip {
+        /// The probe owner id of the tripping environment, kept on the opening
+        /// ([`CircuitRecord::opened_by`]): a trip whose answer was lost and whose retry met
+        /// its own landed attempt recognises it by that (`None`: no writer named).
+        opened_by: Option<String>,
         /// Consecutive failures that tripped it.
         failure_count: u32,
         /// Unix seconds, now: the new `opened_at`.
@@ -247,8 +251,12 @@ impl RecordWrite {
             Self::Trip {
                 failure_count,
                 opened_at,
+                opened_by,
                 ..
-            } => CircuitRecord::open(*opened_at, *failure_count),
+            } => CircuitRecord {
+                opened_by: opened_by.clone(),
+                ..CircuitRecord::open(*opened_at, *failure_count)
+            },
             Self::Reopen {
                 failure_count,
                 opened_at,

@@ -16,7 +16,7 @@ use crate::protocol::{
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// use breaker_runtime::store::{InMemoryStore, StateStore, RecordWrite, WriteOutcome};
 /// let store = InMemoryStore::new();
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730 };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// // A second trip loses and returns the record that is there.
 /// let WriteOutcome::Lost(Some(current)) = store.apply("ce", &trip).await.unwrap() else { panic!() };

@@ -22,6 +22,7 @@ async fn composite_keys_and_renamed_attributes_are_flags() {
         .expect("valid store");
     let now = unix_secs();
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 4,
         opened_at: now,
         expiration: now + 3_630,

@@ -104,6 +104,7 @@ impl Table {
     pub(crate) async fn trip(&self, circuit: &str, failures: u32) -> u64 {
         let now = unix_secs();
         let trip = RecordWrite::Trip {
+            opened_by: None,
             failure_count: failures,
             opened_at: now,
             expiration: now + 3_630,

@@ -138,6 +138,7 @@ fn state(stack: &SampleStack) -> Value {
                 Some(Fault::Latency(_)) => "slow",
                 Some(Fault::DropConnection) => "drop",
                 Some(Fault::AnswerLost) => "answer-lost",
+                Some(Fault::AnswerLostOnce) => "answer-lost-once",
             },
             "requests": stack.proxy.seen(service),
             "faulted": stack.proxy.injected(service),

@@ -3,6 +3,7 @@ use breaker_runtime::CircuitState;
 
 fn trip(opened_at: u64) -> RecordWrite {
     RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at,
         expiration: opened_at + 3630,

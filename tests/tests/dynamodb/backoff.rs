@@ -28,6 +28,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         .apply(
             circuit,
             &RecordWrite::Trip {
+                opened_by: None,
                 failure_count: 5,
                 opened_at: T0,
                 expiration: T0 + 3630,
@@ -100,6 +101,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         .apply(
             circuit,
             &RecordWrite::Trip {
+                opened_by: None,
                 failure_count: 5,
                 opened_at: T0 + 400,
                 expiration: T0 + 4030,
@@ -152,6 +154,7 @@ async fn a_powertools_item_reads_as_no_reopen_and_a_broken_count_heals_on_the_ne
         "unreadable: read as closed"
     );
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at: T0 + 10,
         expiration: T0 + 3640,

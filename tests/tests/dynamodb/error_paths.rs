@@ -60,6 +60,7 @@ fn open_record() -> CircuitRecord {
 
 fn trip() -> RecordWrite {
     RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at: T0 + 1,
         expiration: T0 + 3631,

@@ -65,7 +65,10 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
     let key = item(&[("id", s("payment-backend"))]);
     let circuit = "payment-backend";
 
+    // A breaker's trip names its writer in an attribute of its own, which Powertools
+    // ignores; an election keeps it, a reopen and a close drop it.
     let trip = RecordWrite::Trip {
+        opened_by: Some("env-1".into()),
         failure_count: 5,
         opened_at: T0,
         expiration: T0 + 3630,
@@ -78,6 +81,7 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
             ("state", s("OPEN")),
             ("failure_count", n(5)),
             ("opened_at", n(T0)),
+            ("opened_by", s("env-1")),
             ("expiration", n(T0 + 3630)),
         ])
     );
@@ -100,6 +104,7 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
             ("opened_at", n(T0)),
             ("half_open_owner", s("env-1")),
             ("probe_lease_expiry", n(T0 + 60)),
+            ("opened_by", s("env-1")),
             ("expiration", n(T0 + 3660)),
         ])
     );
@@ -163,6 +168,7 @@ async fn the_composite_key_holds_the_static_pk_and_the_name(emulator: Emulator) 
         .build()
         .expect("valid store");
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3630,

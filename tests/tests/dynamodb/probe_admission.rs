@@ -30,6 +30,7 @@ async fn sixteen_processes_racing_for_every_probe_never_run_two_at_once() {
     let opened_at = unix_millis() / 1000 - 60;
     for round in 0..ROUNDS {
         let trip = RecordWrite::Trip {
+            opened_by: None,
             failure_count: 5,
             opened_at,
             expiration: opened_at + 3630,

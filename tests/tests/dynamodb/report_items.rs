@@ -50,6 +50,7 @@ async fn two_reports_beside_a_tripped_circuit(
     circuit_key: Item,
 ) {
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3_630,

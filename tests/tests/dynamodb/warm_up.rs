@@ -19,6 +19,7 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 fn trip(opened_at: u64) -> RecordWrite {
     RecordWrite::Trip {
+        opened_by: None,
         failure_count: 4,
         opened_at,
         expiration: opened_at + 3600,

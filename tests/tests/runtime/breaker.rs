@@ -227,6 +227,7 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
         .apply(
             "svc",
             &RecordWrite::Trip {
+                opened_by: None,
                 failure_count: 5,
                 opened_at,
                 expiration: opened_at + 3630,

@@ -63,6 +63,7 @@ async fn stored(store: &dyn StateStore) -> CircuitRecord {
 async fn opened_by_a_departed_environment(store: &dyn StateStore, clock: &ManualClock) {
     let opened_at = clock.unix_millis() / 1000;
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
@@ -221,6 +222,7 @@ fn threads_racing_for_every_probe_never_run_two_at_once() {
         let clock = ManualClock::new();
         let opened_at = clock.unix_millis() / 1000;
         let trip = RecordWrite::Trip {
+            opened_by: None,
             failure_count: 2,
             opened_at,
             expiration: opened_at + 3630,

@@ -132,6 +132,7 @@ async fn without_the_opener_another_environment_verifies_then_elects_after_the_f
     // Another environment (gone since) opened the circuit.
     let opened_at = clock.unix_millis() / 1000;
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
@@ -234,6 +235,7 @@ async fn a_throttled_election_is_not_won() {
     // its next probe.
     let mut kept = CircuitRecord::half_open(now - 37, 2, "env-a", now + 30);
     kept.probe_successes = 1;
+    kept.opened_by = Some("env-a".into());
     assert_eq!(
         store.read("downstream").await.expect("read"),
         Some(kept),

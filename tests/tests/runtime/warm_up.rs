@@ -30,6 +30,7 @@ fn config(clock: &ManualClock) -> CircuitBreakerConfig {
 async fn store_with_open_circuit(tripped: &str) -> Arc<ScriptedStore> {
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,
@@ -94,6 +95,7 @@ async fn a_circuit_with_its_own_knowledge_keeps_it() {
     // circuit read (or wrote) on its own: the circuit trusts its own read for its cache
     // age, as without a warm-up.
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,

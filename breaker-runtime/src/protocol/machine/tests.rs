@@ -41,6 +41,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         reopen_count: 0,
         operator_override: None,
         suspected_until: None,
+        opened_by: None,
     }
 }
 
@@ -275,15 +276,16 @@ fn closed_failures_trip_at_the_threshold() {
     assert!(trips(3, &thresholds()));
     assert!(trips(7, &thresholds()));
     assert_eq!(
-        trip(3, T0 + 1_500, &thresholds()),
+        trip(ME, 3, T0 + 1_500, &thresholds()),
         RecordWrite::Trip {
+            opened_by: Some(ME.into()),
             failure_count: 3,
             opened_at: T0 / 1000 + 1,
             expiration: T0 / 1000 + 1 + 30 + 3600
         }
     );
     assert!(matches!(
-        trip(7, T0, &thresholds()),
+        trip(ME, 7, T0, &thresholds()),
         RecordWrite::Trip {
             failure_count: 7,
             ..
@@ -424,6 +426,7 @@ fn records_after_won_writes() {
     let opened = T0 / 1000;
     let won = Some(WriteOutcome::Won);
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 3,
         opened_at: opened,
         expiration: 1,
@@ -465,6 +468,7 @@ fn records_after_won_writes() {
 fn lost_writes_adopt_the_stored_record() {
     let opened = T0 / 1000;
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 3,
         opened_at: opened + 5,
         expiration: 1,
@@ -514,29 +518,33 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
     assert!(after.committed && !after.won);
 }
 
-/// Race 5: the SDK retried a reopen whose first attempt landed; the retry lost to the record
-/// that attempt left. It is ours: its first right and its hook stay. A trip lost to the same
-/// record is not recognised: another environment's trip in the same second with the same
-/// count leaves exactly that record, and a busy fleet trips so by the hundred.
+/// Race 5: the SDK retried a trip or reopen whose first attempt landed; the retry lost to
+/// the record that attempt left. It is ours: its first right and its hook stay. Another
+/// environment's trip in the same second with the same count is not: it names its writer.
 #[test]
-fn a_reopen_lost_to_its_own_landed_attempt_is_committed_a_trip_is_not() {
+fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
     let opened = T0 / 1000;
-    let trip = RecordWrite::Trip {
-        failure_count: 3,
-        opened_at: opened,
-        expiration: 1,
-    };
+    let trip = trip(ME, 3, T0, &thresholds());
     let landed = trip.applied_to(None);
+    assert_eq!(landed.opened_by.as_deref(), Some(ME));
     let after = settled(
         &CircuitRecord::closed(),
         &trip,
         Some(WriteOutcome::Lost(Some(landed.clone()))),
     );
     assert_eq!(after.record, landed);
-    assert!(
-        !after.committed && !after.won,
-        "a trip lost to an identical record may be another environment's"
+    assert!(after.committed && after.won, "the landed trip is ours");
+    assert_eq!(committed_opening(&trip, &after), Some(opened));
+
+    // The same second, the same count, another writer: not ours.
+    let theirs = super::trip(OTHER, 3, T0, &thresholds()).applied_to(None);
+    let after = settled(
+        &CircuitRecord::closed(),
+        &trip,
+        Some(WriteOutcome::Lost(Some(theirs.clone()))),
     );
+    assert_eq!(after.record, theirs);
+    assert!(!after.committed && !after.won, "another environment's trip");
     assert_eq!(committed_opening(&trip, &after), None);
 
     let probing = half_open(ME, opened, opened + 40);
@@ -553,16 +561,11 @@ fn a_reopen_lost_to_its_own_landed_attempt_is_committed_a_trip_is_not() {
     assert_eq!(committed_opening(&reopen, &after), Some(opened + 31));
 
     // Another environment's trip a second later is not.
-    let theirs = RecordWrite::Trip {
-        failure_count: 3,
-        opened_at: opened + 1,
-        expiration: 1,
-    }
-    .applied_to(None);
+    let later = super::trip(OTHER, 3, T0 + 1_000, &thresholds()).applied_to(None);
     let after = settled(
         &CircuitRecord::closed(),
         &trip,
-        Some(WriteOutcome::Lost(Some(theirs))),
+        Some(WriteOutcome::Lost(Some(later))),
     );
     assert!(!after.committed && !after.won);
 }
@@ -571,6 +574,7 @@ fn a_reopen_lost_to_its_own_landed_attempt_is_committed_a_trip_is_not() {
 fn a_write_the_store_did_not_answer_is_applied_locally() {
     let opened = T0 / 1000;
     let trip = RecordWrite::Trip {
+        opened_by: None,
         failure_count: 3,
         opened_at: opened,
         expiration: 1,

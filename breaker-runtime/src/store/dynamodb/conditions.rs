@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
-    AttributeNames, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
+    AttributeNames, OPENED_BY, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
     PROBE_SUCCESSES, REOPEN_COUNT, SUSPECTED_UNTIL,
 };
 
@@ -167,9 +167,9 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
         true => set.push("#ex = :ttl"),
         false => remove.push("#ex"),
     }
-    // No probe survives an override, nor its count, nor the reopens', nor a suspicion (a
-    // forced open or a disable is a fresh start, as a trip is).
-    remove.extend(["#ps", "#rc", "#su"]);
+    // No probe survives an override, nor its count, nor the reopens', nor a suspicion, nor
+    // the trip's writer (a forced open or a disable is a fresh start, as a trip is).
+    remove.extend(["#ps", "#rc", "#su", "#opb"]);
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
@@ -179,7 +179,7 @@ pub(super) fn release(forced_open_holds: bool) -> String {
     match forced_open_holds {
         true => {
             format!(
-                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc, #su"
+                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc, #su, #opb"
             )
         }
         false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
@@ -210,6 +210,7 @@ impl Expression {
             ("#ps", PROBE_SUCCESSES),
             ("#rc", REOPEN_COUNT),
             ("#su", SUSPECTED_UNTIL),
+            ("#opb", OPENED_BY),
             ("#ex", &names.expiry),
             ("#ov", OVERRIDE),
             ("#ou", OVERRIDE_UNTIL),

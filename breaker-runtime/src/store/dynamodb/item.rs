@@ -37,6 +37,13 @@ pub(crate) const REOPEN_COUNT: &str = "reopen_count";
 /// the suspicion's `UpdateItem`, dropped by every whole-item put (a trip, ours or
 /// Powertools') and by an override. A fixed name, ignored by Powertools.
 pub(crate) const SUSPECTED_UNTIL: &str = "suspected_until";
+/// While open or half-open after a breaker's trip: the probe owner id of the environment
+/// whose trip wrote the opening (S), so that a trip whose answer was lost recognises its
+/// own landed attempt. Written by a trip, kept by an election and a hand-over, dropped by
+/// every other breaker write and by an override. A fixed name, ignored by Powertools, whose
+/// whole-item writes drop it and whose close and reopen (`UpdateItem`s) keep it; read only
+/// when it is a string (anything else reads as absent: no condition tests it).
+pub(crate) const OPENED_BY: &str = "opened_by";
 
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
@@ -104,6 +111,9 @@ impl AttributeNames {
         if let Some(until) = record.suspected_until {
             item.insert(SUSPECTED_UNTIL.to_owned(), n(until));
         }
+        if let Some(writer) = &record.opened_by {
+            item.insert(OPENED_BY.to_owned(), s(writer));
+        }
         item.insert(self.expiry.clone(), n(expiration));
         item
     }
@@ -132,6 +142,10 @@ impl AttributeNames {
             reopen_count: self.count(item, REOPEN_COUNT)?,
             operator_override: self.operator_override(item)?,
             suspected_until: self.number(item, SUSPECTED_UNTIL)?,
+            opened_by: match item.get(OPENED_BY) {
+                Some(AttributeValue::S(writer)) => Some(writer.clone()),
+                _ => None,
+            },
         };
         match state {
             CircuitState::Open if record.opened_at.is_none() => {
@@ -261,6 +275,7 @@ mod tests {
                 reopen_count: 3,
                 operator_override: None,
                 suspected_until: None,
+                opened_by: Some("env-1#0".into()),
             },
             CircuitRecord {
                 suspected_until: Some(1_700_000_010),

@@ -180,3 +180,57 @@ async fn loses_to_the_probe_of_env_a(
         Some(half_open_record(T0, 5, "env-a", T0 + 60))
     );
 }
+
+/// A trip names its writer (`opened_by`), so that a trip whose answer was lost can tell its
+/// own landed attempt from another environment's trip in the same second with the same
+/// count; an election and a hand-over keep the name, a reopen and a forced open drop it.
+pub(super) async fn a_trip_names_its_writer_until_the_opening_changes(
+    store: &dyn StateStore,
+    circuit: &str,
+) {
+    let mine = trip_by("env-a", T0, 5);
+    assert_eq!(apply(store, circuit, &mine).await, WriteOutcome::Won);
+    let stored = read(store, circuit).await.expect("tripped");
+    assert_eq!(stored.opened_by.as_deref(), Some("env-a"));
+    let theirs = trip_by("env-b", T0, 5);
+    assert_eq!(
+        lost(apply(store, circuit, &theirs).await),
+        Some(stored.clone())
+    );
+    assert_ne!(
+        stored,
+        theirs.applied_to(None),
+        "the writer tells them apart"
+    );
+
+    let writer = async || read(store, circuit).await.and_then(|r| r.opened_by);
+    let e = election("env-a", Some(T0), T0 + 30);
+    assert_eq!(apply(store, circuit, &e).await, WriteOutcome::Won);
+    assert_eq!(
+        writer().await.as_deref(),
+        Some("env-a"),
+        "kept by an election"
+    );
+    let handed = hand_over("env-a", 1, T0 + 31);
+    assert_eq!(apply(store, circuit, &handed).await, WriteOutcome::Won);
+    assert_eq!(writer().await.as_deref(), Some("env-a"), "and a hand-over");
+    let taken = takeover("env-b", 1, T0 + 32);
+    assert_eq!(apply(store, circuit, &taken).await, WriteOutcome::Won);
+    let reopened = reopen("env-b", T0 + 33, 1);
+    assert_eq!(apply(store, circuit, &reopened).await, WriteOutcome::Won);
+    assert_eq!(writer().await, None, "a reopen is no trip");
+
+    let forced = format!("{circuit}-forced");
+    apply(store, &forced, &trip_by("env-a", T0, 5)).await;
+    let set = an_override(
+        crate::protocol::OverrideKind::ForcedOpen,
+        "ops",
+        Some(T0 + 100),
+    );
+    assert_eq!(
+        apply(store, &forced, &override_with(&set, None)).await,
+        WriteOutcome::Won
+    );
+    let opened_by = read(store, &forced).await.and_then(|r| r.opened_by);
+    assert_eq!(opened_by, None, "a forced open is no trip");
+}

@@ -9,9 +9,28 @@ const TTL: u64 = T0 + 3_630;
 
 pub(super) fn trip_at(opened_at: u64, failure_count: u32) -> RecordWrite {
     RecordWrite::Trip {
+        opened_by: None,
         failure_count,
         opened_at,
         expiration: TTL,
+    }
+}
+
+/// `writer`'s trip (a breaker's trip names its writer).
+pub(super) fn trip_by(writer: &str, opened_at: u64, failure_count: u32) -> RecordWrite {
+    match trip_at(opened_at, failure_count) {
+        RecordWrite::Trip {
+            failure_count,
+            opened_at,
+            expiration,
+            ..
+        } => RecordWrite::Trip {
+            opened_by: Some(writer.to_owned()),
+            failure_count,
+            opened_at,
+            expiration,
+        },
+        other => other,
     }
 }
 
