@@ -18,7 +18,7 @@ use crate::protocol::{CircuitRecord, CircuitState};
 /// and fresh; `None` sends the call to the slow path.
 #[doc(hidden)]
 #[inline]
-pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
+pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<&'_ Circuit>> {
     fast_admission(&breaker.circuit).ok()
 }
 
@@ -26,7 +26,7 @@ pub fn fast_permit(breaker: &CircuitBreaker) -> Option<Permit<'_>> {
 /// that follows does not read the clock again. Always inlined: with `#[inline]` alone it
 /// stayed out of line (it has five callers), and the closed path cost 28 more instructions.
 #[inline(always)]
-pub(super) fn fast_admission(circuit: &Circuit) -> Result<Permit<'_>, u64> {
+pub(super) fn fast_admission(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, u64> {
     if circuit.disabled() {
         return Ok(Permit::new(circuit, PermitKind::Bypass));
     }
@@ -61,7 +61,9 @@ pub(super) fn request_permit_at(breaker: &CircuitBreaker, now: Option<u64>) -> P
 /// The blocking admission: [`fast_permit`], else [`request_permit`] driven to its end.
 #[doc(hidden)]
 #[inline]
-pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, CircuitInfo> {
+pub fn request_permit_blocking(
+    breaker: &CircuitBreaker,
+) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
     let circuit = &*breaker.circuit;
     match fast_admission(circuit) {
         Ok(permit) => Ok(permit),
@@ -74,7 +76,7 @@ pub fn request_permit_blocking(breaker: &CircuitBreaker) -> Result<Permit<'_>, C
 /// caller stays as small as it was.
 #[cold]
 #[inline(never)]
-fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<'_>, CircuitInfo> {
+fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
     match reject_from_cache(circuit, now) {
         Some(info) => Err(info),
         None => block_on(permit_slow(circuit)),
@@ -93,7 +95,7 @@ fn reject_from_cache(circuit: &Circuit, now: u64) -> Option<CircuitInfo> {
 
 /// [`decide_slow`], its decision shown: a rejection dispatched, or the state the circuit
 /// admitted the call in shown in the metrics.
-pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
+pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
     let decision = decide_slow(circuit).await;
     match &decision {
         Ok(permit) => permit.show_state(),
@@ -106,7 +108,7 @@ pub(super) async fn permit_slow(circuit: &Circuit) -> Result<Permit<'_>, Circuit
 /// probe, or elect this environment to probe (after a strongly consistent read when it has
 /// no first right; locally when the store cannot be reached), on the record of the seam
 /// the circuit chose.
-async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
+async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
     if circuit.disabled() {
         return Ok(Permit::new(circuit, PermitKind::Bypass));
     }
@@ -157,7 +159,12 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<'_>, CircuitInfo> {
 /// A closed call's permit on `record` at `now`: sampled, one in
 /// [`SAMPLE_WEIGHT`](crate::protocol::SAMPLE_WEIGHT), while the shared record shows a
 /// suspicion of the fleet. A suspicion that ended is taken off the closed path's horizon.
-fn closed<'a>(circuit: &'a Circuit, seam: Seam, record: &CircuitRecord, now: u64) -> Permit<'a> {
+fn closed<'a>(
+    circuit: &'a Circuit,
+    seam: Seam,
+    record: &CircuitRecord,
+    now: u64,
+) -> Permit<&'a Circuit> {
     let Some(until) = record.suspected_until else {
         return Permit::new(circuit, PermitKind::Closed);
     };
@@ -179,7 +186,7 @@ fn reject<'a>(
     circuit: &'a Circuit,
     seam: Seam,
     record: &CircuitRecord,
-) -> Result<Permit<'a>, CircuitInfo> {
+) -> Result<Permit<&'a Circuit>, CircuitInfo> {
     match seam.rejection(circuit, record) {
         Some(info) => Err(info),
         None => Ok(Permit::new(circuit, PermitKind::Closed)),
@@ -188,7 +195,7 @@ fn reject<'a>(
 
 /// A probe's permit, which takes the slot over and releases it when the probe ends; a
 /// probe on a `quiet` call hands the probe on when it ends.
-fn probe(seam: Seam, slot: ProbeSlot<'_>, quiet: bool) -> Permit<'_> {
+fn probe(seam: Seam, slot: ProbeSlot<'_>, quiet: bool) -> Permit<&'_ Circuit> {
     let circuit = slot.keep();
     seam.probe_started(circuit, quiet);
     Permit::new(circuit, PermitKind::Probe(seam))

@@ -22,6 +22,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::circuit::Circuit;
 use super::permit::{Permit, PermitRequest, Recording, classify};
 use crate::error::Abandoned;
 use crate::events::FailureKind;
@@ -91,7 +92,7 @@ pin_project_lite::pin_project! {
     #[must_use = "futures do nothing unless awaited"]
     pub struct RunAdmitted<'a, Fut, C, O> {
         // Some while the call runs: it admitted `running`.
-        permit: Option<Permit<'a>>,
+        permit: Option<Permit<&'a Circuit>>,
         classify: C,
         slow: SlowSlot<'a, O>,
         #[pin]
@@ -104,7 +105,7 @@ pin_project_lite::pin_project! {
 #[doc(hidden)]
 #[inline]
 pub fn run_admitted<'a, Fut, C>(
-    permit: Permit<'a>,
+    permit: Permit<&'a Circuit>,
     future: Fut,
     classify: C,
 ) -> RunAdmitted<'a, Fut, C, Fut::Output>
@@ -153,10 +154,10 @@ where
 #[inline]
 pub(super) fn poll_admitted<'a, Fut: Future>(
     mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
-    held: &mut Option<Permit<'a>>,
+    held: &mut Option<Permit<&'a Circuit>>,
     slow: &mut SlowSlot<'a, Fut::Output>,
     classify: &impl ClassifyOutput<Fut::Output>,
-    permit: Permit<'a>,
+    permit: Permit<&'a Circuit>,
     cx: &mut Context<'_>,
 ) -> Poll<Fut::Output> {
     let Some(future) = running.as_mut().as_pin_mut() else {
@@ -175,7 +176,7 @@ pub(super) fn poll_admitted<'a, Fut: Future>(
 #[inline]
 pub(super) fn complete<'a, O>(
     slow: &mut SlowSlot<'a, O>,
-    permit: Permit<'a>,
+    permit: Permit<&'a Circuit>,
     output: Result<O, Panic>,
     classify: &impl ClassifyOutput<O>,
     cx: &mut Context<'_>,

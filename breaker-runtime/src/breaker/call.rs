@@ -35,7 +35,7 @@ pin_project_lite::pin_project! {
         // Some until admitted: `make` has not run before.
         make: Option<F>,
         // Some while the caller's future runs: it admitted `running`.
-        permit: Option<Permit<'a>>,
+        permit: Option<Permit<&'a Circuit>>,
         slow: SlowSlot<'a, O>,
         // The call's `tracing` span, if its circuit traces calls.
         span: CallSpan,
@@ -218,7 +218,7 @@ fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
 fn poll_deadline<'a, Fut: Future>(
     breaker: &'a CircuitBreaker,
     mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
-    held: &mut Option<Permit<'a>>,
+    held: &mut Option<Permit<&'a Circuit>>,
     slow: &mut SlowSlot<'a, Fut::Output>,
     cx: &mut Context<'_>,
 ) -> Poll<Result<Fut::Output, Stopped>> {
@@ -323,7 +323,7 @@ fn admit_slow<'a, O>(
     slow: &mut SlowSlot<'a, O>,
     now: Option<u64>,
     cx: &mut Context<'_>,
-) -> Poll<Result<Permit<'a>, CircuitInfo>> {
+) -> Poll<Result<Permit<&'a Circuit>, CircuitInfo>> {
     let pending = match slow.as_deref_mut() {
         Some(SlowPhase::Admitting(pending)) => pending,
         _ => match request_permit_at(breaker, now) {

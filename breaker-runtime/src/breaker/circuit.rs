@@ -26,7 +26,9 @@ use crate::protocol::{
 };
 use crate::store::StateStore;
 
-pub(super) struct Circuit {
+/// One circuit in this process: its config, its cached copy of the shared record, its
+/// counters and hooks. Public in name only, for [`super::permit::CircuitHandle`]: the module is private.
+pub struct Circuit {
     /// Written as probe owner: the process's id unless the config names one.
     environment_id: Arc<str>,
     /// Who this value's probes are in the store (`half_open_owner`).
@@ -56,6 +58,14 @@ pub(super) struct Circuit {
     refreshing: AtomicBool,
     access: StoreAccess,
     cache: Mutex<RecordCache>,
+}
+
+impl std::fmt::Debug for Circuit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Circuit")
+            .field("name", &self.name())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Circuit {

@@ -18,7 +18,7 @@
 //! - [`dispatch`]: the one way out of every event: metrics, log, hooks;
 //! - [`hooks`]: the `on_transition` and `on_shadow` hooks;
 //! - [`call`] and [`admitted`]: the hand-written futures of a guarded call;
-//! - `owned` (feature `tower`): a permit for futures that own their breaker.
+//! - `owned` (feature `tower`): a permit's owned handle, for futures that own their breaker.
 //!
 //! Hot path (closed, cached): no clock read (the recent time is one atomic load of what the
 //! clock thread read), one atomic load of the cached state, the call, and at most one
@@ -57,7 +57,7 @@ pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, Stopped, guarded_call};
 #[cfg(feature = "tower")]
-pub(crate) use owned::{OwnedFuture, OwnedPermit, SlowAdmission};
+pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
 pub use permit::{Permit, PermitRequest, Recording, classify};
 
 use crate::config::CircuitBreakerConfig;

@@ -1,5 +1,7 @@
 //! `Permit`: one admitted call, and the report of how it ended ([`Permit::record`]). The
-//! closed path records inline; a trip or a probe's outcome is a boxed future.
+//! closed path records inline; a trip or a probe's outcome is a boxed future. One type for
+//! every path: the call futures and the attribute hold their circuit borrowed (`&Circuit`),
+//! a tower service's future through a handle it owns ([`super::owned`]).
 
 use std::fmt;
 use std::future::Future;
@@ -8,9 +10,7 @@ use std::task::{Context, Poll};
 
 use super::circuit::Circuit;
 use super::seam::Seam;
-#[cfg(feature = "tower")]
-use super::transitions::FollowUp;
-use super::transitions::{count_closed, count_sampled, end_probe, follow_up};
+use super::transitions::{FollowUp, count_closed, count_sampled, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
 use crate::events::{CircuitInfo, FailureKind};
@@ -34,33 +34,28 @@ pub(super) enum PermitKind {
     Spent,
 }
 
-/// What a permit admitted, without its circuit: see [`Permit::detach`].
-#[cfg(feature = "tower")]
-#[derive(Debug)]
-pub(super) struct Detached {
-    kind: PermitKind,
-    started: u64,
-    call_clock: CallClock,
+/// How a [`Permit`] reaches its circuit: borrowed (`&Circuit`), or through a handle the
+/// permit owns, so that a future holding it need not borrow the breaker.
+#[doc(hidden)]
+pub trait CircuitHandle {
+    /// The circuit the permit admitted its call to.
+    fn circuit(&self) -> &Circuit;
 }
 
-#[cfg(feature = "tower")]
-impl Detached {
-    /// Takes what is held out, leaving a spent permit's (nothing to record or free).
-    pub(super) fn take(&mut self) -> Self {
-        Self {
-            kind: std::mem::replace(&mut self.kind, PermitKind::Spent),
-            started: self.started,
-            call_clock: self.call_clock,
-        }
+impl CircuitHandle for &Circuit {
+    #[inline(always)]
+    fn circuit(&self) -> &Circuit {
+        self
     }
 }
 
-/// Admission of one call. Report how it ended with [`Permit::record`] (or its blocking
-/// twin); a permit dropped unrecorded (a cancelled future) counts as ignored.
+/// Admission of one call, reaching its circuit through `H`. Report how it ended with
+/// [`Permit::record`] (or its blocking twin); a permit dropped unrecorded (a cancelled
+/// future) counts as ignored and frees the probe slot it holds.
 #[doc(hidden)]
 #[must_use = "report the call's outcome with `record`"]
-pub struct Permit<'a> {
-    circuit: &'a Circuit,
+pub struct Permit<H: CircuitHandle> {
+    handle: H,
     kind: PermitKind,
     /// When the call was admitted (unix millis), if the circuit's policy times calls;
     /// else 0.
@@ -69,16 +64,16 @@ pub struct Permit<'a> {
     call_clock: CallClock,
 }
 
-impl fmt::Debug for Permit<'_> {
+impl<H: CircuitHandle> fmt::Debug for Permit<H> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Permit")
-            .field("circuit", self.circuit.name())
+            .field("circuit", self.circuit().name())
             .field("kind", &self.kind)
             .finish()
     }
 }
 
-impl<'a> Permit<'a> {
+impl<'a> Permit<&'a Circuit> {
     /// A permit admitted now; reads the clock only if the policy times calls.
     #[inline]
     pub(super) fn new(circuit: &'a Circuit, kind: PermitKind) -> Self {
@@ -93,79 +88,31 @@ impl<'a> Permit<'a> {
     #[inline]
     pub(super) fn new_at(circuit: &'a Circuit, kind: PermitKind, now: u64) -> Self {
         Self {
-            circuit,
+            handle: circuit,
             kind,
             started: now,
             call_clock: circuit.metrics().start(),
         }
     }
+}
 
-    /// What this permit admitted, taken out of it: a future that owns its breaker holds it
-    /// and [attaches](Self::attach) it to the circuit again to record ([`super::owned`]).
-    /// The probe slot, if any, goes with it.
+impl<H: CircuitHandle> Permit<H> {
+    #[inline(always)]
+    fn circuit(&self) -> &Circuit {
+        self.handle.circuit()
+    }
+
+    /// The same admission, reaching its circuit through `handle` (which must lead to the
+    /// same circuit): the probe slot, if any, goes with it.
     #[cfg(feature = "tower")]
     #[inline]
-    pub(super) fn detach(mut self) -> Detached {
-        Detached {
+    pub(super) fn through<O: CircuitHandle>(mut self, handle: O) -> Permit<O> {
+        debug_assert!(std::ptr::eq(self.circuit(), handle.circuit()));
+        Permit {
+            handle,
             kind: std::mem::replace(&mut self.kind, PermitKind::Spent),
             started: self.started,
             call_clock: self.call_clock,
-        }
-    }
-
-    /// The permit of what was [detached](Self::detach), on `circuit` again.
-    #[cfg(feature = "tower")]
-    #[inline]
-    pub(super) fn attach(circuit: &'a Circuit, detached: Detached) -> Self {
-        Self {
-            circuit,
-            kind: detached.kind,
-            started: detached.started,
-            call_clock: detached.call_clock,
-        }
-    }
-
-    /// Records the closed path's success inline, as [`record`](Self::record) does; false
-    /// (the permit unchanged) for any other outcome.
-    #[cfg(feature = "tower")]
-    #[inline]
-    pub(super) fn record_success_inline(&mut self, outcome: Outcome) -> bool {
-        self.record_inline(outcome)
-    }
-
-    /// [`record`](Self::record) of any outcome of a call that was no probe, but for the
-    /// follow-up it leaves to write; a probe's permit comes back unrecorded.
-    #[cfg(feature = "tower")]
-    #[inline(never)]
-    pub(super) fn record_unless_probe(
-        mut self,
-        outcome: Outcome,
-    ) -> Result<Option<FollowUp>, Self> {
-        let kind = FailureKind::Error;
-        match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => {
-                self.report_end(outcome, kind);
-                Ok(count_closed(
-                    self.circuit,
-                    outcome,
-                    self.started,
-                    kind,
-                    None,
-                ))
-            }
-            PermitKind::Sampled => {
-                self.report_end(outcome, kind);
-                Ok(count_sampled(self.circuit, outcome, self.started, kind))
-            }
-            PermitKind::Bypass => {
-                self.report_end(outcome, kind);
-                Ok(None)
-            }
-            PermitKind::Spent => Ok(None),
-            probe @ PermitKind::Probe(_) => {
-                self.kind = probe;
-                Err(self)
-            }
         }
     }
 
@@ -176,15 +123,19 @@ impl<'a> Permit<'a> {
             PermitKind::Probe(_) => CircuitState::HalfOpen,
             PermitKind::Bypass | PermitKind::Spent => return,
         };
-        self.circuit.metrics().show(state);
+        self.circuit().metrics().show(state);
     }
 
     /// Reports how the admitted call ended. The closed path completes inline; only a
-    /// transition (trip, probe outcome) or a report to the fleet is a boxed future.
+    /// transition (trip, probe outcome) or a report to the fleet is a boxed future, which
+    /// holds this permit (its handle, and a probe's slot until the future takes it over).
     // Always, with the metrics: their increment made it just too big to inline.
     #[cfg_attr(feature = "metrics", inline(always))]
     #[cfg_attr(not(feature = "metrics"), inline)]
-    pub fn record(mut self, outcome: Outcome) -> Recording<'a> {
+    pub fn record<'h>(mut self, outcome: Outcome) -> Recording<'h>
+    where
+        H: Send + 'h,
+    {
         if self.record_inline(outcome) {
             return Recording::Done;
         }
@@ -193,31 +144,36 @@ impl<'a> Permit<'a> {
 
     /// [`record`](Self::record) of a failure of `kind` (a panic, a late blocking call).
     #[inline(never)]
-    pub fn record_failure(self, kind: FailureKind) -> Recording<'a> {
+    pub fn record_failure<'h>(self, kind: FailureKind) -> Recording<'h>
+    where
+        H: Send + 'h,
+    {
         self.record_transition(Outcome::Failure, kind)
     }
 
     /// [`record`](Self::record) of a call abandoned at its deadline (`kind`), admitted
     /// when the circuit had counted `calls_at_start` closed calls.
     #[inline(never)]
-    pub(super) fn record_abandoned(
+    pub(super) fn record_abandoned<'h>(
         mut self,
         kind: FailureKind,
         calls_at_start: u64,
-    ) -> Recording<'a> {
-        let circuit = self.circuit;
+    ) -> Recording<'h>
+    where
+        H: Send + 'h,
+    {
         match std::mem::replace(&mut self.kind, PermitKind::Spent) {
             PermitKind::Closed | PermitKind::Sampled => {
                 self.report_end(Outcome::Failure, kind);
                 let next = count_closed(
-                    circuit,
+                    self.circuit(),
                     Outcome::Failure,
                     self.started,
                     kind,
                     Some(calls_at_start),
                 );
                 match next {
-                    Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
+                    Some(next) => self.writing(Write::FollowUp(next)),
                     None => Recording::Done,
                 }
             }
@@ -234,8 +190,11 @@ impl<'a> Permit<'a> {
     // Always, with the metrics: their increment made it just too big to inline.
     #[cfg_attr(feature = "metrics", inline(always))]
     #[cfg_attr(not(feature = "metrics"), inline)]
-    pub fn record_blocking(mut self, outcome: Outcome) {
-        if deadline::raw() | self.circuit.call_timeout_millis() != 0 {
+    pub fn record_blocking(mut self, outcome: Outcome)
+    where
+        H: Send,
+    {
+        if deadline::raw() | self.circuit().call_timeout_millis() != 0 {
             return self.record_late_blocking(outcome);
         }
         if !self.record_inline(outcome) {
@@ -246,13 +205,17 @@ impl<'a> Permit<'a> {
     /// [`record_blocking`](Self::record_blocking) under a deadline.
     #[cold]
     #[inline(never)]
-    fn record_late_blocking(mut self, outcome: Outcome) {
-        let now = self.circuit.now();
-        let timed_out = match self.circuit.call_timeout_millis() {
+    fn record_late_blocking(mut self, outcome: Outcome)
+    where
+        H: Send,
+    {
+        let circuit = self.circuit();
+        let now = circuit.now();
+        let timed_out = match circuit.call_timeout_millis() {
             0 => false,
             timeout => now.saturating_sub(self.started) >= timeout,
         };
-        let margin = self.circuit.deadline_margin_millis();
+        let margin = circuit.deadline_margin_millis();
         // Late: it ran into the margin before the deadline, having started before it (a
         // call that starts inside the margin had no room to begin with).
         let near_deadline = deadline::current().is_some_and(|deadline| {
@@ -276,7 +239,10 @@ impl<'a> Permit<'a> {
     /// The blocking twin of [`record_transition`](Self::record_transition), out of line
     /// for the same reason.
     #[inline(never)]
-    fn record_transition_blocking(self, outcome: Outcome, kind: FailureKind) {
+    fn record_transition_blocking(self, outcome: Outcome, kind: FailureKind)
+    where
+        H: Send,
+    {
         // Only a transition is waited for: parking needs a waker, which allocates.
         if let writing @ Recording::Writing(_) = self.record_transition(outcome, kind) {
             block_on(writing);
@@ -291,10 +257,10 @@ impl<'a> Permit<'a> {
     fn record_inline(&mut self, outcome: Outcome) -> bool {
         let inline = self.kind == PermitKind::Closed
             && outcome == Outcome::Success
-            && self.circuit.counts().note_success(self.started);
+            && self.circuit().counts().note_success(self.started);
         if inline {
             self.kind = PermitKind::Spent;
-            self.circuit.metrics().succeeded(self.call_clock);
+            self.circuit().metrics().succeeded(self.call_clock);
         }
         inline
     }
@@ -302,7 +268,7 @@ impl<'a> Permit<'a> {
     /// Reports to the metrics how the call ended, other than by the closed path's success.
     #[inline]
     fn report_end(&self, outcome: Outcome, kind: FailureKind) {
-        let circuit = self.circuit;
+        let circuit = self.circuit();
         let now = || circuit.now();
         let metrics = circuit.metrics();
         metrics.ended(outcome, kind, self.call_clock, self.started, now);
@@ -310,42 +276,85 @@ impl<'a> Permit<'a> {
 
     /// Every outcome but the closed path's success, out of line so that the hot path inlines.
     #[inline(never)]
-    fn record_transition(mut self, outcome: Outcome, kind: FailureKind) -> Recording<'a> {
-        let circuit = self.circuit;
+    fn record_transition<'h>(mut self, outcome: Outcome, kind: FailureKind) -> Recording<'h>
+    where
+        H: Send + 'h,
+    {
         if self.kind != PermitKind::Spent {
             self.report_end(outcome, kind);
         }
-        // Spent from here on: the transition's future takes over the probe slot.
-        match std::mem::replace(&mut self.kind, PermitKind::Spent) {
-            PermitKind::Closed => match count_closed(circuit, outcome, self.started, kind, None) {
-                Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
-                None => Recording::Done,
-            },
-            PermitKind::Sampled => match count_sampled(circuit, outcome, self.started, kind) {
-                Some(next) => Recording::Writing(Box::pin(follow_up(circuit, next))),
-                None => Recording::Done,
-            },
-            PermitKind::Probe(seam) => {
-                let outcome = circuit.counts().probe_outcome(outcome, self.started);
-                Recording::Writing(Box::pin(end_probe(circuit, seam, outcome, kind)))
+        match self.kind {
+            PermitKind::Closed => {
+                self.kind = PermitKind::Spent;
+                match count_closed(self.circuit(), outcome, self.started, kind, None) {
+                    Some(next) => self.writing(Write::FollowUp(next)),
+                    None => Recording::Done,
+                }
             }
-            PermitKind::Bypass | PermitKind::Spent => Recording::Done,
+            PermitKind::Sampled => {
+                self.kind = PermitKind::Spent;
+                match count_sampled(self.circuit(), outcome, self.started, kind) {
+                    Some(next) => self.writing(Write::FollowUp(next)),
+                    None => Recording::Done,
+                }
+            }
+            PermitKind::Probe(seam) => {
+                let outcome = self.circuit().counts().probe_outcome(outcome, self.started);
+                // The permit holds the probe slot until the outcome's future takes it over
+                // (a future dropped unpolled frees it); spent from then on.
+                self.writing(Write::ProbeOutcome(seam, outcome, kind))
+            }
+            PermitKind::Bypass | PermitKind::Spent => {
+                self.kind = PermitKind::Spent;
+                Recording::Done
+            }
         }
+    }
+
+    /// The future that writes `what`, holding this permit: the handle it reaches the
+    /// circuit through travels with it, borrowed or owned alike.
+    fn writing<'h>(self, what: Write) -> Recording<'h>
+    where
+        H: Send + 'h,
+    {
+        Recording::Writing(Box::pin(async move {
+            let mut permit = self;
+            match what {
+                Write::FollowUp(next) => {
+                    permit.kind = PermitKind::Spent;
+                    follow_up(permit.circuit(), next).await;
+                }
+                Write::ProbeOutcome(seam, outcome, kind) => {
+                    // The outcome's future takes the probe slot over: spent from here on.
+                    let ending = end_probe(permit.handle.circuit(), seam, outcome, kind);
+                    permit.kind = PermitKind::Spent;
+                    ending.await;
+                }
+            }
+        }))
     }
 }
 
-impl Drop for Permit<'_> {
-    /// Inline, so that the closed path's spent permit costs its caller a compare, not a
+/// What a permit's outcome leaves to write.
+enum Write {
+    /// A closed call's trip or report to the fleet.
+    FollowUp(FollowUp),
+    /// A probe's outcome, through the seam that admitted it.
+    ProbeOutcome(Seam, Outcome, FailureKind),
+}
+
+impl<H: CircuitHandle> Drop for Permit<H> {
+    /// Inline, so that the closed path's spent permit costs its caller two compares, not a
     /// call into this crate (a user's build without LTO inlines nothing else).
     #[inline]
     fn drop(&mut self) {
         if self.kind != PermitKind::Spent {
             // Never reported (a cancelled future): ignored.
-            self.circuit.metrics().dropped();
+            self.circuit().metrics().dropped();
         }
         if matches!(self.kind, PermitKind::Probe(_)) {
             // Cancelled mid-probe: free the slot so the next call can probe.
-            self.circuit.release_probe();
+            self.circuit().release_probe();
         }
     }
 }
@@ -360,6 +369,9 @@ pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Out
     }
 }
 
+/// A borrowed permit, or what the rejection reports.
+type Admitted<'a> = Result<Permit<&'a Circuit>, CircuitInfo>;
+
 /// The future of [`request_permit`]: ready at once when the cache rejects.
 #[doc(hidden)]
 #[must_use = "futures do nothing unless awaited"]
@@ -367,7 +379,7 @@ pub enum PermitRequest<'a> {
     /// Rejected from the cached record, decided inline (taken by the poll that returns it).
     Rejected(Option<CircuitInfo>),
     /// The slow path: cache refresh, election.
-    Pending(Pin<Box<dyn Future<Output = Result<Permit<'a>, CircuitInfo>> + Send + 'a>>),
+    Pending(Pin<Box<dyn Future<Output = Admitted<'a>> + Send + 'a>>),
 }
 
 impl fmt::Debug for PermitRequest<'_> {
@@ -380,7 +392,7 @@ impl fmt::Debug for PermitRequest<'_> {
 }
 
 impl<'a> Future for PermitRequest<'a> {
-    type Output = Result<Permit<'a>, CircuitInfo>;
+    type Output = Admitted<'a>;
 
     #[inline]
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {

@@ -12,7 +12,7 @@ use std::task::{Context, Poll, ready};
 use tower_service::Service;
 
 use crate::breaker::CircuitBreaker;
-use crate::breaker::{OwnedFuture, OwnedPermit};
+use crate::breaker::{Owned, OwnedFuture, Permit, Recording};
 use crate::events::CircuitInfo;
 use crate::protocol::machine::Outcome;
 
@@ -27,13 +27,13 @@ type Panic = Box<dyn Any + Send>;
 pub(super) enum Slow<S: Service<Req>, Req, B: Borrow<CircuitBreaker>> {
     /// Admission by the store (a refresh, a probe election); then the inner call.
     Admitting {
-        admission: OwnedFuture<Result<OwnedPermit<B>, CircuitInfo>>,
+        admission: OwnedFuture<Result<Permit<Owned<B>>, CircuitInfo>>,
         service: S,
         request: Req,
     },
     /// The inner call ended; the transition its outcome caused, if any, is being written.
     Recording {
-        writing: Option<OwnedFuture<()>>,
+        writing: Recording<'static>,
         output: Result<Result<S::Response, S::Error>, Panic>,
     },
     /// Rejected from the cached record.
@@ -53,7 +53,7 @@ pin_project_lite::pin_project! {
     {
         classifier: C,
         // Some while `running` runs: it admitted that call.
-        permit: Option<OwnedPermit<B>>,
+        permit: Option<Permit<Owned<B>>>,
         slow: Option<Box<Slow<S, Req, B>>>,
         #[pin]
         running: Option<S::Future>,
@@ -63,7 +63,7 @@ pin_project_lite::pin_project! {
 impl<S: Service<Req>, Req, C, B: Borrow<CircuitBreaker>> ResponseFuture<S, Req, C, B> {
     /// The closed path: the inner call admitted by `permit` runs.
     #[inline]
-    pub(super) fn running(classifier: C, permit: OwnedPermit<B>, future: S::Future) -> Self {
+    pub(super) fn running(classifier: C, permit: Permit<Owned<B>>, future: S::Future) -> Self {
         Self {
             classifier,
             permit: Some(permit),
@@ -113,7 +113,7 @@ where
     #[cold]
     pub(super) fn finishing(
         classifier: C,
-        permit: OwnedPermit<B>,
+        permit: Permit<Owned<B>>,
         output: Result<Result<S::Response, S::Error>, Panic>,
     ) -> Self {
         let outcome = outcome_of(&classifier, &output);
@@ -174,7 +174,7 @@ where
         this.running.set(None);
         let permit = this.permit.take().expect("a running call holds its permit");
         match permit.record(outcome_of(&*this.classifier, &output)) {
-            None => Poll::Ready(finish(output)),
+            Recording::Done => Poll::Ready(finish(output)),
             writing => {
                 *this.slow = Some(Box::new(Slow::Recording { writing, output }));
                 poll_slow(this.running, this.permit, this.slow, &*this.classifier, cx)
@@ -188,7 +188,7 @@ where
 #[inline(never)]
 fn poll_slow<S, Req, C, B>(
     mut running: Pin<&mut Option<S::Future>>,
-    permit: &mut Option<OwnedPermit<B>>,
+    permit: &mut Option<Permit<Owned<B>>>,
     slow: &mut Option<Box<Slow<S, Req, B>>>,
     classifier: &C,
     cx: &mut Context<'_>,
@@ -228,9 +228,7 @@ where
                 }
             }
             Some(Slow::Recording { writing, .. }) => {
-                if let Some(writing) = writing {
-                    ready!(writing.as_mut().poll(cx));
-                }
+                ready!(Pin::new(writing).poll(cx));
                 let Some(Slow::Recording { output, .. }) = slow.take().map(|phase| *phase) else {
                     unreachable!("matched above");
                 };

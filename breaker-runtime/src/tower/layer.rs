@@ -12,7 +12,7 @@ use tower_service::Service;
 use super::classify::{Classify, EveryError};
 use super::error::BoxError;
 use super::future::{ResponseFuture, Slow};
-use crate::breaker::{CircuitBreaker, OwnedPermit, SlowAdmission};
+use crate::breaker::{CircuitBreaker, Permit, SlowAdmission};
 
 /// A tower [`Layer`] that guards a service with a circuit breaker.
 ///
@@ -152,7 +152,7 @@ where
     #[inline]
     fn call(&mut self, request: Req) -> Self::Future {
         let classifier = self.classifier.clone();
-        let Some(permit) = OwnedPermit::fast(&self.breaker) else {
+        let Some(permit) = Permit::fast(&self.breaker) else {
             return self.call_slow(request, classifier);
         };
         match catch_unwind(AssertUnwindSafe(|| self.inner.call(request))) {
@@ -172,7 +172,7 @@ impl<S, C, B> CircuitBreakerService<S, C, B> {
         C: Classify<S::Response, S::Error>,
         B: Borrow<CircuitBreaker> + Clone + Send + Sync + 'static,
     {
-        let slow = match OwnedPermit::admit_slow(self.breaker.clone()) {
+        let slow = match Permit::admit_slow(self.breaker.clone()) {
             SlowAdmission::Rejected(circuit) => Slow::Rejected(circuit),
             SlowAdmission::Pending(admission) => {
                 // The service polled ready is the one to call; keep a clone for the next.
