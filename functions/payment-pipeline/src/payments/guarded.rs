@@ -5,7 +5,8 @@
 
 use breaker_runtime::circuit_breaker;
 
-use super::client::{PaymentClient, Receipt};
+use super::answer::Receipt;
+use super::client::PaymentClient;
 use crate::charge_once::NotCharged;
 use crate::ledger::{Ledger, Progress};
 use crate::order::Order;
