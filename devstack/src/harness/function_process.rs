@@ -169,6 +169,25 @@ impl FunctionProcess {
             .map(|at| at.duration_since(self.spawned_at))
     }
 
+    /// Waits until the process first polls for an invocation, at most `timeout`; returns
+    /// its init, or an error with what it logged.
+    pub async fn wait_for_init(&self, timeout: Duration) -> anyhow::Result<Duration> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(init) = self.init_duration() {
+                return Ok(init);
+            }
+            if Instant::now() > deadline {
+                bail!(
+                    "{} did not finish its init\n{}",
+                    self.name(),
+                    self.logs().join("\n")
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// When the process was spawned.
     pub fn spawned_at(&self) -> Instant {
         self.spawned_at

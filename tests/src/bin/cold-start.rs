@@ -9,7 +9,7 @@
 //! target/release/examples/lambda_dynamodb_plain target/release/examples/lambda_dynamodb_guarded`.
 
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use devstack::harness::function_process::{FunctionProcess, LogEcho};
@@ -36,7 +36,7 @@ async fn main() -> anyhow::Result<()> {
                 .context("a binary path")?;
             let function =
                 FunctionProcess::start_binary(binary, name, &env, LogEcho::Quiet).await?;
-            inits.push(wait_for_init(&function).await?);
+            inits.push(function.wait_for_init(Duration::from_secs(30)).await?);
             let event = if name == "charge" {
                 json!({"amount": 1})
             } else {
@@ -65,24 +65,6 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// Waits until the function first polls for an invocation; returns its init.
-async fn wait_for_init(function: &FunctionProcess) -> anyhow::Result<Duration> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(init) = function.init_duration() {
-            return Ok(init);
-        }
-        if Instant::now() > deadline {
-            bail!(
-                "{} did not finish its init\n{}",
-                function.name(),
-                function.logs().join("\n")
-            );
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
 }
 
 fn millis(d: Duration) -> f64 {

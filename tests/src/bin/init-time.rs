@@ -106,7 +106,7 @@ async fn first_against_warm(
         for start in 0..DELAYED_STARTS {
             let function =
                 FunctionProcess::start_binary(binary, name, &env, LogEcho::Quiet).await?;
-            let init = wait_for_init(&function).await?;
+            let init = function.wait_for_init(Duration::from_secs(30)).await?;
             firsts.push(timed_invoke(stack, &function, event(name, start * 100)).await?);
             let mut warm = Vec::new();
             for n in 1..=WARM_INVOCATIONS {
@@ -187,20 +187,6 @@ fn cost_page() -> Value {
             "Estimated": false,
         }],
     })
-}
-
-/// Waits until the function first polls for an invocation; returns its init.
-async fn wait_for_init(function: &FunctionProcess) -> anyhow::Result<Duration> {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(init) = function.init_duration() {
-            return Ok(init);
-        }
-        if Instant::now() > deadline {
-            bail!("{} did not finish its init", function.name());
-        }
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
 }
 
 /// Invokes once; fails unless the function made its guarded call and answered from the

@@ -43,6 +43,12 @@ async fn healthy_calls(breaker: &CircuitBreaker, n: usize) -> usize {
     ran.load(Ordering::SeqCst)
 }
 
+/// Whether a call is rejected as open (it does not run).
+async fn rejected(breaker: &CircuitBreaker) -> bool {
+    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
+    r.is_err_and(|e| e.downcast_ref::<CircuitBreakerOpenError>().is_some())
+}
+
 #[tokio::test]
 async fn failing_store_calls_run_and_the_store_is_backed_off() {
     let store = Arc::new(ScriptedStore::new(Behaviour::Failing));
@@ -99,21 +105,11 @@ async fn a_failed_trip_write_still_opens_locally_then_recovers_alone() {
         CircuitState::Open,
         "open locally although the store failed"
     );
-    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
-    assert!(
-        r.unwrap_err()
-            .downcast_ref::<CircuitBreakerOpenError>()
-            .is_some()
-    );
+    assert!(rejected(&breaker).await);
 
     // Past the back-off the store still fails: the environment stays open on its own.
     clock.advance(Duration::from_secs(10));
-    let r: Result<(), Error> = breaker.call(|| async { Ok(()) }).await;
-    assert!(
-        r.unwrap_err()
-            .downcast_ref::<CircuitBreakerOpenError>()
-            .is_some()
-    );
+    assert!(rejected(&breaker).await);
 
     // After recovery it probes and closes on its own authority.
     clock.advance(Duration::from_secs(20));

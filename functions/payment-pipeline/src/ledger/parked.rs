@@ -2,9 +2,7 @@
 //! and settle one once the payment provider said what became of it. A parked item never
 //! expires; settling it is the only way it ends.
 
-use aws_sdk_dynamodb::error::SdkError;
-use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 
 use super::item::{Item, MAX_DETAIL_BYTES, n, number, s, text};
 use super::table::{Ledger, LedgerError};
@@ -113,17 +111,7 @@ impl Ledger {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| match e {
-                    SdkError::ServiceError(ref service)
-                        if matches!(
-                            service.err(),
-                            UpdateItemError::ConditionalCheckFailedException(_)
-                        ) =>
-                    {
-                        SettleError::NotParked(order_id.to_owned())
-                    }
-                    other => SettleError::Ledger(self.error(other)),
-                }),
+                .map_err(|e| self.settle_error(e, order_id)),
             Resolution::NotCharged => self
                 .client()
                 .delete_item()
@@ -135,21 +123,27 @@ impl Ledger {
                 .send()
                 .await
                 .map(|_| ())
-                .map_err(|e| match e {
-                    SdkError::ServiceError(ref service)
-                        if matches!(
-                            service.err(),
-                            DeleteItemError::ConditionalCheckFailedException(_)
-                        ) =>
-                    {
-                        SettleError::NotParked(order_id.to_owned())
-                    }
-                    other => SettleError::Ledger(self.error(other)),
-                }),
+                .map_err(|e| self.settle_error(e, order_id)),
         };
         if result.is_ok() {
             tracing::info!(%order_id, ?resolution, note, "parked order settled by hand");
         }
         result
+    }
+
+    /// Why a settling write failed: its condition (the order is still `unknown`) did not
+    /// hold, so the order is not parked; else the ledger's error.
+    fn settle_error<E, R>(&self, error: SdkError<E, R>, order_id: &str) -> SettleError
+    where
+        E: ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        let code = error
+            .as_service_error()
+            .and_then(ProvideErrorMetadata::code);
+        match code {
+            Some("ConditionalCheckFailedException") => SettleError::NotParked(order_id.to_owned()),
+            _ => SettleError::Ledger(self.error(error)),
+        }
     }
 }

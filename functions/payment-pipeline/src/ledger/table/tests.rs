@@ -49,6 +49,13 @@ fn item(status: &str, attempt_id: &str, lease_until: u64) -> Item {
     ])
 }
 
+/// A read's answer: the ledger item of [`item`].
+fn got(status: &str, attempt_id: &str, lease_until: u64) -> GetItemOutput {
+    GetItemOutput::builder()
+        .set_item(Some(item(status, attempt_id, lease_until)))
+        .build()
+}
+
 /// The attempt being parked, its lease long over.
 fn parked_attempt() -> Attempt {
     Attempt {
@@ -127,11 +134,7 @@ async fn a_park_whose_first_try_landed_counts_the_order_unknown() {
     // The update was written, its answer lost; the SDK's retry fails the condition on
     // the item it wrote itself. The order is parked: it must be counted as such.
     let update = mock!(Client::update_item).then_error(condition_failed);
-    let get = mock!(Client::get_item).then_output(|| {
-        GetItemOutput::builder()
-            .set_item(Some(item("unknown", "a-1", 0)))
-            .build()
-    });
+    let get = mock!(Client::get_item).then_output(|| got("unknown", "a-1", 0));
     let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&update, &get]);
     let attempt = parked_attempt();
     assert!(ledger(client).park(&attempt, "timed out").await.unwrap());
@@ -160,16 +163,8 @@ async fn a_stale_attempt_that_settled_while_being_parked_answers_what_it_wrote()
     let put = mock!(Client::put_item).then_error(put_condition_failed);
     let get = mock!(Client::get_item)
         .sequence()
-        .output(|| {
-            GetItemOutput::builder()
-                .set_item(Some(item("in_progress", "a-0", 1)))
-                .build()
-        })
-        .output(|| {
-            GetItemOutput::builder()
-                .set_item(Some(item("charged", "a-0", 1)))
-                .build()
-        })
+        .output(|| got("in_progress", "a-0", 1))
+        .output(|| got("charged", "a-0", 1))
         .repeatedly()
         .build();
     let claim = claim_while_the_park_fails(&put, &get).await;
@@ -185,11 +180,7 @@ async fn a_stale_attempt_that_released_the_order_while_being_parked_lets_it_be_c
         .build();
     let get = mock!(Client::get_item)
         .sequence()
-        .output(|| {
-            GetItemOutput::builder()
-                .set_item(Some(item("in_progress", "a-0", 1)))
-                .build()
-        })
+        .output(|| got("in_progress", "a-0", 1))
         .output(|| GetItemOutput::builder().build())
         .build();
     let claim = claim_while_the_park_fails(&put, &get).await;
