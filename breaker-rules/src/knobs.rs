@@ -202,12 +202,12 @@ macro_rules! knobs {
             fleet_failure_threshold: Tunable, Count, default "10",
                 builder "`.fleet_policy(FleetPolicy { failure_threshold, .. })`",
                 section "the-fleet-wide-policy",
-                doc "failures one fleet window must hold to open the circuit"
+                doc "sets the fleet rule: a third of it in one fleet window raises a suspicion, twice it under the suspicion opens the circuit"
                 => |builder, failures: u32| builder.fleet_failure_threshold(failures);
             fleet_failure_rate: Tunable, Percent, default "50",
                 builder "`.fleet_policy(FleetPolicy { failure_rate, .. })`",
                 section "the-fleet-wide-policy",
-                doc "percent of the fleet's reported calls those failures must make"
+                doc "percent of the calls those failures must make (reported in a window, estimated under a suspicion)"
                 => |builder, percent: u8| builder.fleet_failure_rate(percent);
             fleet_detection: Tunable, Flag, default "`true`", builder "`.fleet_detection(b)`",
                 section "the-fleet-wide-policy",
