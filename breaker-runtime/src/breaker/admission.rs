@@ -76,7 +76,10 @@ pub fn request_permit_blocking(
 /// caller stays as small as it was.
 #[cold]
 #[inline(never)]
-fn admit_blocking(circuit: &Circuit, now: u64) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
+pub(super) fn admit_blocking(
+    circuit: &Circuit,
+    now: u64,
+) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
     match reject_from_cache(circuit, now) {
         Some(info) => Err(info),
         None => block_on(permit_slow(circuit)),
