@@ -18,10 +18,22 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 /// An environment: failure threshold 2, one probe success closes, recovery 1 s, no
 /// jitter, this cache age.
 pub(crate) fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<CircuitBreaker> {
+    recovering_after(table, id, cache_age, Duration::from_secs(1))
+}
+
+/// An environment whose openings wait `recovery` before a probe: a test that must see an
+/// opening it seeded as OPEN needs more than the 1 s default here, since the seeded
+/// `opened_at` is whole seconds and may already be most of a second old.
+fn recovering_after(
+    table: &Table,
+    id: &str,
+    cache_age: Duration,
+    recovery: Duration,
+) -> Arc<CircuitBreaker> {
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(2)
         .success_threshold(1)
-        .recovery_timeout(Duration::from_secs(1))
+        .recovery_timeout(recovery)
         .recovery_jitter(Duration::ZERO)
         .local_cache_max_age(cache_age)
         .environment_id(id)
@@ -238,7 +250,7 @@ async fn a_state_stored_under_a_forced_open_is_not_the_state_reported() {
 async fn a_disabled_circuit_runs_every_call_and_never_trips_until_released() {
     let table = Table::new().await;
     let opened = table.trip("svc", 5).await;
-    let env = environment(&table, "env-a", CACHE_AGE);
+    let env = recovering_after(&table, "env-a", CACHE_AGE, Duration::from_secs(60));
     let ran = AtomicU32::new(0);
     assert!(rejected(call(&env, &ran, true).await), "open");
 
