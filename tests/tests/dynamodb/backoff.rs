@@ -24,17 +24,13 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
     let (dynalite, store) = crate::simple_table().await;
     let circuit = "payments";
     let won = |outcome| assert_eq!(outcome, Ok(WriteOutcome::Won));
-    won(store
-        .apply(
-            circuit,
-            &RecordWrite::Trip {
-                opened_by: None,
-                failure_count: 5,
-                opened_at: T0,
-                expiration: T0 + 3630,
-            },
-        )
-        .await);
+    let trip = |opened_at: u64| RecordWrite::Trip {
+        opened_by: None,
+        failure_count: 5,
+        opened_at,
+        expiration: opened_at + 3630,
+    };
+    won(store.apply(circuit, &trip(T0)).await);
     let elect = |owner: &str, opened_at: u64, now: u64| RecordWrite::Elect {
         owner: owner.into(),
         expected_opened_at: Some(opened_at),
@@ -97,17 +93,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
             .await
             .contains_key("reopen_count")
     );
-    won(store
-        .apply(
-            circuit,
-            &RecordWrite::Trip {
-                opened_by: None,
-                failure_count: 5,
-                opened_at: T0 + 400,
-                expiration: T0 + 4030,
-            },
-        )
-        .await);
+    won(store.apply(circuit, &trip(T0 + 400)).await);
     assert!(
         !raw(&dynalite, "circuits", key(circuit))
             .await

@@ -123,6 +123,24 @@ pub(crate) fn transitions<'a>(
 }
 
 /// The first time each worker reported `event` after `since`, if it did.
+/// Waits (20 s at most) until every worker has reported rejecting a call since `since`.
+pub(crate) async fn every_worker_rejecting_since(
+    reports: &Mutex<Vec<Report>>,
+    since: u64,
+) -> anyhow::Result<()> {
+    wait_for(
+        reports,
+        Duration::from_secs(20),
+        "every worker rejecting",
+        |r| {
+            first_after(r, &Event::Rejecting, since)
+                .iter()
+                .all(Option::is_some)
+        },
+    )
+    .await
+}
+
 pub(crate) fn first_after(reports: &[Report], event: &Event, since: u64) -> Vec<Option<u64>> {
     (0..FLEET)
         .map(|w| {
@@ -211,18 +229,9 @@ async fn healthy_calls_write_nothing_and_read_once_per_cache_age(h: &mut Harness
 async fn one_trip_reaches_every_process(h: &mut Harness, phase: &str) -> u64 {
     let since = unix_millis();
     h.downstream.set_mode(Mode::Failing);
-    wait_for(
-        &h.reports,
-        Duration::from_secs(20),
-        "every worker rejecting",
-        |r| {
-            first_after(r, &Event::Rejecting, since)
-                .iter()
-                .all(Option::is_some)
-        },
-    )
-    .await
-    .expect(phase);
+    every_worker_rejecting_since(&h.reports, since)
+        .await
+        .expect(phase);
     let reports = h.reports();
     let (trip, _) = transitions(&reports, "CLOSED", "OPEN")
         .find(|(r, _)| r.at >= since && r.worker == 0)

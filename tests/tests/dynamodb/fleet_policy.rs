@@ -15,10 +15,10 @@ use breaker_runtime::store::DynamoDbStore;
 use breaker_runtime::unstable::OperatorReads as _;
 use breaker_runtime::{CircuitState, FleetPolicy};
 use devstack::fixtures::dynalite::Dynalite;
-use devstack::harness::fleet::{Downstream, Event, Mode, Report, Worker, WorkerConfig, wait_for};
+use devstack::harness::fleet::{Downstream, Mode, Report, Worker, WorkerConfig};
 use devstack::wall_clock::unix_millis;
 
-use crate::fleet::{FLEET, first_after, transitions};
+use crate::fleet::{FLEET, every_worker_rejecting_since, transitions};
 
 const TABLE: &str = "fleet";
 const CIRCUIT: &str = "downstream";
@@ -83,18 +83,9 @@ async fn sixteen_processes_none_of_which_would_trip_alone_open_the_circuit_toget
 
     let since = unix_millis();
     downstream.set_mode(Mode::Failing);
-    wait_for(
-        &reports,
-        Duration::from_secs(20),
-        "every worker rejecting",
-        |r| {
-            first_after(r, &Event::Rejecting, since)
-                .iter()
-                .all(Option::is_some)
-        },
-    )
-    .await
-    .expect("the fleet opens the circuit");
+    every_worker_rejecting_since(&reports, since)
+        .await
+        .expect("the fleet opens the circuit");
     let opened_in = {
         let r = reports.lock().unwrap_or_else(PoisonError::into_inner);
         let (trip, _) = transitions(&r, "CLOSED", "OPEN")
@@ -132,13 +123,7 @@ async fn sixteen_processes_none_of_which_would_trip_alone_open_the_circuit_toget
         .expect("the circuit's item");
     let record = circuit.record.expect("a well-formed item");
     assert_eq!(record.state, CircuitState::Open);
-    let listed: Vec<String> = store
-        .list()
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
+    let listed = crate::listed_names(&store).await;
     assert_eq!(listed, [CIRCUIT], "the counters are no circuit");
 
     // The counters are items of their own; the circuit's item has none of them.

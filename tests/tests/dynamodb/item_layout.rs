@@ -11,8 +11,7 @@ use breaker_runtime::store::{CircuitRecord, DynamoDbStore, RecordWrite, StateSto
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
 };
-use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator, LocalDynamoDb};
-use devstack::fixtures::shared_table;
+use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator};
 use devstack::wall_clock::unix_secs;
 
 pub(crate) type Item = HashMap<String, AttributeValue>;
@@ -158,15 +157,7 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
 on_both!(the_composite_key_holds_the_static_pk_and_the_name);
 
 async fn the_composite_key_holds_the_static_pk_and_the_name(emulator: Emulator) {
-    let db = LocalDynamoDb::start(emulator)
-        .await
-        .expect("DynamoDB starts");
-    let store = shared_table::create(&db)
-        .await
-        .expect("table")
-        .client(db.client())
-        .build()
-        .expect("valid store");
+    let (db, store) = crate::shared_table_on(emulator).await;
     let trip = RecordWrite::Trip {
         opened_by: None,
         failure_count: 3,

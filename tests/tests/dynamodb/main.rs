@@ -9,6 +9,7 @@
 use breaker_runtime::store::DynamoDbStore;
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::local_dynamodb::{DynamoDbServer as _, Emulator, LocalDynamoDb};
+use devstack::fixtures::shared_table;
 
 /// Runs the check `$check(emulator)` as two tests, `$check::on_dynalite` and
 /// `$check::on_moto`, each on a tokio runtime made with `$runtime` (`#[tokio::test]`'s
@@ -72,4 +73,30 @@ async fn simple_table_on(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
         .build()
         .expect("valid store");
     (db, store)
+}
+
+/// A fresh `emulator` with the composite-key [`shared_table`] and a store on its circuits.
+async fn shared_table_on(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
+    let db = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
+    let store = shared_table::create(&db)
+        .await
+        .expect("table")
+        .client(db.client())
+        .build()
+        .expect("valid store");
+    (db, store)
+}
+
+/// The names of the circuits `store` lists.
+async fn listed_names(store: &DynamoDbStore) -> Vec<String> {
+    use breaker_runtime::unstable::OperatorReads as _;
+    store
+        .list()
+        .await
+        .expect("list")
+        .into_iter()
+        .map(|c| c.name)
+        .collect()
 }

@@ -73,13 +73,7 @@ async fn two_reports_beside_a_tripped_circuit(
         circuit_item,
         "reports leave the circuit's item as it was"
     );
-    let listed: Vec<String> = store
-        .list()
-        .await
-        .expect("list")
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
+    let listed = crate::listed_names(store).await;
     assert_eq!(listed, ["ce"], "the counters are no circuit");
     let refused = store
         .inspect("ce#fleet@1700000000")
@@ -107,15 +101,7 @@ async fn a_report_adds_to_an_item_of_its_own_on_a_simple_key(emulator: Emulator)
 on_both!(a_report_adds_to_an_item_of_its_own_in_the_sort_key);
 
 async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key(emulator: Emulator) {
-    let dynalite = LocalDynamoDb::start(emulator)
-        .await
-        .expect("DynamoDB starts");
-    let store = shared_table::create(&dynalite)
-        .await
-        .expect("table")
-        .client(dynalite.client())
-        .build()
-        .expect("valid store");
+    let (dynalite, store) = crate::shared_table_on(emulator).await;
     let pk = s(shared_table::STATIC_PK);
     let circuit_key = item(&[("pk", pk.clone()), ("sk", s("ce"))]);
     two_reports_beside_a_tripped_circuit(&dynalite, &store, shared_table::TABLE, circuit_key).await;

@@ -7,20 +7,6 @@ use std::sync::Arc;
 use breaker_runtime::store::DynamoDbStore;
 use breaker_runtime::testing::contract::{run_contract, run_sequential_contract};
 use devstack::fixtures::local_dynamodb::{DynamoDbServer as _, Emulator, LocalDynamoDb};
-use devstack::fixtures::shared_table;
-
-async fn composite_key_store(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
-    let db = LocalDynamoDb::start(emulator)
-        .await
-        .expect("DynamoDB starts");
-    let store = shared_table::create(&db)
-        .await
-        .expect("table")
-        .sdk_config(db.sdk_config())
-        .build()
-        .expect("valid store");
-    (db, store)
-}
 
 async fn renamed_attributes_store(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
     let db = LocalDynamoDb::start(emulator)
@@ -54,7 +40,7 @@ async fn simple_key_meets_the_contract() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn composite_key_meets_the_contract() {
-    let (_dynalite, store) = composite_key_store(Emulator::Dynalite).await;
+    let (_dynalite, store) = crate::shared_table_on(Emulator::Dynalite).await;
     run_contract(Arc::new(store)).await;
 }
 
@@ -72,7 +58,7 @@ async fn simple_key_meets_the_sequential_contract_on_moto() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn composite_key_meets_the_sequential_contract_on_moto() {
-    let (_moto, store) = composite_key_store(Emulator::Moto).await;
+    let (_moto, store) = crate::shared_table_on(Emulator::Moto).await;
     run_sequential_contract(Arc::new(store)).await;
 }
 
