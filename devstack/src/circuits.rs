@@ -1,6 +1,8 @@
 //! Helpers of the in-process circuit tests (`tests/tests/runtime`, `tests/tests/macros`): a
-//! config on a manual clock, a failing call, and whether a result is the breaker's rejection.
+//! config on a manual clock, a failing call, a counted succeeding call, and whether a result
+//! is the breaker's rejection.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use breaker_runtime::testing::ManualClock;
@@ -33,6 +35,20 @@ pub async fn fail(breaker: &CircuitBreaker) -> Result<(), BoxError> {
     breaker
         .call(|| async { Err::<(), BoxError>("downstream 503".into()) })
         .await
+}
+
+/// One call through `breaker` whose downstream answers, counted in `calls`; returns whether
+/// the downstream was called (not: the breaker rejected the call).
+pub async fn succeed(breaker: &CircuitBreaker, calls: &AtomicUsize) -> bool {
+    let before = calls.load(Ordering::SeqCst);
+    let result: Result<(), BoxError> = breaker
+        .call(|| async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .await;
+    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
+    calls.load(Ordering::SeqCst) > before
 }
 
 /// Whether `result` is the breaker's rejection (the circuit was open), not the call's own

@@ -8,7 +8,8 @@ use std::time::{Duration, Instant};
 use breaker_runtime::store::StateStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerOpenError,
+    CircuitState,
 };
 use devstack::doubles::{Behaviour, ScriptedStore};
 
@@ -16,16 +17,20 @@ type Error = Box<dyn std::error::Error + Send + Sync>;
 
 const STORE_TIMEOUT: Duration = Duration::from_millis(200);
 
-fn breaker(store: &Arc<ScriptedStore>, clock: &ManualClock) -> CircuitBreaker {
-    let config = CircuitBreakerConfig::builder()
+/// 2 failures open, 1 success closes, a 1 s cache; the store bounded by [`STORE_TIMEOUT`]
+/// and left alone for 5 s after an error.
+fn settings(clock: &ManualClock) -> CircuitBreakerConfigBuilder {
+    CircuitBreakerConfig::builder()
         .failure_threshold(2)
         .success_threshold(1)
         .local_cache_max_age(Duration::from_secs(1))
         .store_timeout(STORE_TIMEOUT)
         .store_error_backoff(Duration::from_secs(5))
         .clock(clock.clone())
-        .build()
-        .unwrap();
+}
+
+fn breaker(store: &Arc<ScriptedStore>, clock: &ManualClock) -> CircuitBreaker {
+    let config = settings(clock).build().unwrap();
     CircuitBreaker::new("flaky-store", store.clone(), config)
 }
 
@@ -140,15 +145,9 @@ fn hanging_store_under_the_blocking_api() {
 async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
     let clock = ManualClock::new();
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(2)
-        .success_threshold(1)
+    let config = settings(&clock)
         .recovery_timeout(Duration::from_secs(30))
         .recovery_jitter(Duration::ZERO)
-        .local_cache_max_age(Duration::from_secs(1))
-        .store_timeout(STORE_TIMEOUT)
-        .store_error_backoff(Duration::from_secs(5))
-        .clock(clock.clone())
         .build()
         .unwrap();
     let breaker = CircuitBreaker::new("refused", store.clone(), config);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use breaker_runtime::store::{CircuitRecord, InMemoryStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, RecoveryBackoff};
-use devstack::circuits::{BoxError, fail, is_rejection};
+use devstack::circuits::{self, BoxError, fail, is_rejection};
 use devstack::doubles::{Behaviour, ScriptedStore};
 
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -40,15 +40,7 @@ fn environment(id: &str, store: Arc<dyn StateStore>, clock: &ManualClock) -> Cir
 
 /// One call whose downstream answers; returns whether the downstream was called.
 async fn succeed(breaker: &CircuitBreaker) -> bool {
-    let called = AtomicUsize::new(0);
-    let result: Result<(), BoxError> = breaker
-        .call(|| async {
-            called.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-        .await;
-    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
-    called.load(Ordering::SeqCst) == 1
+    circuits::succeed(breaker, &AtomicUsize::new(0)).await
 }
 
 async fn stored(store: &dyn StateStore) -> CircuitRecord {
@@ -61,15 +53,19 @@ async fn stored(store: &dyn StateStore) -> CircuitRecord {
 
 /// The circuit opened now by an environment that is gone since.
 async fn opened_by_a_departed_environment(store: &dyn StateStore, clock: &ManualClock) {
+    let tripped = store.apply("downstream", &trip_now(clock)).await;
+    assert_eq!(tripped, Ok(WriteOutcome::Won));
+}
+
+/// A trip at `clock`'s now by no environment in particular.
+fn trip_now(clock: &ManualClock) -> RecordWrite {
     let opened_at = clock.unix_millis() / 1000;
-    let trip = RecordWrite::Trip {
+    RecordWrite::Trip {
         opened_by: None,
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
-    };
-    let tripped = store.apply("downstream", &trip).await;
-    assert_eq!(tripped, Ok(WriteOutcome::Won));
+    }
 }
 
 #[tokio::test]
@@ -220,14 +216,7 @@ fn threads_racing_for_every_probe_never_run_two_at_once() {
     for round in 0..50 {
         let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
         let clock = ManualClock::new();
-        let opened_at = clock.unix_millis() / 1000;
-        let trip = RecordWrite::Trip {
-            opened_by: None,
-            failure_count: 2,
-            opened_at,
-            expiration: opened_at + 3630,
-        };
-        let tripped = futures_block_on(store.apply("downstream", &trip));
+        let tripped = futures_block_on(store.apply("downstream", &trip_now(&clock)));
         assert_eq!(tripped, Ok(WriteOutcome::Won));
         clock.advance(RECOVERY);
         let in_flight = AtomicU32::new(0);

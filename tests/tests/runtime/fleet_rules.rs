@@ -13,7 +13,7 @@ use std::time::Duration;
 use breaker_runtime::store::{CircuitRecord, InMemoryStore, RecordWrite, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState};
-use devstack::circuits::{BoxError, fail, is_rejection};
+use devstack::circuits::{BoxError, fail, is_rejection, succeed};
 use devstack::doubles::{Behaviour, ScriptedStore};
 
 const RECOVERY: Duration = Duration::from_secs(30);
@@ -35,19 +35,6 @@ fn environment(id: &str, store: Arc<dyn StateStore>, clock: &ManualClock) -> Cir
         .build()
         .expect("valid config");
     CircuitBreaker::new("downstream", store, config)
-}
-
-/// One call whose downstream answers; returns whether the downstream was called.
-async fn succeed(breaker: &CircuitBreaker, calls: &AtomicUsize) -> bool {
-    let before = calls.load(Ordering::SeqCst);
-    let result: Result<(), BoxError> = breaker
-        .call(|| async {
-            calls.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-        .await;
-    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
-    calls.load(Ordering::SeqCst) > before
 }
 
 async fn trip(breaker: &CircuitBreaker) {
