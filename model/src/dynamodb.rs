@@ -18,6 +18,18 @@ fn no_live_override(r: &CircuitRecord, now: u64) -> bool {
         .is_none_or(|o| o.until.is_some_and(|until| until <= now))
 }
 
+/// `REMOVE #ow, #le, #ps, #rc, #su, #opb`: an override, or a forced open released into an
+/// opening, is a fresh start, as a trip is: no probe, nor its count, nor the reopens', nor a
+/// suspicion, nor the trip's writer survives it.
+fn fresh_start(r: &mut CircuitRecord) {
+    r.half_open_owner = None;
+    r.probe_lease_expiry = None;
+    r.probe_successes = 0;
+    r.reopen_count = 0;
+    r.suspected_until = None;
+    r.opened_by = None;
+}
+
 /// Whether the request's condition holds on `item`.
 pub fn allows(transition: &RecordWrite, item: &Item) -> bool {
     let Some(r) = &item.record else {
@@ -130,12 +142,7 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
                     r.opened_at = None;
                 }
             }
-            r.half_open_owner = None;
-            r.probe_lease_expiry = None;
-            r.probe_successes = 0;
-            r.reopen_count = 0;
-            r.suspected_until = None;
-            r.opened_by = None;
+            fresh_start(&mut r);
             r.operator_override = Some(set.clone());
             r
         }
@@ -144,12 +151,7 @@ pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
             if released.kind == OverrideKind::ForcedOpen && released.holds_at(*now) {
                 r.state = CircuitState::Open;
                 r.opened_at = Some(*now);
-                r.half_open_owner = None;
-                r.probe_lease_expiry = None;
-                r.probe_successes = 0;
-                r.reopen_count = 0;
-                r.suspected_until = None;
-                r.opened_by = None;
+                fresh_start(&mut r);
             }
             r.operator_override = None;
             r
