@@ -2,7 +2,7 @@
 //! writes leave it: the store's test puts it as the item directly (a [`Seed`]).
 
 use super::support::*;
-use crate::protocol::{CircuitRecord, RecordWrite, WriteOutcome};
+use crate::protocol::{CircuitRecord, WriteOutcome};
 use crate::store::StateStore;
 
 /// An `OPEN` record carrying `probe_successes`, as a Powertools reopen (an unconditional
@@ -21,24 +21,8 @@ pub(super) async fn an_election_from_an_open_record_carrying_a_count_starts_at_z
     seed(circuit.to_owned(), reopened.clone()).await;
     assert_eq!(read(store, circuit).await, Some(reopened.clone()), "seeded");
 
-    let counting = match election("env-a", Some(T0), T0 + 30) {
-        RecordWrite::Elect {
-            owner,
-            expected_opened_at,
-            now,
-            lease_expiry,
-            expiration,
-            ..
-        } => RecordWrite::Elect {
-            owner,
-            expected_opened_at,
-            expected_successes: 2,
-            now,
-            lease_expiry,
-            expiration,
-        },
-        other => other,
-    };
+    // A takeover's election expects the count it read.
+    let counting = takeover("env-a", 2, T0 + 30);
     assert_eq!(
         lost(apply(store, circuit, &counting).await),
         Some(reopened),
