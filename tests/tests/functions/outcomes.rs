@@ -10,7 +10,7 @@ use devstack::harness::function_process::LogEcho;
 use devstack::harness::sample_stack::SampleStack;
 use serde_json::{Value, json};
 
-use crate::support::{RawPaymentApi, in_overflow};
+use crate::support::{RawPaymentApi, in_overflow, replay_fails_no_item};
 
 /// An SQS event of one record per body, each with these message attributes.
 fn batch(bodies: &[&str], attributes: Value) -> Value {
@@ -77,8 +77,7 @@ async fn a_lost_answer_the_ledger_cannot_park_keeps_the_record_until_a_later_rec
     stack.dynalite.restart().await.unwrap();
     stack.payments.set_latency(Duration::ZERO);
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    let response = replay.invoke(event).await.unwrap().expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, event).await;
     assert_eq!(
         stack.ledger_status("lost-000").await.unwrap().as_deref(),
         Some("unknown")
@@ -181,12 +180,7 @@ async fn amounts_reach_the_payment_api_exactly_as_the_caller_wrote_them() {
         })
         .collect();
     let bodies: Vec<&str> = bodies.iter().map(String::as_str).collect();
-    let response = replay
-        .invoke(batch(&bodies, json!({})))
-        .await
-        .unwrap()
-        .expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, batch(&bodies, json!({}))).await;
     let sent = api.bodies();
     assert_eq!(sent.len(), amounts.len(), "{sent:#?}");
     for (body, amount) in sent.iter().zip(amounts) {
@@ -232,12 +226,7 @@ async fn an_order_buffered_longer_than_the_maximum_is_left_for_the_dlq_uncharged
     );
 
     let fresh = order_body("fresh-000");
-    let response = replay
-        .invoke(batch(&[&fresh], buffered_at(now - 60)))
-        .await
-        .unwrap()
-        .expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, batch(&[&fresh], buffered_at(now - 60))).await;
     assert_eq!(stack.payments.charges().get("fresh-000").copied(), Some(1));
 }
 

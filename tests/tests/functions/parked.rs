@@ -6,7 +6,7 @@ use devstack::harness::function_process::{LogEcho, function_binary};
 use devstack::harness::sample_stack::{LEDGER_TABLE, SampleStack};
 use serde_json::json;
 
-use crate::support::{drain, in_overflow, logs_with};
+use crate::support::{drain, in_overflow, logs_with, replay_fails_no_item};
 
 fn outcome_unknown_lines(logs: &[String]) -> usize {
     logs.iter()
@@ -188,12 +188,7 @@ async fn a_copy_that_meets_a_parked_order_nobody_counted_counts_it_once() {
     let body = json!({"order_id": "silent-000", "amount": 12, "currency": "EUR"}).to_string();
     let event = json!({"Records": [{"messageId": "m-0", "body": body, "attributes": {}, "messageAttributes": {}}]});
     for _ in 0..3 {
-        let response = replay
-            .invoke(event.clone())
-            .await
-            .unwrap()
-            .expect_response();
-        assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+        replay_fails_no_item(&replay, event.clone()).await;
     }
     let logs = logs_with(&replay, 1, |l| l.contains(r#""PaymentOutcomeUnknown":1"#)).await;
     assert_eq!(

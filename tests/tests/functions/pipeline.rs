@@ -13,7 +13,7 @@ use devstack::harness::runtime_api::EXIT_ERROR;
 use devstack::harness::sample_stack::{QueueSettings, SampleStack};
 use serde_json::{Value, json};
 
-use crate::support::{dead_letters, drain, overflow_depth};
+use crate::support::{dead_letters, drain, overflow_depth, replay_fails_no_item};
 
 fn order(prefix: &str, n: usize) -> Value {
     json!({"order_id": format!("{prefix}-{n:03}"), "amount": 10 + n, "currency": "EUR"})
@@ -214,12 +214,7 @@ async fn duplicates_from_sqs_sdk_retries_lambda_retries_and_redelivered_batches_
     // A replay batch redelivered whole (the first invocation's answer was lost).
     let redelivered = batch(&[order("dup", 3), order("dup", 4), order("dup", 3)]);
     for _ in 0..2 {
-        let response = replay
-            .invoke(redelivered.clone())
-            .await
-            .unwrap()
-            .expect_response();
-        assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+        replay_fails_no_item(&replay, redelivered.clone()).await;
     }
 
     // An environment that dies mid-charge: the batch comes back whole, within the claim's
@@ -228,8 +223,7 @@ async fn duplicates_from_sqs_sdk_retries_lambda_retries_and_redelivered_batches_
     let (error_type, in_progress) = crash_mid_charge(&stack, &replay, &slow).await;
     assert_eq!(error_type, EXIT_ERROR);
     assert_eq!(in_progress.as_deref(), Some("in_progress"));
-    let response = replay.invoke(slow.clone()).await.unwrap().expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, slow.clone()).await;
     assert_eq!(
         stack.ledger_status("dup-005").await.unwrap().as_deref(),
         Some("in_progress")
@@ -273,12 +267,7 @@ async fn an_attempt_killed_mid_call_is_parked_as_unknown_with_an_alarm_never_cha
     tokio::time::sleep(Duration::from_millis(3500)).await;
 
     // The lease ran out: the outcome is unknown. Parked and alarmed, the record deleted.
-    let response = replay
-        .invoke(event.clone())
-        .await
-        .unwrap()
-        .expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, event.clone()).await;
     assert_eq!(
         stack.ledger_status("killed-000").await.unwrap().as_deref(),
         Some("unknown")
@@ -399,12 +388,7 @@ async fn a_slow_api_makes_replay_stop_starting_records_before_its_deadline() {
     replay.set_timeout(Duration::from_secs(9));
     stack.payments.set_latency(Duration::from_secs(1));
     let orders: Vec<Value> = (0..10).map(|n| order("slow", n)).collect();
-    let response = replay
-        .invoke(batch(&orders))
-        .await
-        .unwrap()
-        .expect_response();
-    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+    replay_fails_no_item(&replay, batch(&orders)).await;
     let charged_first = stack.payments.charged().len();
     assert!((1..10).contains(&charged_first), "{charged_first} charged");
     assert_eq!(overflow_depth(&stack).await, 10 - charged_first);

@@ -8,9 +8,16 @@ use std::time::{Duration, Instant};
 
 use devstack::harness::function_process::{FunctionProcess, LogEcho};
 use devstack::harness::sample_stack::SampleStack;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
+
+/// Invokes `overflow-replay` (`replay`) with `event` and asserts its answer hands no record
+/// back to the queue: each was charged, parked or deferred.
+pub async fn replay_fails_no_item(replay: &FunctionProcess, event: Value) {
+    let response = replay.invoke(event).await.unwrap().expect_response();
+    assert_eq!(response["batchItemFailures"], json!([]), "{response}");
+}
 
 /// Function `name` against `stack`, its environment as [`SampleStack::function_env`]
 /// sets it, its logs on stderr.
