@@ -100,3 +100,29 @@ async fn listed_names(store: &DynamoDbStore) -> Vec<String> {
         .map(|c| c.name)
         .collect()
 }
+
+/// A fresh `emulator` with the table `renamed` and a store on it whose attributes are
+/// all renamed.
+async fn renamed_table_on(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
+    let db = LocalDynamoDb::start(emulator)
+        .await
+        .expect("DynamoDB starts");
+    db.create_table("renamed", "circuit", None)
+        .await
+        .expect("table");
+    // Reserved words among them (`status`, `count`, `owner`, `ttl`): names go through
+    // expression placeholders.
+    let store = DynamoDbStore::builder()
+        .table_name("renamed")
+        .key_attr("circuit")
+        .state_attr("status")
+        .failure_count_attr("count")
+        .opened_at_attr("since")
+        .half_open_owner_attr("owner")
+        .probe_lease_expiry_attr("lease")
+        .expiry_attr("ttl")
+        .client(db.client())
+        .build()
+        .expect("valid store");
+    (db, store)
+}

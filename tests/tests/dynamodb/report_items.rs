@@ -9,7 +9,7 @@ use breaker_runtime::store::{
 };
 use breaker_runtime::unstable::OperatorReads as _;
 use devstack::fixtures::dynalite::Dynalite;
-use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator, LocalDynamoDb};
+use devstack::fixtures::local_dynamodb::{DynamoDbServer, Emulator};
 use devstack::fixtures::shared_table;
 
 use crate::item_layout::{Item, item, n, raw, s};
@@ -118,21 +118,7 @@ async fn a_report_adds_to_an_item_of_its_own_in_the_sort_key(emulator: Emulator)
 on_both!(a_report_uses_the_renamed_key_and_ttl_attributes);
 
 async fn a_report_uses_the_renamed_key_and_ttl_attributes(emulator: Emulator) {
-    let dynalite = LocalDynamoDb::start(emulator)
-        .await
-        .expect("DynamoDB starts");
-    dynalite
-        .create_table("renamed", "circuit", None)
-        .await
-        .expect("table");
-    let store = DynamoDbStore::builder()
-        .table_name("renamed")
-        .key_attr("circuit")
-        .state_attr("status")
-        .expiry_attr("ttl")
-        .client(dynalite.client())
-        .build()
-        .expect("valid store");
+    let (dynalite, store) = crate::renamed_table_on(emulator).await;
     let circuit_key = item(&[("circuit", s("ce"))]);
     two_reports_beside_a_tripped_circuit(&dynalite, &store, "renamed", circuit_key).await;
     let key = item(&[("circuit", s("ce#fleet@1700000000"))]);

@@ -4,33 +4,8 @@
 
 use std::sync::Arc;
 
-use breaker_runtime::store::DynamoDbStore;
 use breaker_runtime::testing::contract::{run_contract, run_sequential_contract};
-use devstack::fixtures::local_dynamodb::{DynamoDbServer as _, Emulator, LocalDynamoDb};
-
-async fn renamed_attributes_store(emulator: Emulator) -> (LocalDynamoDb, DynamoDbStore) {
-    let db = LocalDynamoDb::start(emulator)
-        .await
-        .expect("DynamoDB starts");
-    db.create_table("renamed", "circuit", None)
-        .await
-        .expect("table");
-    // Reserved words among them (`status`, `count`, `owner`, `ttl`): names go through
-    // expression placeholders.
-    let store = DynamoDbStore::builder()
-        .table_name("renamed")
-        .key_attr("circuit")
-        .state_attr("status")
-        .failure_count_attr("count")
-        .opened_at_attr("since")
-        .half_open_owner_attr("owner")
-        .probe_lease_expiry_attr("lease")
-        .expiry_attr("ttl")
-        .client(db.client())
-        .build()
-        .expect("valid store");
-    (db, store)
-}
+use devstack::fixtures::local_dynamodb::{DynamoDbServer as _, Emulator};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn simple_key_meets_the_contract() {
@@ -46,7 +21,7 @@ async fn composite_key_meets_the_contract() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn renamed_attributes_meet_the_contract() {
-    let (_dynalite, store) = renamed_attributes_store(Emulator::Dynalite).await;
+    let (_dynalite, store) = crate::renamed_table_on(Emulator::Dynalite).await;
     run_contract(Arc::new(store)).await;
 }
 
@@ -64,7 +39,7 @@ async fn composite_key_meets_the_sequential_contract_on_moto() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn renamed_attributes_meet_the_sequential_contract_on_moto() {
-    let (_moto, store) = renamed_attributes_store(Emulator::Moto).await;
+    let (_moto, store) = crate::renamed_table_on(Emulator::Moto).await;
     run_sequential_contract(Arc::new(store)).await;
 }
 
