@@ -35,6 +35,7 @@ lint:
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p breaker-runtime --all-targets --features metrics,call-spans,tower,contract -- -D warnings
+	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features --quiet
 
 # The functions' tests run the real function binaries, which `cargo test` does not build for
 # packages other than the test's own: build every binary first.

@@ -1,8 +1,8 @@
 //! The `#[circuit_breaker]` attribute. Use it through `breaker_runtime::circuit_breaker`,
 //! which documents every key.
 //!
-//! Three steps, one module each: [`parse`] reads `key = value` pairs, [`validate`] checks
-//! them against the attribute's documented rules, [`expand`] wraps the fn body. On any error the
+//! Three steps, one module each: `parse` reads `key = value` pairs, `validate` checks
+//! them against the attribute's documented rules, `expand` wraps the fn body. On any error the
 //! original item is emitted unchanged next to the error, so the rest of the crate (and the
 //! IDE) keeps working.
 #![forbid(unsafe_code)]

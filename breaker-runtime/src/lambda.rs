@@ -1,7 +1,7 @@
 //! Lambda's runtime with every invocation in its deadline scope (feature `lambda`).
 //!
 //! [`run`] is `lambda_runtime::run` with one thing added: each invocation runs in
-//! [`deadline::scope`](crate::deadline::scope) with its own deadline. A guarded async call
+//! [`deadline::scope`] with its own deadline. A guarded async call
 //! still running near the deadline is abandoned and counted, and the trip it causes is
 //! written before Lambda ends the invocation, so a downstream that hangs opens the circuit
 //! instead of timing every invocation out uncounted. The scope also reads the clock at the
@@ -24,7 +24,7 @@
 //!
 //! A function that builds its own [`lambda_runtime::Runtime`] (other layers, concurrent
 //! invocations) adds [`DeadlineScopeLayer`]; other shapes (a handler driven by something
-//! else) call [`deadline::scope`](crate::deadline::scope) themselves.
+//! else) call [`deadline::scope`] themselves.
 
 use std::fmt::Debug;
 use std::task::{Context, Poll};
@@ -87,7 +87,7 @@ where
 }
 
 /// A layer for [`lambda_runtime::Runtime::layer`] that runs every invocation in
-/// [`deadline::scope`](crate::deadline::scope) with the invocation's deadline, and reads
+/// [`deadline::scope`] with the invocation's deadline, and reads
 /// the clock at its start. [`run`] adds it; add it yourself when you build the runtime.
 ///
 /// ```no_run

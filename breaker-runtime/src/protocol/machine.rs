@@ -348,7 +348,7 @@ pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
         && (reached(counts.failures, rates.failure) || reached(counts.slow, rates.slow))
 }
 
-/// `me`'s trip after `consecutive_failures` failures; only once [`trips`] says so.
+/// `me`'s trip after `consecutive_failures` failures; only once `trips` says so.
 pub fn trip(
     me: &str,
     consecutive_failures: u32,
