@@ -1,11 +1,12 @@
 //! Test doubles of a store: a wrapper that counts every operation and, on command, fails
-//! every call or never answers.
+//! every call or never answers; its fleet reports, counted, go to a store of their own.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
-    CircuitRecord, InMemoryStore, RecordWrite, StateStore, StoreError, StoreFuture, WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore,
+    StoreError, StoreFuture, SuspectReport, WriteOutcome,
 };
 
 /// What a [`ScriptedStore`] does with each call.
@@ -35,6 +36,8 @@ pub struct ScriptedStore {
     consistent_reads: AtomicUsize,
     batched_reads: AtomicUsize,
     writes: AtomicUsize,
+    reports_to: Option<Arc<dyn StateStore>>,
+    reports: AtomicUsize,
 }
 
 impl ScriptedStore {
@@ -52,7 +55,17 @@ impl ScriptedStore {
             consistent_reads: AtomicUsize::new(0),
             batched_reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
+            reports_to: None,
+            reports: AtomicUsize::new(0),
         }
+    }
+
+    /// Sends the fleet's reports to `table` (often the wrapped store itself), whatever the
+    /// behaviour and outside the other counts, which are the circuit's own traffic. Without
+    /// it a report answers `None`, as from a store that keeps no fleet counters.
+    pub fn reporting_to(mut self, table: Arc<dyn StateStore>) -> Self {
+        self.reports_to = Some(table);
+        self
     }
 
     /// Changes the behaviour from now on.
@@ -85,7 +98,12 @@ impl ScriptedStore {
         self.writes.load(Ordering::SeqCst)
     }
 
-    /// Every operation so far.
+    /// Fleet reports so far, of either kind.
+    pub fn reports(&self) -> usize {
+        self.reports.load(Ordering::SeqCst)
+    }
+
+    /// Every operation so far but the fleet reports.
     pub fn calls(&self) -> usize {
         self.reads() + self.batched_reads() + self.writes()
     }
@@ -96,6 +114,19 @@ impl ScriptedStore {
         self.consistent_reads.store(0, Ordering::SeqCst);
         self.batched_reads.store(0, Ordering::SeqCst);
         self.writes.store(0, Ordering::SeqCst);
+        self.reports.store(0, Ordering::SeqCst);
+    }
+
+    /// Counts a report, then has the reports' table answer it (`None` without one).
+    fn forward_report<'a, T: Send + 'a>(
+        &'a self,
+        send: impl FnOnce(&'a dyn StateStore) -> StoreFuture<'a, Option<T>>,
+    ) -> StoreFuture<'a, Option<T>> {
+        self.reports.fetch_add(1, Ordering::SeqCst);
+        match &self.reports_to {
+            Some(table) => send(table.as_ref()),
+            None => Box::pin(std::future::ready(Ok(None))),
+        }
     }
 
     /// Counts `operation`, then answers it as the behaviour says. `delegate` is called only
@@ -183,5 +214,19 @@ impl StateStore for ScriptedStore {
             _ => Operation::Write,
         };
         self.behave(operation, || self.inner.apply(circuit, transition))
+    }
+    fn report<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        self.forward_report(|table| table.report(circuit, report))
+    }
+    fn report_suspected<'a>(
+        &'a self,
+        circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        self.forward_report(|table| table.report_suspected(circuit, report))
     }
 }

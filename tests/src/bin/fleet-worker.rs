@@ -11,10 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::Context as _;
-use breaker_runtime::store::{
-    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture,
-    SuspectReport, WriteOutcome,
-};
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, RecoveryBackoff};
 use devstack::circuits::{BoxError as Error, is_rejection};
 use devstack::doubles::{Behaviour, ScriptedStore};
@@ -70,15 +66,12 @@ async fn main() -> anyhow::Result<()> {
         format!("{default_store:?}").starts_with("DynamoDbStore"),
         "CIRCUIT_BREAKER_TABLE did not select a DynamoDbStore"
     );
-    let store = Arc::new(ScriptedStore::wrapping(
-        Arc::clone(&default_store),
-        Behaviour::Healthy,
-    ));
+    // Fleet reports go to the table itself, uncounted with the circuit's own traffic.
+    let store = Arc::new(
+        ScriptedStore::wrapping(Arc::clone(&default_store), Behaviour::Healthy)
+            .reporting_to(default_store),
+    );
     let fleet_detection = std::env::var("FLEET_DETECTION").is_ok_and(|v| v == "1");
-    let breaker_store = Arc::new(ReportsToTable {
-        counted: Arc::clone(&store),
-        table: default_store,
-    });
     let config = CircuitBreakerConfig::builder()
         .failure_threshold(var("FLEET_FAILURE_THRESHOLD")?.parse()?)
         .success_threshold(1)
@@ -92,7 +85,7 @@ async fn main() -> anyhow::Result<()> {
         .fleet_detection(fleet_detection)
         .build()?;
     let interval = millis("FLEET_INTERVAL_MS")?;
-    let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, breaker_store, config)
+    let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, store.clone(), config)
         .with_on_transition(|t| {
             let opened_at = t.opened_at.unwrap_or(0);
             println!(
@@ -148,50 +141,6 @@ async fn main() -> anyhow::Result<()> {
             println!("{what} {}", unix_millis());
         }
         tokio::time::sleep(interval).await;
-    }
-}
-
-/// The counted store for reads and writes of the circuit, and the table itself for fleet
-/// reports (which the counters do not see: they count the circuit's own traffic).
-#[derive(Debug)]
-struct ReportsToTable {
-    counted: Arc<ScriptedStore>,
-    table: Arc<dyn StateStore>,
-}
-
-impl StateStore for ReportsToTable {
-    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.counted.read(circuit)
-    }
-    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.counted.read_consistent(circuit)
-    }
-    fn read_many<'a>(
-        &'a self,
-        circuits: &'a [&'a str],
-    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
-        self.counted.read_many(circuits)
-    }
-    fn apply<'a>(
-        &'a self,
-        circuit: &'a str,
-        transition: &'a RecordWrite,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.counted.apply(circuit, transition)
-    }
-    fn report<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a FailureReport,
-    ) -> StoreFuture<'a, Option<FleetTally>> {
-        self.table.report(circuit, report)
-    }
-    fn report_suspected<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a SuspectReport,
-    ) -> StoreFuture<'a, Option<EpochTally>> {
-        self.table.report_suspected(circuit, report)
     }
 }
 

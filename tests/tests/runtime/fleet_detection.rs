@@ -8,63 +8,18 @@
 //! environment reports nothing.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use breaker_runtime::store::{
-    CircuitRecord, EpochTally, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore,
-    StoreFuture, SuspectReport, WriteOutcome,
-};
+use breaker_runtime::store::{InMemoryStore, RecordWrite, StateStore, WriteOutcome};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, TransitionCause};
 use devstack::circuits::{BoxError, fail};
+use devstack::doubles::{Behaviour, ScriptedStore};
 
-/// The fleet's store, counting the reports it is sent.
-#[derive(Debug)]
-struct CountingReports {
-    inner: InMemoryStore,
-    reports: AtomicU32,
-}
-
-impl CountingReports {
-    fn new() -> Arc<Self> {
-        Arc::new(Self {
-            inner: InMemoryStore::with_fleet_counters(),
-            reports: AtomicU32::new(0),
-        })
-    }
-}
-
-impl StateStore for CountingReports {
-    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        self.inner.read(circuit)
-    }
-
-    fn apply<'a>(
-        &'a self,
-        circuit: &'a str,
-        transition: &'a RecordWrite,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        self.inner.apply(circuit, transition)
-    }
-
-    fn report<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a FailureReport,
-    ) -> StoreFuture<'a, Option<FleetTally>> {
-        self.reports.fetch_add(1, Ordering::SeqCst);
-        self.inner.report(circuit, report)
-    }
-
-    fn report_suspected<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a SuspectReport,
-    ) -> StoreFuture<'a, Option<EpochTally>> {
-        self.reports.fetch_add(1, Ordering::SeqCst);
-        self.inner.report_suspected(circuit, report)
-    }
+/// The fleet's store, keeping the fleet's counters and counting the reports it is sent.
+fn counting_reports() -> Arc<ScriptedStore> {
+    let table: Arc<dyn StateStore> = Arc::new(InMemoryStore::with_fleet_counters());
+    Arc::new(ScriptedStore::wrapping(Arc::clone(&table), Behaviour::Healthy).reporting_to(table))
 }
 
 /// Environment `i` of a fleet on `store`: its own policy trips on 5 consecutive failures.
@@ -97,7 +52,7 @@ async fn succeed(breaker: &CircuitBreaker) {
 #[tokio::test]
 async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_together() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
@@ -126,7 +81,7 @@ async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_toge
     assert_eq!(record.state, CircuitState::Open);
     assert_eq!(record.suspected_until, None, "the trip drops the suspicion");
     assert_eq!(
-        store.reports.load(Ordering::SeqCst),
+        store.reports(),
         27,
         "once the store is open, nobody reports"
     );
@@ -135,7 +90,7 @@ async fn quiet_environments_none_of_which_would_trip_alone_open_the_circuit_toge
 #[tokio::test]
 async fn the_fleet_trip_says_it_was_the_fleet() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
     let fleet: Vec<_> = (0..30)
         .map(|i| {
@@ -177,7 +132,7 @@ fn fails(n: u64, per_mille: u64) -> bool {
 /// suspicion, and checks that no environment's circuit ever opened.
 async fn quiet_fleet_with_background_errors(per_mille: u64, seconds: u64) -> bool {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let fleet: Vec<_> = (0..1_000)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
@@ -221,7 +176,7 @@ async fn suspicions_raised_by_background_errors_are_dispelled_by_the_sampled_suc
 #[tokio::test]
 async fn a_close_within_a_window_does_not_re_trip_on_the_next_failure() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
@@ -259,7 +214,7 @@ async fn a_close_within_a_window_does_not_re_trip_on_the_next_failure() {
 #[tokio::test]
 async fn background_errors_of_busier_environments_do_not_trip() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let fleet: Vec<_> = (0..40)
         .map(|i| environment(i, store.clone(), &clock))
         .collect();
@@ -274,10 +229,7 @@ async fn background_errors_of_busier_environments_do_not_trip() {
     for env in &fleet {
         fail(env).await.expect_err("failed");
     }
-    assert!(
-        store.reports.load(Ordering::SeqCst) >= 10,
-        "the failures were reported"
-    );
+    assert!(store.reports() >= 10, "the failures were reported");
     for env in &fleet {
         assert_eq!(
             env.state(),
@@ -295,7 +247,7 @@ async fn background_errors_of_busier_environments_do_not_trip() {
 #[tokio::test]
 async fn one_environment_alone_never_trips_through_the_fleet_policy() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let env = environment(0, store.clone(), &clock);
     // Fail, succeed, fail ...: 50 % failing, never 5 in a row, over a minute.
     for _ in 0..30 {
@@ -305,13 +257,13 @@ async fn one_environment_alone_never_trips_through_the_fleet_policy() {
         clock.advance(Duration::from_secs(1));
     }
     assert_eq!(env.state(), CircuitState::Closed);
-    assert!(store.reports.load(Ordering::SeqCst) > 0, "it reported");
+    assert!(store.reports() > 0, "it reported");
 }
 
 #[tokio::test]
 async fn a_busy_environment_reports_at_most_once_per_interval() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let env = environment(0, store.clone(), &clock);
     // 10 s at 20 calls a second, every other call failing: 100 failures.
     for _ in 0..100 {
@@ -320,14 +272,14 @@ async fn a_busy_environment_reports_at_most_once_per_interval() {
         succeed(&env).await;
         clock.advance(Duration::from_millis(50));
     }
-    let reports = store.reports.load(Ordering::SeqCst);
+    let reports = store.reports();
     assert!(reports <= 10 + 1, "{reports} reports in 10 s");
 }
 
 #[tokio::test]
 async fn shadowed_environments_report_nothing_to_the_fleet_counters() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     let fleet: Vec<_> = (0..12)
         .map(|i| environment_in(i, store.clone(), &clock, true))
         .collect();
@@ -341,7 +293,7 @@ async fn shadowed_environments_report_nothing_to_the_fleet_counters() {
         clock.advance(Duration::from_millis(100));
     }
     assert_eq!(
-        store.reports.load(Ordering::SeqCst),
+        store.reports(),
         0,
         "a shadow writes nothing the fleet shares"
     );
@@ -351,7 +303,7 @@ async fn shadowed_environments_report_nothing_to_the_fleet_counters() {
 #[tokio::test]
 async fn a_shadowed_circuits_failures_do_not_reach_the_active_circuits_counters() {
     let clock = ManualClock::new();
-    let store = CountingReports::new();
+    let store = counting_reports();
     // A canary in shadow beside the active version: same circuit, same store.
     let canaries: Vec<_> = (0..12)
         .map(|i| {
@@ -372,11 +324,7 @@ async fn a_shadowed_circuits_failures_do_not_reach_the_active_circuits_counters(
                 .expect_err("runs and fails: shadow rejects nothing");
         }
     }
-    assert_eq!(
-        store.reports.load(Ordering::SeqCst),
-        0,
-        "shadow reports nothing"
-    );
+    assert_eq!(store.reports(), 0, "shadow reports nothing");
     assert_eq!(store.read("downstream").await.unwrap(), None);
 
     // The active version's next failures start from empty counters: nine, from nine
@@ -388,5 +336,5 @@ async fn a_shadowed_circuits_failures_do_not_reach_the_active_circuits_counters(
         fail(env).await.expect_err("failed");
         assert_eq!(env.state(), CircuitState::Closed);
     }
-    assert_eq!(store.reports.load(Ordering::SeqCst), 9);
+    assert_eq!(store.reports(), 9);
 }
