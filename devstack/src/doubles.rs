@@ -24,6 +24,9 @@ pub enum Behaviour {
     /// without `dynamodb:UpdateItem`: the writes `DynamoDbStore` sends as an `UpdateItem`
     /// (an election, a hand-over, an operator's override and release) fail.
     DenyingUpdates,
+    /// Answer reads; make every write in the wrapped store, then answer it with an error,
+    /// as when a write landed and its answer (and its retries') was lost.
+    LosingWriteAnswers,
 }
 
 /// A store (in-memory unless told otherwise) that counts reads and writes and can be told
@@ -160,6 +163,15 @@ impl ScriptedStore {
             Behaviour::DenyingUpdates => Box::pin(std::future::ready(Err(StoreError::new(
                 "scripted AccessDeniedException: not authorized to perform dynamodb:UpdateItem",
             )))),
+            Behaviour::LosingWriteAnswers if !operation.writes() => delegate(),
+            Behaviour::LosingWriteAnswers => {
+                let landing = delegate();
+                Box::pin(async move {
+                    // What the store answered is lost; only that it landed (or not) stays.
+                    let _ = landing.await;
+                    Err(StoreError::new("scripted: the write's answer was lost"))
+                })
+            }
             Behaviour::Failing => {
                 Box::pin(std::future::ready(Err(StoreError::new("scripted failure"))))
             }

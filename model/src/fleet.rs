@@ -613,7 +613,13 @@ impl Model for Fleet {
                             ))),
                             Store::Answers => None,
                         };
-                        if !self.settle(&mut state, actor, &base, &election, heard, landed) {
+                        if self.alone(&state, actor) {
+                            // Refused, and the refusals have lasted the bound: the
+                            // election is made alone (`commit::store::heard`).
+                            let settled = machine::settle_alone(&base, &election);
+                            state.actors[actor].cache = Cached(settled.record);
+                            alone = true;
+                        } else if !self.settle(&mut state, actor, &base, &election, heard, landed) {
                             return Some(state);
                         }
                     }

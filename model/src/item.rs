@@ -77,5 +77,6 @@ impl Hash for Refusals {
     fn hash<H: Hasher>(&self, state: &mut H) {
         Cached(self.0.stored.clone()).hash(state);
         self.0.alone_from.hash(state);
+        self.0.recent_until.hash(state);
     }
 }

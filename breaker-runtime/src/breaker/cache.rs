@@ -86,10 +86,18 @@ impl RecordCache {
         self.version += 1;
     }
 
-    /// A read answered at `now`: the record read is fresh, and the store reachable.
-    pub(super) fn read_answered(&mut self, now: u64) {
+    /// A read answered `record` at `now`: it is fresh, and the store reachable. An opening
+    /// this environment applied on its own is settled by it: ours (its first right) when
+    /// the record is that opening and names this environment (`me`) as its writer, so its
+    /// trip landed though the answer was lost; else another's.
+    pub(super) fn read_answered(&mut self, record: &CircuitRecord, me: &str, now: u64) {
         self.store_unreachable = false;
-        self.local_opening = None;
+        if let Some(opened_at) = self.local_opening.take()
+            && record.opened_at == Some(opened_at)
+            && record.opened_by.as_deref() == Some(me)
+        {
+            self.committed_opening = Some(opened_at);
+        }
         self.refreshed(now);
     }
 
@@ -135,7 +143,7 @@ impl RecordCache {
 
     /// Whether this environment elects without the store at `now`: its reads cannot reach
     /// it, or the store has refused its elections for the bound.
-    fn alone(&self, now: u64) -> bool {
+    pub(super) fn alone(&self, now: u64) -> bool {
         self.store_unreachable || self.refused.as_ref().is_some_and(|r| r.alone(now))
     }
 

@@ -330,8 +330,10 @@ impl Circuit {
                 true
             }
             Ok(record) => {
-                cache.store_answered(record.as_ref().unwrap_or(&CircuitRecord::default()));
-                cache.read_answered(now);
+                let absent = CircuitRecord::default();
+                let answered = record.as_ref().unwrap_or(&absent);
+                cache.store_answered(answered);
+                cache.read_answered(answered, &self.probe_owner, now);
                 self.reports.on_refresh(now, self.counts.calls());
                 if cache.version() == version {
                     self.adopt(&mut cache, record.unwrap_or_default());

@@ -47,8 +47,9 @@ pub struct CircuitRecord {
     pub suspected_until: Option<u64>,
     /// While open or half-open after a breaker's trip: the probe owner id of the environment
     /// whose trip wrote this opening, so that a trip whose answer was lost recognises its own
-    /// landed attempt; `None` on every other opening (a reopen, an operator's forced open, a
-    /// Powertools trip) and when closed.
+    /// landed attempt; `None` on a breaker's reopen, an operator's forced open, a Powertools
+    /// trip, and whenever closed. A Powertools reopen (an `UpdateItem`) keeps the name of
+    /// the trip before it, with a new `opened_at`.
     pub opened_by: Option<String>,
 }
 

@@ -1,7 +1,8 @@
 //! `RefusedElections`: a store that answers reads but refuses every election (an IAM role
 //! without `dynamodb:UpdateItem`, sustained write throttling) must not keep a circuit open
-//! for ever. After a bound, the environment elects on its own, as when it cannot reach the
-//! store, and the record the store keeps answering no longer undoes what it decided.
+//! for ever. After a bound, and while the refusals go on, the environment elects on its
+//! own, as when it cannot reach the store, and the record the store keeps answering no
+//! longer undoes what it decided.
 
 use super::machine::Thresholds;
 use super::record::CircuitRecord;
@@ -10,10 +11,15 @@ use super::record::CircuitRecord;
 /// on one stored record since a first refusal. From that refusal plus
 /// [`Thresholds::refused_elections_millis`] and the environment's fallback (its cache age,
 /// a second and its jitter, so that a fleet's environments do not all start at once), the
-/// environment acts alone: it elects itself locally and probes, and a record the store
-/// answers that is still the one the elections were refused on (a read, or the record a
-/// write lost to) is no news, so it keeps what it decided alone. Any other record the store
-/// answers, or an election the store answered, ends the refusals.
+/// environment acts alone while the refusals go on: until a recovery timeout and the
+/// fallback after the last one. Then it sends its next election to the store again (once
+/// per recovery window while it acts alone): refused, it acts alone on; answered, the
+/// refusals end. While it acts alone it elects itself locally and probes, and a record the
+/// store answers that is still the one the elections were refused on (a read, or the
+/// record a write lost to) is no news, so it keeps what it decided alone. Any other record
+/// the store answers, or an election the store answered, ends the refusals; so does a
+/// refusal that comes more than the bound after the refusals stopped being recent (one
+/// refused election, then a quiet spell, is not a store that refuses).
 ///
 /// ```
 /// use breaker_runtime::__protocol::RefusedElections;
@@ -24,46 +30,78 @@ use super::record::CircuitRecord;
 /// #     refused_elections_millis: 90_000, backoff: breaker_runtime::RecoveryBackoff::none(),
 /// # };
 /// let stored = CircuitRecord::open(1_700_000_000, 5);
-/// let first = RefusedElections::after(None, &stored, 1_700_000_030_000, &thresholds);
-/// let again = RefusedElections::after(Some(first.clone()), &stored, 1_700_000_040_000, &thresholds);
-/// assert_eq!(again, first, "refused on the same record: the refusals go on");
-/// assert!(!again.alone(1_700_000_125_999));
-/// assert!(again.alone(1_700_000_126_000), "90 s of refusals and the 6 s fallback");
-/// assert!(again.no_news(&stored, 1_700_000_126_000));
-/// assert!(!again.no_news(&CircuitRecord::closed(), 1_700_000_126_000));
+/// let at = |secs: u64| 1_700_000_000_000 + secs * 1000;
+/// let first = RefusedElections::after(None, &stored, at(30), &thresholds);
+/// let mut refused = first.clone();
+/// for secs in (35..=125).step_by(5) {
+///     refused = RefusedElections::after(Some(refused), &stored, at(secs), &thresholds);
+/// }
+/// assert_eq!(refused.alone_from, first.alone_from, "the same record: the refusals go on");
+/// assert!(!refused.alone(at(125) + 999));
+/// assert!(refused.alone(at(126)), "90 s of refusals and the 6 s fallback");
+/// assert!(refused.no_news(&stored, at(126)));
+/// assert!(!refused.no_news(&CircuitRecord::closed(), at(126)));
+/// assert!(!refused.alone(at(161)), "no refusal for a recovery timeout and the fallback");
+///
+/// // One refusal, then a quiet spell: the next election goes to the store.
+/// let once = RefusedElections::after(None, &stored, at(130), &thresholds);
+/// assert!(!once.alone(at(300)));
+/// let again = RefusedElections::after(Some(once.clone()), &stored, at(300), &thresholds);
+/// assert!(again.alone_from > once.alone_from, "refused again much later: a new start");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RefusedElections {
     /// The record the refused elections were made on: the store's, as far as this
     /// environment knows.
     pub stored: CircuitRecord,
-    /// Unix millis from which the environment acts alone.
+    /// Unix millis from which the environment may act alone: the first refusal, the bound
+    /// and the fallback.
     pub alone_from: u64,
+    /// Unix millis until which the refusals are recent: the last refusal, a recovery
+    /// timeout and the fallback. Past it, the next election goes to the store.
+    pub recent_until: u64,
 }
 
 impl RefusedElections {
     /// After an election on `stored` was refused at `now` (unix millis): the refusals go on
-    /// from `previous` when they were on the same record, else they start now.
+    /// from `previous` when they were on the same record and were recent within the bound,
+    /// else they start now.
     pub fn after(
         previous: Option<Self>,
         stored: &CircuitRecord,
         now: u64,
         thresholds: &Thresholds,
     ) -> Self {
+        let recent_until = now
+            .saturating_add(thresholds.recovery_millis)
+            .saturating_add(thresholds.fallback_millis);
         match previous {
-            Some(previous) if previous.stored == *stored => previous,
+            Some(previous)
+                if previous.stored == *stored
+                    && now
+                        < previous
+                            .recent_until
+                            .saturating_add(thresholds.refused_elections_millis) =>
+            {
+                Self {
+                    recent_until,
+                    ..previous
+                }
+            }
             _ => Self {
                 stored: stored.clone(),
                 alone_from: now
                     .saturating_add(thresholds.refused_elections_millis)
                     .saturating_add(thresholds.fallback_millis),
+                recent_until,
             },
         }
     }
 
-    /// Whether the environment acts alone at `now` (unix millis).
+    /// Whether the environment acts alone at `now` (unix millis): the refusals have lasted
+    /// the bound, and are recent.
     pub fn alone(&self, now: u64) -> bool {
-        now >= self.alone_from
+        now >= self.alone_from && now < self.recent_until
     }
 
     /// Whether the elections were refused on `answered`: the store still holds that record.

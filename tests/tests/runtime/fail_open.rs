@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use breaker_runtime::store::StateStore;
+use breaker_runtime::store::{CircuitRecord, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, CircuitBreakerOpenError,
@@ -136,13 +136,9 @@ fn hanging_store_under_the_blocking_api() {
     assert_eq!(store.calls(), 1);
 }
 
-/// Race 3: a store that answers reads and whole-item writes but refuses every election (an
-/// IAM role without `dynamodb:UpdateItem`) does not keep the circuit open for ever. After
-/// three recovery timeouts of refused elections and its fallback, the environment probes
-/// on its own, as when the store is unreachable; the record the store keeps, read again,
-/// does not undo the probe's close.
-#[tokio::test]
-async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
+/// A breaker of `name` on a healthy store, on the manual clock: a 30 s recovery without
+/// jitter (the fallback is the cache age and a second: 2 s).
+fn recovering(name: &str) -> (Arc<ScriptedStore>, ManualClock, CircuitBreaker) {
     let store = Arc::new(ScriptedStore::new(Behaviour::Healthy));
     let clock = ManualClock::new();
     let config = settings(&clock)
@@ -150,33 +146,52 @@ async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
         .recovery_jitter(Duration::ZERO)
         .build()
         .unwrap();
-    let breaker = CircuitBreaker::new("refused", store.clone(), config);
-    assert_eq!(healthy_calls(&breaker, 1).await, 1);
-    store.set(Behaviour::DenyingUpdates);
+    let breaker = CircuitBreaker::new(name, store.clone(), config);
+    (store, clock, breaker)
+}
+
+/// Two failing calls: the circuit trips.
+async fn trip(breaker: &CircuitBreaker) {
     for _ in 0..2 {
         let r: Result<(), Error> = breaker
             .call(|| async { Err("downstream down".into()) })
             .await;
         assert!(r.is_err());
     }
+}
+
+/// A call that counts in `ran` when it runs.
+async fn counted(breaker: &CircuitBreaker, ran: &AtomicUsize) -> Result<(), Error> {
+    breaker
+        .call(|| async {
+            ran.fetch_add(1, Ordering::SeqCst);
+            Ok::<(), Error>(())
+        })
+        .await
+}
+
+/// The store refuses every election from the trip on; the first is refused at the
+/// recovery timeout, and the environment probes alone at 122 s (three recovery timeouts
+/// of refusals and the fallback). Returns the record the store keeps.
+async fn closed_alone(
+    store: &ScriptedStore,
+    clock: &ManualClock,
+    breaker: &CircuitBreaker,
+) -> CircuitRecord {
+    assert_eq!(healthy_calls(breaker, 1).await, 1);
+    store.set(Behaviour::DenyingUpdates);
+    trip(breaker).await;
     let stored = store
-        .read("refused")
+        .read(breaker.name())
         .await
         .unwrap()
         .expect("the trip, a put, landed");
     assert_eq!(stored.state, CircuitState::Open);
 
-    // The first election, at the recovery timeout, is refused; so is every one after it.
-    // Three recovery timeouts (90 s) and the fallback (cache age + 1 s) after that refusal,
-    // the environment probes on its own.
     let ran = AtomicUsize::new(0);
-    let call = || async {
-        ran.fetch_add(1, Ordering::SeqCst);
-        Ok::<(), Error>(())
-    };
     clock.advance(Duration::from_secs(30));
     for second in 30..122 {
-        let r = breaker.call(call).await;
+        let r = counted(breaker, &ran).await;
         assert!(
             r.unwrap_err()
                 .downcast_ref::<CircuitBreakerOpenError>()
@@ -186,13 +201,111 @@ async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
         clock.advance(Duration::from_secs(1));
     }
     assert_eq!(ran.load(Ordering::SeqCst), 0);
-    breaker.call(call).await.expect("a probe of its own");
+    counted(breaker, &ran).await.expect("a probe of its own");
     assert_eq!(ran.load(Ordering::SeqCst), 1);
     assert_eq!(breaker.state(), CircuitState::Closed, "closed alone");
+    stored
+}
+
+/// Race 3: a store that answers reads and whole-item writes but refuses every election (an
+/// IAM role without `dynamodb:UpdateItem`) does not keep the circuit open for ever. After
+/// three recovery timeouts of refused elections and its fallback, the environment probes
+/// on its own, as when the store is unreachable; the record the store keeps, read again
+/// while the refusals are recent, does not undo the probe's close.
+#[tokio::test]
+async fn refused_elections_end_in_a_probe_of_its_own_which_later_reads_keep() {
+    let (store, clock, breaker) = recovering("refused");
+    let stored = closed_alone(&store, &clock, &breaker).await;
 
     // The store still says OPEN (the close lost to it); reading it again does not reopen.
     clock.advance(Duration::from_secs(20));
     assert_eq!(healthy_calls(&breaker, 10).await, 10);
     assert_eq!(breaker.state(), CircuitState::Closed);
+    assert_eq!(store.read("refused").await.unwrap(), Some(stored.clone()));
+
+    // A recovery window after the last refusal, the one election sent to the store is
+    // refused again: the environment goes on alone, and the call still runs.
+    for _ in 0..30 {
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    }
+    assert_eq!(breaker.state(), CircuitState::Closed);
     assert_eq!(store.read("refused").await.unwrap(), Some(stored));
+}
+
+/// One refused election (a throttled or timed-out attempt), then a quiet spell longer than
+/// the bound, is no store that refuses: the next election goes to the store, which answers
+/// it, and the probe's close lands there for the whole fleet.
+#[tokio::test]
+async fn one_refused_election_then_a_quiet_spell_elects_through_the_store() {
+    let (store, clock, breaker) = recovering("refused-once");
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    trip(&breaker).await;
+    store.set(Behaviour::DenyingUpdates);
+    clock.advance(Duration::from_secs(30));
+    assert!(rejected(&breaker).await, "the election was refused");
+    store.set(Behaviour::Healthy);
+
+    clock.advance(Duration::from_secs(170));
+    let ran = AtomicUsize::new(0);
+    counted(&breaker, &ran).await.expect("the probe");
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
+    let stored = store.read("refused-once").await.unwrap().expect("written");
+    assert_eq!(
+        stored.state,
+        CircuitState::Closed,
+        "the probe was elected, and closed, through the store"
+    );
+}
+
+/// An environment acting alone tries the store again once per recovery window: once the
+/// store answers elections again, its next election lands and the close with it, so the
+/// fleet rejoins the store instead of running closed beside an OPEN item.
+#[tokio::test]
+async fn an_environment_acting_alone_rejoins_a_store_that_answers_again() {
+    let (store, clock, breaker) = recovering("rejoins");
+    let stored = closed_alone(&store, &clock, &breaker).await;
+    store.set(Behaviour::Healthy);
+
+    // The last refusal was at 120 s at the latest: by a recovery timeout and the fallback
+    // after it (152 s), and the cache age, the environment has elected through the store.
+    for _ in 122..160 {
+        clock.advance(Duration::from_secs(1));
+        assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    }
+    assert_eq!(breaker.state(), CircuitState::Closed);
+    let now = store.read("rejoins").await.unwrap().expect("written");
+    assert_ne!(now, stored);
+    assert_eq!(
+        now.state,
+        CircuitState::Closed,
+        "the close reached the store"
+    );
+}
+
+/// Race 5, without a retry: a trip that landed but whose answer (and its retries') was
+/// lost is applied locally; the next read shows the opening, written by this environment
+/// (`opened_by`), so the first right to probe it is this environment's: it probes at the
+/// recovery timeout instead of waiting the fallback as a busy environment without it does.
+#[tokio::test]
+async fn a_trip_whose_answer_was_lost_is_ours_once_a_read_names_its_writer() {
+    let (store, clock, breaker) = recovering("answer-lost");
+    assert_eq!(healthy_calls(&breaker, 1).await, 1);
+    store.set(Behaviour::LosingWriteAnswers);
+    trip(&breaker).await;
+    store.set(Behaviour::Healthy);
+    let stored = store.read("answer-lost").await.unwrap().expect("landed");
+    assert_eq!(stored.state, CircuitState::Open);
+
+    // Busy: a call every second, each read again once the cache and the back-off allow.
+    for second in 1..30 {
+        clock.advance(Duration::from_secs(1));
+        assert!(rejected(&breaker).await, "open {second} s after the trip");
+    }
+    clock.advance(Duration::from_secs(1));
+    let ran = AtomicUsize::new(0);
+    counted(&breaker, &ran)
+        .await
+        .expect("the first right: a probe at the recovery timeout");
+    assert_eq!(ran.load(Ordering::SeqCst), 1);
 }

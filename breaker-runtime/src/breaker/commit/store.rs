@@ -47,14 +47,17 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
     };
     let mut cache = circuit.lock();
     let settled = match reply {
-        Some(reply) => machine::settle(
-            &change.base,
-            &change.transition,
-            heard(circuit, &mut cache, change, reply, now),
-            circuit.probe_owner(),
-            now,
-            circuit.thresholds(),
-        ),
+        Some(reply) => match heard(circuit, &mut cache, change, reply, now) {
+            Heard::Reply(reply) => machine::settle(
+                &change.base,
+                &change.transition,
+                reply,
+                circuit.probe_owner(),
+                now,
+                circuit.thresholds(),
+            ),
+            Heard::Alone => machine::settle_alone(&change.base, &change.transition),
+        },
         None => machine::settle_alone(&change.base, &change.transition),
     };
     let counts = adopt_settled(circuit, &mut cache, &change.transition, settled, now);
@@ -64,39 +67,51 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
     }
 }
 
+/// What a write's reply tells the machine: the reply to settle on, or that this
+/// environment now acts alone and applies the write without the store.
+enum Heard {
+    Reply(Option<WriteOutcome>),
+    Alone,
+}
+
 /// What a write's reply tells the machine, and what it tells of elections the store
 /// refuses ([`RefusedElections`](crate::protocol::refusals::RefusedElections)): an election
-/// that failed is a refusal; an answered one ends them. A write lost to the record the
-/// store refuses elections on is no news while this environment acts alone: settled as if
-/// the store had not answered, so what it decided alone stays.
+/// that failed is a refusal, and once the refusals have lasted the bound it is made alone
+/// (so the one election an environment acting alone sends the store each recovery window
+/// costs no call); an answered one ends them. A write lost to the record the store
+/// refuses elections on is no news while this environment acts alone: settled as if the
+/// store had not answered, so what it decided alone stays.
 fn heard(
     circuit: &Circuit,
     cache: &mut RecordCache,
     change: &Change,
     reply: Result<WriteOutcome, StoreCallError>,
     now: u64,
-) -> Option<WriteOutcome> {
+) -> Heard {
     let election = matches!(change.transition, RecordWrite::Elect { .. });
     match reply {
         Err(StoreCallError::Failed(_)) if election => {
             cache.election_refused(&change.base, now, circuit.thresholds());
-            None
+            match cache.alone(now) {
+                true => Heard::Alone,
+                false => Heard::Reply(None),
+            }
         }
-        Err(_) => None,
+        Err(_) => Heard::Reply(None),
         Ok(WriteOutcome::Lost(current)) => {
             let answered = current.clone().unwrap_or_default();
             if !election && cache.no_news(&answered, now) {
-                return None;
+                return Heard::Reply(None);
             }
             match election {
                 true => cache.write_answered(),
                 false => cache.store_answered(&answered),
             }
-            Some(WriteOutcome::Lost(current))
+            Heard::Reply(Some(WriteOutcome::Lost(current)))
         }
         Ok(WriteOutcome::Won) => {
             cache.write_answered();
-            Some(WriteOutcome::Won)
+            Heard::Reply(Some(WriteOutcome::Won))
         }
     }
 }

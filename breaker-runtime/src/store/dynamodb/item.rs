@@ -42,7 +42,8 @@ pub(crate) const SUSPECTED_UNTIL: &str = "suspected_until";
 /// own landed attempt. Written by a trip, kept by an election and a hand-over, dropped by
 /// every other breaker write and by an override. A fixed name, ignored by Powertools, whose
 /// whole-item writes drop it and whose close and reopen (`UpdateItem`s) keep it; read only
-/// when it is a string (anything else reads as absent: no condition tests it).
+/// on an OPEN or HALF_OPEN item and when it is a string (else it reads as absent: no
+/// condition tests it).
 pub(crate) const OPENED_BY: &str = "opened_by";
 
 /// A DynamoDB item.
@@ -142,8 +143,12 @@ impl AttributeNames {
             reopen_count: self.count(item, REOPEN_COUNT)?,
             operator_override: self.operator_override(item)?,
             suspected_until: self.number(item, SUSPECTED_UNTIL)?,
+            // Only an opening has a writer: Powertools' close (an `UpdateItem`) leaves the
+            // attribute on a CLOSED item.
             opened_by: match item.get(OPENED_BY) {
-                Some(AttributeValue::S(writer)) => Some(writer.clone()),
+                Some(AttributeValue::S(writer)) if state != CircuitState::Closed => {
+                    Some(writer.clone())
+                }
                 _ => None,
             },
         };
@@ -288,6 +293,26 @@ mod tests {
             assert_eq!(item["expiration"], n(42));
             assert_eq!(names().decode(&item), Ok(record));
         }
+    }
+
+    /// Powertools' close is an `UpdateItem` that keeps `opened_by`: a CLOSED item has no
+    /// writer of an opening, so the name left behind reads as absent.
+    #[test]
+    fn a_trips_writer_left_on_a_closed_item_reads_as_absent() {
+        let item: Item = [
+            ("id", s("ce")),
+            ("state", s("CLOSED")),
+            ("failure_count", n(0)),
+            (OPENED_BY, s("env-1#0")),
+        ]
+        .map(|(k, v)| (k.to_owned(), v))
+        .into();
+        assert_eq!(names().decode(&item), Ok(CircuitRecord::closed()));
+        let mut open = item;
+        open.insert("state".into(), s("OPEN"));
+        open.insert("opened_at".into(), n(1_700_000_000));
+        let record = names().decode(&open).unwrap();
+        assert_eq!(record.opened_by.as_deref(), Some("env-1#0"));
     }
 
     #[test]
