@@ -26,10 +26,34 @@ use crate::protocol::{
 #[derive(Debug, Default)]
 pub struct InMemoryStore {
     records: Mutex<HashMap<String, CircuitRecord>>,
-    /// The fleet windows' counters, by circuit and window start; `None`: none kept.
-    fleet: Option<Mutex<HashMap<(String, u64), FleetTally>>>,
+    /// The fleet's counters; `None`: none kept.
+    fleet: Option<FleetCounters>,
+}
+
+/// Tallies by circuit and the window start or suspicion epoch they count for.
+type Counters<T> = Mutex<HashMap<(String, u64), T>>;
+
+/// The counters a store standing for a fleet keeps.
+#[derive(Debug, Default)]
+struct FleetCounters {
+    /// The fleet windows' counters, by circuit and window start.
+    windows: Counters<FleetTally>,
     /// The suspicions' counters, by circuit and epoch.
-    epochs: Mutex<HashMap<(String, u64), EpochTally>>,
+    epochs: Counters<EpochTally>,
+}
+
+/// Adds `report` to the tally of `circuit` at `at` with `plus`; the tally after it.
+fn add<T: Copy + Default, R>(
+    counters: &Counters<T>,
+    circuit: &str,
+    at: u64,
+    report: &R,
+    plus: fn(T, &R) -> T,
+) -> T {
+    let mut counters = counters.lock().unwrap_or_else(PoisonError::into_inner);
+    let tally = counters.entry((circuit.to_owned(), at)).or_default();
+    *tally = plus(*tally, report);
+    *tally
 }
 
 impl InMemoryStore {
@@ -55,7 +79,7 @@ impl InMemoryStore {
     /// ```
     pub fn with_fleet_counters() -> Self {
         Self {
-            fleet: Some(Mutex::default()),
+            fleet: Some(FleetCounters::default()),
             ..Self::default()
         }
     }
@@ -94,15 +118,15 @@ impl StateStore for InMemoryStore {
         circuit: &'a str,
         report: &'a FailureReport,
     ) -> StoreFuture<'a, Option<FleetTally>> {
-        let tally = self.fleet.as_ref().map(|fleet| {
-            let mut windows = fleet.lock().unwrap_or_else(PoisonError::into_inner);
-            let tally = windows
-                .entry((circuit.to_owned(), report.window_start))
-                .or_default();
-            *tally = tally.plus(report);
-            *tally
-        });
-        Box::pin(std::future::ready(Ok(tally)))
+        self.counted(|fleet| {
+            add(
+                &fleet.windows,
+                circuit,
+                report.window_start,
+                report,
+                FleetTally::plus,
+            )
+        })
     }
 
     fn report_suspected<'a>(
@@ -110,14 +134,24 @@ impl StateStore for InMemoryStore {
         circuit: &'a str,
         report: &'a SuspectReport,
     ) -> StoreFuture<'a, Option<EpochTally>> {
-        let tally = self.fleet.as_ref().map(|_| {
-            let mut epochs = self.epochs.lock().unwrap_or_else(PoisonError::into_inner);
-            let tally = epochs
-                .entry((circuit.to_owned(), report.epoch))
-                .or_default();
-            *tally = tally.plus(report);
-            *tally
-        });
-        Box::pin(std::future::ready(Ok(tally)))
+        self.counted(|fleet| {
+            add(
+                &fleet.epochs,
+                circuit,
+                report.epoch,
+                report,
+                EpochTally::plus,
+            )
+        })
+    }
+}
+
+impl InMemoryStore {
+    /// What `count` answers on this store's fleet counters; `None` if it keeps none.
+    fn counted<'a, T: Send + 'a>(
+        &self,
+        count: impl FnOnce(&FleetCounters) -> T,
+    ) -> StoreFuture<'a, Option<T>> {
+        Box::pin(std::future::ready(Ok(self.fleet.as_ref().map(count))))
     }
 }

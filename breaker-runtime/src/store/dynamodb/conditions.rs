@@ -142,12 +142,17 @@ pub(super) const RELEASE_ENDED: &str = concat!(
 /// Removes every override attribute.
 const REMOVE_OVERRIDE: &str = "#ov, #ou, #oby, #or, #oat";
 
+/// Removes what an override and a forced open's release start afresh from, as a trip does:
+/// the probe (owner, lease, the fleet's successes), the reopens' count, a suspicion and the
+/// trip's writer.
+const REMOVE_FRESH_START: &str = "#ow, #le, #ps, #rc, #su, #opb";
+
 /// The update that sets an override: the state it forces, the override's attributes, and
 /// the TTL (removed for an override until released). `:nuntil`, `:nreason` and `:ttl` are
 /// bound only when `until`, `reason` and `ttl` say so.
 pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bool) -> String {
     let mut set = vec!["#ov = :nkind", "#oby = :nby", "#oat = :nat"];
-    let mut remove = vec!["#ow", "#le"];
+    let mut remove = vec![REMOVE_FRESH_START];
     match forced_open {
         true => set.extend(["#st = :open", "#oa = :opened"]),
         false => {
@@ -167,9 +172,6 @@ pub(super) fn set_override(forced_open: bool, until: bool, reason: bool, ttl: bo
         true => set.push("#ex = :ttl"),
         false => remove.push("#ex"),
     }
-    // No probe survives an override, nor its count, nor the reopens', nor a suspicion, nor
-    // the trip's writer (a forced open or a disable is a fresh start, as a trip is).
-    remove.extend(["#ps", "#rc", "#su", "#opb"]);
     format!("SET {} REMOVE {}", set.join(", "), remove.join(", "))
 }
 
@@ -179,7 +181,7 @@ pub(super) fn release(forced_open_holds: bool) -> String {
     match forced_open_holds {
         true => {
             format!(
-                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, #ow, #le, #ps, #rc, #su, #opb"
+                "SET #st = :open, #oa = :now, #ex = :ttl REMOVE {REMOVE_OVERRIDE}, {REMOVE_FRESH_START}"
             )
         }
         false => format!("SET #ex = :ttl REMOVE {REMOVE_OVERRIDE}"),
@@ -283,7 +285,7 @@ mod tests {
     #[test]
     fn override_placeholders_do_not_shadow_each_other() {
         let update = set_override(false, false, true, true);
-        assert!(update.contains("REMOVE #ow, #le, #oa, #ou"));
+        assert!(update.ends_with("REMOVE #ow, #le, #ps, #rc, #su, #opb, #oa, #ou"));
         let released = release(false);
         assert!(uses(&released, "#oat") && !uses(&released, "#oa"));
         assert_eq!(

@@ -66,6 +66,20 @@ pub(super) fn is_report_item(item: &Item) -> bool {
     item.contains_key(FLEET_WINDOW)
 }
 
+/// What one report adds to one counters item: `counters` are its two kind's own
+/// (placeholder, attribute, amount); the reporter, the window or epoch and the TTL are
+/// common to both kinds.
+struct Addition {
+    key_value: String,
+    update: &'static str,
+    counters: [(&'static str, String, u64); 2],
+    new_reporter: u64,
+    start: u64,
+    expiration: u64,
+    /// The tally's kind, as an error names it.
+    kind: &'static str,
+}
+
 impl Shared {
     /// Adds `report` to `circuit`'s counters of its window; the window's totals after it.
     pub(super) async fn report(
@@ -73,71 +87,70 @@ impl Shared {
         circuit: &str,
         report: &FailureReport,
     ) -> Result<Option<FleetTally>, StoreError> {
-        let key = self
-            .names
-            .key(&report_key_value(circuit, report.window_start));
-        let output = self
-            .client()
-            .await
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(key))
-            .update_expression(ADD_REPORT)
-            .expression_attribute_names("#f", FLEET_FAILURES)
-            .expression_attribute_names("#c", FLEET_CALLS)
-            .expression_attribute_names("#r", FLEET_REPORTERS)
-            .expression_attribute_names("#w", FLEET_WINDOW)
-            .expression_attribute_names("#e", &self.names.expiry)
-            .expression_attribute_values(":f", number(report.failures.into()))
-            .expression_attribute_values(":c", number(report.calls.into()))
-            .expression_attribute_values(":r", number(report.new_reporter.into()))
-            .expression_attribute_values(":w", number(report.window_start))
-            .expression_attribute_values(":e", number(report.expiration))
-            .return_values(ReturnValue::AllNew)
-            .customize()
-            .config_override(
-                aws_sdk_dynamodb::config::Builder::default().retry_config(RetryConfig::disabled()),
-            )
-            .send()
-            .await
-            .map_err(|e| self.error("UpdateItem", &e))?;
-        let tally = tally(&output.attributes.unwrap_or_default()).map_err(|problem| {
-            StoreError::new(format!(
-                "DynamoDB UpdateItem on table '{}' answered a malformed fleet tally for \
-                 circuit '{circuit}': {problem}",
-                self.table
-            ))
-        })?;
-        Ok(Some(tally))
+        let addition = Addition {
+            key_value: report_key_value(circuit, report.window_start),
+            update: ADD_REPORT,
+            counters: [
+                ("f", FLEET_FAILURES.to_owned(), report.failures.into()),
+                ("c", FLEET_CALLS.to_owned(), report.calls.into()),
+            ],
+            new_reporter: report.new_reporter.into(),
+            start: report.window_start,
+            expiration: report.expiration,
+            kind: "fleet",
+        };
+        self.add(circuit, addition, tally).await.map(Some)
     }
-}
 
-impl Shared {
     /// Adds `report` to the counters of `circuit`'s suspicion; the epoch's totals after it.
     pub(super) async fn report_suspected(
         &self,
         circuit: &str,
         report: &SuspectReport,
     ) -> Result<Option<EpochTally>, StoreError> {
-        let key = self.names.key(&epoch_key_value(circuit, report.epoch));
         let slice = usize::from(report.slice).min(EPOCH_SLICES - 1);
-        let output = self
+        let addition = Addition {
+            key_value: epoch_key_value(circuit, report.epoch),
+            update: ADD_SUSPECT_REPORT,
+            counters: [
+                ("f", slice_attribute('f', slice), report.failures.into()),
+                ("s", slice_attribute('s', slice), report.successes.into()),
+            ],
+            new_reporter: report.new_reporter.into(),
+            start: report.epoch,
+            expiration: report.expiration,
+            kind: "suspicion",
+        };
+        self.add(circuit, addition, epoch_tally).await.map(Some)
+    }
+
+    /// Sends `addition` once (see the module's note on retries) and reads the item's
+    /// counters it answers with `read`.
+    async fn add<T>(
+        &self,
+        circuit: &str,
+        addition: Addition,
+        read: fn(&Item) -> Result<T, String>,
+    ) -> Result<T, StoreError> {
+        let mut request = self
             .client()
             .await
             .update_item()
             .table_name(&self.table)
-            .set_key(Some(key))
-            .update_expression(ADD_SUSPECT_REPORT)
-            .expression_attribute_names("#f", slice_attribute('f', slice))
-            .expression_attribute_names("#s", slice_attribute('s', slice))
+            .set_key(Some(self.names.key(&addition.key_value)))
+            .update_expression(addition.update);
+        for (placeholder, attribute, amount) in addition.counters {
+            request = request
+                .expression_attribute_names(format!("#{placeholder}"), attribute)
+                .expression_attribute_values(format!(":{placeholder}"), number(amount));
+        }
+        let output = request
             .expression_attribute_names("#r", FLEET_REPORTERS)
             .expression_attribute_names("#w", FLEET_WINDOW)
             .expression_attribute_names("#e", &self.names.expiry)
-            .expression_attribute_values(":f", number(report.failures.into()))
-            .expression_attribute_values(":s", number(report.successes.into()))
-            .expression_attribute_values(":r", number(report.new_reporter.into()))
-            .expression_attribute_values(":w", number(report.epoch))
-            .expression_attribute_values(":e", number(report.expiration))
+            .expression_attribute_values(":r", number(addition.new_reporter))
+            .expression_attribute_values(":w", number(addition.start))
+            .expression_attribute_values(":e", number(addition.expiration))
             .return_values(ReturnValue::AllNew)
             .customize()
             .config_override(
@@ -146,14 +159,13 @@ impl Shared {
             .send()
             .await
             .map_err(|e| self.error("UpdateItem", &e))?;
-        let tally = epoch_tally(&output.attributes.unwrap_or_default()).map_err(|problem| {
+        read(&output.attributes.unwrap_or_default()).map_err(|problem| {
             StoreError::new(format!(
-                "DynamoDB UpdateItem on table '{}' answered a malformed suspicion tally for \
+                "DynamoDB UpdateItem on table '{}' answered a malformed {} tally for \
                  circuit '{circuit}': {problem}",
-                self.table
+                self.table, addition.kind
             ))
-        })?;
-        Ok(Some(tally))
+        })
     }
 }
 
