@@ -13,8 +13,7 @@ use tower_service::Service;
 
 use crate::breaker::CircuitBreaker;
 use crate::breaker::{Owned, OwnedFuture, Permit, Recording};
-use crate::events::CircuitInfo;
-use crate::protocol::machine::Outcome;
+use crate::events::{CircuitInfo, FailureKind};
 
 use super::classify::Classify;
 use super::error::{BoxError, open_error};
@@ -116,26 +115,30 @@ where
         permit: Permit<Owned<B>>,
         output: Result<Result<S::Response, S::Error>, Panic>,
     ) -> Self {
-        let outcome = outcome_of(&classifier, &output);
+        let writing = record(permit, &classifier, &output);
         Self {
             classifier,
             permit: None,
-            slow: Some(Box::new(Slow::Recording {
-                writing: permit.record(outcome),
-                output,
-            })),
+            slow: Some(Box::new(Slow::Recording { writing, output })),
             running: None,
         }
     }
 }
 
-fn outcome_of<Res, E>(
+/// Records how the inner call ended on `permit`: as the classifier says, or a panic as a
+/// failure of its own kind (as the breaker's own futures record it).
+#[inline]
+fn record<'h, B, Res, E>(
+    permit: Permit<Owned<B>>,
     classifier: &impl Classify<Res, E>,
     output: &Result<Result<Res, E>, Panic>,
-) -> Outcome {
+) -> Recording<'h>
+where
+    B: Borrow<CircuitBreaker> + Send + Sync + 'static,
+{
     match output {
-        Ok(result) => classifier.classify(result),
-        Err(_) => Outcome::Failure,
+        Ok(result) => permit.record(classifier.classify(result)),
+        Err(_) => permit.record_failure(FailureKind::Panic),
     }
 }
 
@@ -173,7 +176,7 @@ where
         };
         this.running.set(None);
         let permit = this.permit.take().expect("a running call holds its permit");
-        match permit.record(outcome_of(&*this.classifier, &output)) {
+        match record(permit, &*this.classifier, &output) {
             Recording::Done => Poll::Ready(finish(output)),
             writing => {
                 *this.slow = Some(Box::new(Slow::Recording { writing, output }));
@@ -222,7 +225,7 @@ where
                     }
                     Err(panic) => {
                         let output = Err(panic);
-                        let writing = admitted.record(outcome_of(classifier, &output));
+                        let writing = record(admitted, classifier, &output);
                         *slow = Some(Box::new(Slow::Recording { writing, output }));
                     }
                 }
@@ -251,7 +254,7 @@ where
                 };
                 running.set(None);
                 let admitted = permit.take().expect("a running call holds its permit");
-                let writing = admitted.record(outcome_of(classifier, &output));
+                let writing = record(admitted, classifier, &output);
                 *slow = Some(Box::new(Slow::Recording { writing, output }));
             }
         }

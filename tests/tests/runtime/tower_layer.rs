@@ -15,7 +15,8 @@ use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::tower::{BoxError, CircuitBreakerLayer, Outcome};
 use breaker_runtime::{
-    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, RecoveryBackoff,
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, FailureKind,
+    RecoveryBackoff, TransitionCause,
 };
 use devstack::circuits::is_rejection;
 use devstack::contention::{Tally, at_once_on_tasks};
@@ -257,7 +258,10 @@ async fn a_cancelled_probe_frees_the_slot() {
 #[tokio::test]
 async fn a_panic_in_the_inner_service_counts_and_is_resumed() {
     let clock = ManualClock::new();
-    let breaker = breaker(&clock, 1, 1);
+    let causes = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = causes.clone();
+    let breaker =
+        breaker(&clock, 1, 1).with_on_transition(move |t| seen.lock().unwrap().push(t.cause));
     let service = CircuitBreakerLayer::new(breaker.clone()).layer(service_fn(|n: u8| async move {
         if n == 0 {
             panic!("downstream client bug");
@@ -267,6 +271,14 @@ async fn a_panic_in_the_inner_service_counts_and_is_resumed() {
     let panicked = tokio::spawn(AssertUnwindSafe(service.clone().oneshot(0))).await;
     assert!(panicked.unwrap_err().is_panic(), "the panic is resumed");
     assert_eq!(breaker.state(), CircuitState::Open, "and counted");
+    assert_eq!(
+        *causes.lock().unwrap(),
+        [Some(TransitionCause::Failures {
+            kind: FailureKind::Panic,
+            count: 1
+        })],
+        "as a panic, as the breaker's own futures count one"
+    );
     assert!(is_rejection(&service.oneshot(1).await));
 }
 
