@@ -9,6 +9,7 @@ use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitKind, PermitRequest};
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
+use super::transitions::live_suspicion;
 use crate::blocking::block_on;
 use crate::events::CircuitInfo;
 use crate::protocol::machine::Admission;
@@ -161,7 +162,7 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
 
 /// A closed call's permit on `record` at `now`: sampled, one in
 /// [`SAMPLE_WEIGHT`](crate::protocol::SAMPLE_WEIGHT), while the shared record shows a
-/// suspicion of the fleet. A suspicion that ended is taken off the closed path's horizon.
+/// suspicion of the fleet that this environment takes part in. A suspicion that ended is taken off the closed path's horizon.
 fn closed<'a>(
     circuit: &'a Circuit,
     seam: Seam,
@@ -177,7 +178,8 @@ fn closed<'a>(
         }
         return Permit::new(circuit, PermitKind::Closed);
     }
-    match seam == Seam::Store && circuit.reports().sampled(now) {
+    let takes_part = || live_suspicion(circuit, now).is_some();
+    match seam == Seam::Store && takes_part() && circuit.reports().sampled(now) {
         true => Permit::new(circuit, PermitKind::Sampled),
         false => Permit::new(circuit, PermitKind::Closed),
     }

@@ -5,7 +5,9 @@
 //! ([`ClosedCounts`](super::closed_counts::ClosedCounts)), and a report goes out when a counted failure finds the previous report at least
 //! `report_interval` old. It carries the failures not reported yet and the calls made
 //! since the last report within the recent past (marked at cache refreshes, at most a
-//! fleet window apart), so the fleet can weigh failures against calls.
+//! fleet window apart; a report's span starts at the mark before the last, so a busy
+//! environment's spans one to two windows of its calls), so the fleet can weigh failures
+//! against calls.
 //!
 //! While the circuit's record shows a suspicion of the fleet
 //! ([`protocol::fleet`](crate::protocol::fleet)), the same reports go to the counters of
@@ -18,7 +20,9 @@
 //! first failures back: its trip comes sooner than the fleet's and costs the fleet's
 //! counters nothing. What it holds goes out with its next failure once the interval has
 //! passed. A quiet environment (the normal shape of a Lambda fleet) reports each failure
-//! at once: it may not call again for a minute.
+//! at once: it may not call again for a minute. For the same reason a busy environment
+//! takes no part in a suspicion ([`FleetReports::busy`]): it samples nothing, and its
+//! failures go to the window's counters.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -101,12 +105,40 @@ struct Pending {
     last_report: u64,
     /// The call count at the last report.
     calls_at_report: u64,
-    /// A recent instant and the call count then: the calls a report carries start no
-    /// earlier, and the call rate is estimated from it.
+    /// A recent instant and the call count then, set at a cache refresh at most once per
+    /// fleet window.
     mark: (u64, u64),
+    /// The mark before `mark`: while it is at most two windows old, the calls a report
+    /// carries start there, and the call rate is estimated from it.
+    previous_mark: (u64, u64),
     /// The successes sampled calls stand for, not reported yet, and the epoch they belong
     /// to.
     sampled: (u32, u64),
+}
+
+impl Pending {
+    /// Where the calls a report carries start at `now`, and the rate is estimated from:
+    /// the previous mark while it is at most two windows (of `window` millis) old, so
+    /// that a busy environment's report right after a new mark still weighs its failure
+    /// against a window's calls, not "1 failure of 1 call" (which, at a window's start,
+    /// raised suspicions by chance in busy fleets with background errors). A quiet
+    /// environment's previous mark is its previous call, or older than two windows.
+    fn span_start(&self, now: u64, window: u64) -> (u64, u64) {
+        match now.saturating_sub(self.previous_mark.0) <= window.saturating_mul(2) {
+            true => self.previous_mark,
+            false => self.mark,
+        }
+    }
+
+    /// Whether this environment, at its call rate since the span's start, makes `left`
+    /// more calls within `interval` (millis) of `now`: the gaps between the calls since
+    /// then give the rate (one call alone gives none).
+    fn calls_within(&self, now: u64, calls: u64, left: u64, interval: u64, window: u64) -> bool {
+        let (at, start) = self.span_start(now, window);
+        let elapsed = now.saturating_sub(at).max(1);
+        let gaps = calls.saturating_sub(start).saturating_sub(1);
+        gaps.saturating_mul(interval) >= left.saturating_mul(elapsed)
+    }
 }
 
 impl FleetReports {
@@ -139,6 +171,7 @@ impl FleetReports {
         };
         let mut pending = self.lock();
         if now.saturating_sub(pending.mark.0) >= millis(policy.window) {
+            pending.previous_mark = pending.mark;
             pending.mark = (now, calls);
         }
     }
@@ -176,9 +209,11 @@ impl FleetReports {
         if pending.last_report != 0 && now.saturating_sub(pending.last_report) < interval {
             return None;
         }
-        let (mark_at, mark_calls) = pending.mark;
+        let window = millis(policy.window);
+        let (_, mark_calls) = pending.span_start(now, window);
         // The failures not reported yet came since the last report: so do their calls, if
-        // that report is recent; else since the mark, so that calls long past do not count.
+        // that report is recent; else since the span's start, so that calls long past do
+        // not count.
         let recent_report = pending.last_report != 0
             && now.saturating_sub(pending.last_report) <= millis(policy.window);
         let since = match (abandoned_after, recent_report) {
@@ -186,13 +221,10 @@ impl FleetReports {
             (None, true) => pending.calls_at_report,
             (None, false) => pending.calls_at_report.max(mark_calls),
         };
-        // The gaps between the calls since the mark give the call rate (one call alone
-        // gives none), and the failures the own policy still needs give its time to trip.
-        let elapsed = now.saturating_sub(mark_at).max(1);
-        let gaps = calls.saturating_sub(mark_calls).saturating_sub(1);
+        // The failures the own policy still needs, at its call rate, give its time to trip.
         let to_trip = consecutive.map(|c| u64::from(failure_threshold.saturating_sub(c)));
-        let trips_first = to_trip
-            .is_some_and(|left| gaps.saturating_mul(interval) >= left.saturating_mul(elapsed));
+        let trips_first =
+            to_trip.is_some_and(|left| pending.calls_within(now, calls, left, interval, window));
         let held = trips_first && now.saturating_sub(pending.first_failure) < interval;
         if held && abandoned_after.is_none() {
             return None;
@@ -222,6 +254,33 @@ impl FleetReports {
         pending.last_report = now;
         pending.calls_at_report = calls;
         Some(Report::Window(report))
+    }
+
+    /// Whether this environment, after `calls` closed calls at `now`, calls so often that
+    /// its own policy (a count of `failure_threshold` consecutive failures; `counting`:
+    /// the policy is one) would trip within the report interval if the downstream failed:
+    /// it takes no part in a suspicion of the fleet. Its trip comes sooner than the
+    /// fleet's, and its failures are weighed against its calls in the window's reports;
+    /// sampling its calls would cost the suspicion's counters a write per environment
+    /// and report interval, which a fleet of thousands of busy environments holds at the
+    /// item's write limit for the whole suspicion.
+    pub(super) fn busy(
+        &self,
+        now: u64,
+        calls: u64,
+        counting: bool,
+        failure_threshold: u32,
+    ) -> bool {
+        let Some(policy) = self.active().filter(|_| counting) else {
+            return false;
+        };
+        self.lock().calls_within(
+            now,
+            calls,
+            u64::from(failure_threshold),
+            millis(policy.report_interval),
+            millis(policy.window),
+        )
     }
 
     /// Whether a call admitted at `now` while a suspicion holds is sampled: with
@@ -334,8 +393,6 @@ impl FleetReports {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
 
     impl FleetReports {
@@ -454,18 +511,48 @@ mod tests {
         // 10 calls a second for 5 s, then failures: its own policy trips in 0.4 s.
         assert_eq!(r.on_window_failure(5_000, 51, Some(1), 5, None), None);
         assert_eq!(r.on_window_failure(5_100, 52, Some(2), 5, None), None);
+        // Right after a new mark too: its rate is known from the mark before.
+        let r = reports();
+        r.on_refresh(0, 0);
+        r.on_refresh(10_000, 100);
+        assert_eq!(r.on_window_failure(10_050, 101, Some(1), 5, None), None);
     }
 
     #[test]
-    fn the_calls_of_a_report_start_at_the_last_mark() {
+    fn the_calls_of_a_report_start_at_the_mark_before_the_last() {
         let r = reports();
         r.on_refresh(0, 0);
-        // A refresh a window later starts the span again.
-        r.on_refresh(Duration::from_secs(10).as_millis() as u64, 1_000);
+        r.on_refresh(10_000, 1_000);
+        // A refresh a window later marks again: the span starts at the mark before it.
+        r.on_refresh(20_000, 2_000);
         let report = r
-            .on_window_failure(20_000, 1_003, Some(1), 5, None)
+            .on_window_failure(25_000, 2_003, None, 5, None)
             .expect("reported");
-        assert_eq!(report.calls, 3);
+        assert_eq!(
+            (report.failures, report.calls),
+            (1, 1_003),
+            "right after a mark, a busy environment's failure is one of a window's calls"
+        );
+    }
+
+    #[test]
+    fn a_quiet_environment_counts_its_previous_call_only_within_two_windows() {
+        let r = reports();
+        // Calls 20 s apart: each refreshes, and each refresh marks.
+        r.on_refresh(100_000, 0);
+        r.on_refresh(120_000, 1);
+        let report = r
+            .on_window_failure(120_000, 2, Some(1), 5, None)
+            .expect("reported at once");
+        assert_eq!((report.failures, report.calls), (1, 2));
+        // Calls 50 s apart: the previous mark is too old to count.
+        let r = reports();
+        r.on_refresh(100_000, 0);
+        r.on_refresh(150_000, 1);
+        let report = r
+            .on_window_failure(150_000, 2, Some(1), 5, None)
+            .expect("reported at once");
+        assert_eq!((report.failures, report.calls), (1, 1));
     }
 
     #[test]

@@ -48,9 +48,18 @@ pub(super) enum FollowUp {
 }
 
 /// The end of the suspicion the circuit's cached record shows at `now` (unix millis), if
-/// one holds.
-fn live_suspicion(circuit: &Circuit, now: u64) -> Option<u64> {
-    circuit.lock().record().live_suspicion(now / 1000)
+/// one holds and this environment takes part in it (it is not
+/// [`busy`](super::fleet_reports::FleetReports::busy)).
+pub(super) fn live_suspicion(circuit: &Circuit, now: u64) -> Option<u64> {
+    let epoch = circuit.lock().record().live_suspicion(now / 1000)?;
+    let counts = circuit.counts();
+    let busy = circuit.reports().busy(
+        now,
+        counts.calls(),
+        counts.consecutive().is_some(),
+        circuit.thresholds().failure_threshold,
+    );
+    (!busy).then_some(epoch)
 }
 
 /// Counts a closed call that ended with `outcome` (a failure of `kind`), admitted at
