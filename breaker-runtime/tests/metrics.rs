@@ -298,3 +298,35 @@ async fn the_tower_layer_counts_outcomes_and_durations() {
         other => panic!("no duration histogram: {other:?}"),
     }
 }
+
+/// A probe's outcome is counted when the call ends; the recording of it, dropped before
+/// it was polled, counts nothing more (no "ignored" besides the success), and frees the
+/// probe slot for the next call.
+#[tokio::test]
+async fn a_probe_whose_recording_is_dropped_unpolled_counts_once() {
+    use breaker_runtime::__private::{Outcome, request_permit};
+    let name = "metrics-probe-dropped";
+    let clock = ManualClock::new();
+    let (breaker, recorder) = observed(name, |config| {
+        config
+            .failure_threshold(1)
+            .recovery_timeout(Duration::from_secs(1))
+            .recovery_jitter(Duration::ZERO)
+            .clock(clock.clone())
+    });
+    let failed = breaker
+        .call(|| async { Err::<(), Error>("down".into()) })
+        .await;
+    assert!(failed.is_err());
+    clock.advance(Duration::from_secs(2));
+    snapshot(&recorder);
+
+    let probe = request_permit(&breaker).await.expect("the probe");
+    drop(probe.record(Outcome::Success));
+    let metrics = snapshot(&recorder);
+    assert_eq!(calls(&metrics, name, "success"), 1);
+    assert_eq!(calls(&metrics, name, "ignored"), 0, "counted once");
+
+    let next = request_permit(&breaker).await;
+    assert!(next.is_ok(), "the slot was freed: the next call probes");
+}

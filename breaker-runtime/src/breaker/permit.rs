@@ -173,7 +173,7 @@ impl<H: CircuitHandle> Permit<H> {
                     Some(calls_at_start),
                 );
                 match next {
-                    Some(next) => self.writing(Write::FollowUp(next)),
+                    Some(next) => self.writing(next),
                     None => Recording::Done,
                 }
             }
@@ -287,22 +287,32 @@ impl<H: CircuitHandle> Permit<H> {
             PermitKind::Closed => {
                 self.kind = PermitKind::Spent;
                 match count_closed(self.circuit(), outcome, self.started, kind, None) {
-                    Some(next) => self.writing(Write::FollowUp(next)),
+                    Some(next) => self.writing(next),
                     None => Recording::Done,
                 }
             }
             PermitKind::Sampled => {
                 self.kind = PermitKind::Spent;
                 match count_sampled(self.circuit(), outcome, self.started, kind) {
-                    Some(next) => self.writing(Write::FollowUp(next)),
+                    Some(next) => self.writing(next),
                     None => Recording::Done,
                 }
             }
             PermitKind::Probe(seam) => {
                 let outcome = self.circuit().counts().probe_outcome(outcome, self.started);
-                // The permit holds the probe slot until the outcome's future takes it over
-                // (a future dropped unpolled frees it); spent from then on.
-                self.writing(Write::ProbeOutcome(seam, outcome, kind))
+                // Reported: spent for the metrics. The probe slot is the ending's until the
+                // outcome's future takes it over (a future dropped unpolled frees it).
+                self.kind = PermitKind::Spent;
+                let ending = ProbeEnding {
+                    permit: self,
+                    holds_slot: true,
+                };
+                Recording::Writing(Box::pin(async move {
+                    let mut ending = ending;
+                    let write = end_probe(ending.permit.handle.circuit(), seam, outcome, kind);
+                    ending.holds_slot = false;
+                    write.await;
+                }))
             }
             PermitKind::Bypass | PermitKind::Spent => {
                 self.kind = PermitKind::Spent;
@@ -311,36 +321,34 @@ impl<H: CircuitHandle> Permit<H> {
         }
     }
 
-    /// The future that writes `what`, holding this permit: the handle it reaches the
+    /// The future that writes a closed call's `next` step, holding this permit: the handle it reaches the
     /// circuit through travels with it, borrowed or owned alike.
-    fn writing<'h>(self, what: Write) -> Recording<'h>
+    fn writing<'h>(self, next: FollowUp) -> Recording<'h>
     where
         H: Send + 'h,
     {
         Recording::Writing(Box::pin(async move {
             let mut permit = self;
-            match what {
-                Write::FollowUp(next) => {
-                    permit.kind = PermitKind::Spent;
-                    follow_up(permit.circuit(), next).await;
-                }
-                Write::ProbeOutcome(seam, outcome, kind) => {
-                    // The outcome's future takes the probe slot over: spent from here on.
-                    let ending = end_probe(permit.handle.circuit(), seam, outcome, kind);
-                    permit.kind = PermitKind::Spent;
-                    ending.await;
-                }
-            }
+            permit.kind = PermitKind::Spent;
+            follow_up(permit.circuit(), next).await;
         }))
     }
 }
 
-/// What a permit's outcome leaves to write.
-enum Write {
-    /// A closed call's trip or report to the fleet.
-    FollowUp(FollowUp),
-    /// A probe's outcome, through the seam that admitted it.
-    ProbeOutcome(Seam, Outcome, FailureKind),
+/// A probe's permit whose outcome was reported and whose write has not taken the probe
+/// slot over yet: dropped so (a recording dropped unpolled), it frees the slot, and counts
+/// nothing more in the metrics (the permit is spent).
+struct ProbeEnding<H: CircuitHandle> {
+    permit: Permit<H>,
+    holds_slot: bool,
+}
+
+impl<H: CircuitHandle> Drop for ProbeEnding<H> {
+    fn drop(&mut self) {
+        if self.holds_slot {
+            self.permit.circuit().release_probe();
+        }
+    }
 }
 
 impl<H: CircuitHandle> Drop for Permit<H> {
