@@ -126,8 +126,9 @@ where
 }
 
 /// Records how the inner call ended on `permit`: as the classifier says, or a panic as a
-/// failure of its own kind (as the breaker's own futures record it).
-#[inline]
+/// failure of its own kind (as the breaker's own futures record it). Inlined always, so
+/// that the closed path costs what recording the classifier's outcome alone did.
+#[inline(always)]
 fn record<'h, B, Res, E>(
     permit: Permit<Owned<B>>,
     classifier: &impl Classify<Res, E>,
@@ -138,8 +139,18 @@ where
 {
     match output {
         Ok(result) => permit.record(classifier.classify(result)),
-        Err(_) => permit.record_failure(FailureKind::Panic),
+        Err(_) => panicked(permit),
     }
+}
+
+/// [`record`] of a panic, out of the closed path's way.
+#[cold]
+#[inline(never)]
+fn panicked<'h, B>(permit: Permit<Owned<B>>) -> Recording<'h>
+where
+    B: Borrow<CircuitBreaker> + Send + Sync + 'static,
+{
+    permit.record_failure(FailureKind::Panic)
 }
 
 /// The response, the inner error boxed, or the panic resumed.
