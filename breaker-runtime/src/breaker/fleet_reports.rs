@@ -214,8 +214,8 @@ impl FleetReports {
         // The failures not reported yet came since the last report: so do their calls, if
         // that report is recent; else since the span's start, so that calls long past do
         // not count.
-        let recent_report = pending.last_report != 0
-            && now.saturating_sub(pending.last_report) <= millis(policy.window);
+        let recent_report =
+            pending.last_report != 0 && now.saturating_sub(pending.last_report) <= window;
         let since = match (abandoned_after, recent_report) {
             (Some(at_start), _) => at_start.max(pending.calls_at_report),
             (None, true) => pending.calls_at_report,
@@ -239,16 +239,16 @@ impl FleetReports {
                 calls,
             )));
         }
-        let window = window_start(now / 1000, window_secs);
+        let start = window_start(now / 1000, window_secs);
         let failures = pending.failures;
         let counted = calls.saturating_sub(since).max(u64::from(failures));
         let report = FailureReport {
-            window_start: window,
+            window_start: start,
             window_secs,
             failures,
             calls: u32::try_from(counted).unwrap_or(u32::MAX),
-            new_reporter: u32::from(self.reporter.first_in(window)),
-            expiration: window + window_secs + TTL_GRACE_SECS,
+            new_reporter: u32::from(self.reporter.first_in(start)),
+            expiration: start + window_secs + TTL_GRACE_SECS,
         };
         pending.failures = 0;
         pending.last_report = now;
@@ -328,11 +328,24 @@ impl FleetReports {
         epoch: u64,
         now: u64,
     ) -> SuspectReport {
+        self.suspect_report(epoch, report.window_secs, now, report.failures, 0)
+    }
+
+    /// A report of `failures` and `successes` at `now` to the counters of the suspicion
+    /// ending at `epoch`.
+    fn suspect_report(
+        &self,
+        epoch: u64,
+        window_secs: u64,
+        now: u64,
+        failures: u32,
+        successes: u32,
+    ) -> SuspectReport {
         SuspectReport {
             epoch,
-            slice: epoch_slice(epoch, report.window_secs, now),
-            failures: report.failures,
-            successes: 0,
+            slice: epoch_slice(epoch, window_secs, now),
+            failures,
+            successes,
             new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK)),
             expiration: epoch + TTL_GRACE_SECS,
         }
@@ -351,14 +364,7 @@ impl FleetReports {
             true => pending.sampled.0,
             false => 0,
         };
-        let report = SuspectReport {
-            epoch,
-            slice: epoch_slice(epoch, window_secs, now),
-            failures: pending.failures,
-            successes,
-            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK)),
-            expiration: epoch + TTL_GRACE_SECS,
-        };
+        let report = self.suspect_report(epoch, window_secs, now, pending.failures, successes);
         pending.failures = 0;
         pending.sampled = (0, epoch);
         pending.last_report = now;
