@@ -24,7 +24,7 @@ pub(crate) fn environment(table: &Table, id: &str, cache_age: Duration) -> Arc<C
 /// An environment whose openings wait `recovery` before a probe: a test that must see an
 /// opening it seeded as OPEN needs more than the 1 s default here, since the seeded
 /// `opened_at` is whole seconds and may already be most of a second old.
-fn recovering_after(
+pub(crate) fn recovering_after(
     table: &Table,
     id: &str,
     cache_age: Duration,

@@ -8,8 +8,12 @@ use std::sync::{Arc, Mutex};
 use breaker_runtime::ShadowDecision;
 use tokio::time::sleep;
 
-use crate::protocol::{CACHE_AGE, SEEN, call, environment, rejected};
+use crate::protocol::{CACHE_AGE, SEEN, call, recovering_after, rejected};
 use crate::support::{Table, s};
+
+/// Long enough that the trip after the release is still OPEN at the next call: a trip's
+/// `opened_at` is whole seconds, so a 1 s recovery may already be due a moment after it.
+const RECOVERY: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[tokio::test]
 async fn a_shadowed_circuit_runs_every_call_and_reports_what_it_would_have_done() {
@@ -17,7 +21,7 @@ async fn a_shadowed_circuit_runs_every_call_and_reports_what_it_would_have_done(
     let verdicts = Arc::new(Mutex::new(Vec::new()));
     let seen = Arc::clone(&verdicts);
     let env = Arc::new(
-        Arc::into_inner(environment(&table, "env-a", CACHE_AGE))
+        Arc::into_inner(recovering_after(&table, "env-a", CACHE_AGE, RECOVERY))
             .expect("one owner")
             .with_on_shadow(move |event| seen.lock().unwrap().push(event.decision)),
     );
