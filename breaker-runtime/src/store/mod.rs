@@ -15,12 +15,14 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+mod key_ids;
 mod memory;
 
 pub use crate::protocol::{
     CircuitRecord, EPOCH_SLICES, EpochTally, FailureReport, FleetTally, Override, OverrideKind,
     RecordWrite, SAMPLE_WEIGHT, SuspectReport, WriteOutcome,
 };
+pub use key_ids::{MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id};
 pub use memory::InMemoryStore;
 
 #[cfg(feature = "dynamodb")]
