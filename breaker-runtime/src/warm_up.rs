@@ -161,11 +161,13 @@ impl WarmUp {
         for group in self.groups {
             let remaining = deadline.saturating_duration_since(Instant::now());
             let started = Instant::now();
-            let records = store_runtime::read_many(
-                Arc::clone(&group.store),
-                group.names.clone(),
-                remaining.max(Duration::from_millis(1)),
-            )
+            let (store, names) = (Arc::clone(&group.store), group.names.clone());
+            // One batched read, which also leaves the store's connection open on the store
+            // runtime.
+            let records = store_runtime::run(remaining.max(Duration::from_millis(1)), async move {
+                let names: Vec<&str> = names.iter().map(|name| &**name).collect();
+                store.read_many(&names).await
+            })
             .await;
             let records = match records {
                 Ok(records) => records,

@@ -61,44 +61,33 @@ impl StoreAccess {
         &self.name
     }
 
-    /// Reads the shared record, strongly consistently if `consistent`. Does nothing until
-    /// awaited, so a call skipped while backing off costs nothing.
+    /// Reads the shared record, strongly consistently if `consistent`.
     pub(super) fn read(
         &self,
         consistent: bool,
     ) -> impl Future<Output = Result<Option<CircuitRecord>, StoreError>> + use<> {
-        store_runtime::read(
-            Arc::clone(&self.store),
-            Arc::clone(&self.name),
-            consistent,
-            self.timeout,
-        )
+        self.call(move |store, name| async move {
+            match consistent {
+                true => store.read_consistent(&name).await,
+                false => store.read(&name).await,
+            }
+        })
     }
 
-    /// Writes `transition` to the shared record (lazily, like [`read`](Self::read)).
+    /// Writes `transition` to the shared record.
     pub(super) fn write(
         &self,
         transition: RecordWrite,
     ) -> impl Future<Output = Result<WriteOutcome, StoreError>> + use<> {
-        store_runtime::apply(
-            Arc::clone(&self.store),
-            Arc::clone(&self.name),
-            transition,
-            self.timeout,
-        )
+        self.call(move |store, name| async move { store.apply(&name, &transition).await })
     }
 
-    /// Adds `report` to the fleet's counters (lazily, like [`read`](Self::read)).
+    /// Adds `report` to the fleet's counters.
     pub(super) fn report(
         &self,
         report: FailureReport,
     ) -> impl Future<Output = Result<Option<FleetTally>, StoreError>> + use<> {
-        store_runtime::report(
-            Arc::clone(&self.store),
-            Arc::clone(&self.name),
-            report,
-            self.timeout,
-        )
+        self.call(move |store, name| async move { store.report(&name, &report).await })
     }
 
     /// Adds `report` to the counters of the circuit's suspicion.
@@ -106,11 +95,21 @@ impl StoreAccess {
         &self,
         report: SuspectReport,
     ) -> impl Future<Output = Result<Option<EpochTally>, StoreError>> + use<> {
-        store_runtime::report_suspected(
-            Arc::clone(&self.store),
-            Arc::clone(&self.name),
-            report,
+        self.call(move |store, name| async move { store.report_suspected(&name, &report).await })
+    }
+
+    /// The store call `call` makes with the store and the circuit's name, on the store
+    /// runtime and with the store timeout. Does nothing until awaited, so a call skipped
+    /// while backing off costs nothing.
+    fn call<C, F, T>(&self, call: C) -> impl Future<Output = Result<T, StoreError>> + use<C, F, T>
+    where
+        C: FnOnce(Arc<dyn StateStore>, Arc<str>) -> F,
+        F: Future<Output = Result<T, StoreError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        store_runtime::run(
             self.timeout,
+            call(Arc::clone(&self.store), Arc::clone(&self.name)),
         )
     }
 
