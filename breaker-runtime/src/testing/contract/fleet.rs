@@ -30,13 +30,6 @@ fn tally(failures: u64, calls: u64, reporters: u64) -> Option<FleetTally> {
     })
 }
 
-async fn send(store: &dyn StateStore, circuit: &str, report: &FailureReport) -> Option<FleetTally> {
-    store
-        .report(circuit, report)
-        .await
-        .expect("the report answers")
-}
-
 pub(super) async fn reports_add_up_exactly_in_their_own_window_or_are_not_kept(
     store: Arc<dyn StateStore>,
     circuit: String,
@@ -45,10 +38,10 @@ pub(super) async fn reports_add_up_exactly_in_their_own_window_or_are_not_kept(
     apply(&*store, &circuit, &trip_at(T0, 5)).await;
     let record = store.read_consistent(&circuit).await.expect("read answers");
 
-    let first = send(&*store, &circuit, &report(window, 1, 2, true)).await;
+    let first = answered(store.report(&circuit, &report(window, 1, 2, true))).await;
     if first.is_none() {
         assert_eq!(
-            send(&*store, &circuit, &report(window, 1, 2, false)).await,
+            answered(store.report(&circuit, &report(window, 1, 2, false))).await,
             None,
             "a store without fleet counters answers every report with None"
         );
@@ -64,7 +57,8 @@ pub(super) async fn reports_add_up_exactly_in_their_own_window_or_are_not_kept(
             tokio::spawn(async move {
                 let mut answers = Vec::with_capacity(REPORTS_PER_RACER);
                 for i in 0..REPORTS_PER_RACER {
-                    let answer = send(&*store, &circuit, &report(window, 1, 2, i == 0)).await;
+                    let answer =
+                        answered(store.report(&circuit, &report(window, 1, 2, i == 0))).await;
                     answers.push(answer.expect("a store that counts answers every report"));
                 }
                 answers
@@ -89,20 +83,20 @@ pub(super) async fn reports_add_up_exactly_in_their_own_window_or_are_not_kept(
     );
     let racers = RACERS as u64;
     assert_eq!(
-        send(&*store, &circuit, &report(window, 0, 1, false)).await,
+        answered(store.report(&circuit, &report(window, 0, 1, false))).await,
         tally(sent + 1, 2 * sent + 3, racers + 1),
         "the window holds the exact sums"
     );
 
     assert_eq!(
-        send(&*store, &circuit, &report(window + WINDOW_SECS, 3, 4, true)).await,
+        answered(store.report(&circuit, &report(window + WINDOW_SECS, 3, 4, true))).await,
         tally(3, 4, 1),
         "the next window counts from zero"
     );
     assert_circuit_untouched(&*store, &circuit, &record).await;
 
     let unrecorded = format!("{circuit}-unrecorded");
-    send(&*store, &unrecorded, &report(window, 1, 1, true)).await;
+    answered(store.report(&unrecorded, &report(window, 1, 1, true))).await;
     assert_eq!(
         store.read_consistent(&unrecorded).await.expect("read"),
         None,

@@ -2,7 +2,7 @@
 //! the checked write every sequential case goes through.
 
 use crate::protocol::{CircuitRecord, Override, OverrideKind, RecordWrite, WriteOutcome};
-use crate::store::StateStore;
+use crate::store::{StateStore, StoreFuture};
 
 pub(super) const T0: u64 = 1_700_000_000;
 const TTL: u64 = T0 + 3_630;
@@ -150,6 +150,12 @@ pub(super) fn half_open_record(
     lease: u64,
 ) -> CircuitRecord {
     CircuitRecord::half_open(opened_at, failure_count, owner, lease)
+}
+
+/// The answer to a fleet report of either kind, which must come (`None` from a store that
+/// keeps no fleet counters).
+pub(super) async fn answered<T>(report: StoreFuture<'_, Option<T>>) -> Option<T> {
+    report.await.expect("the report answers")
 }
 
 pub(super) async fn read(store: &dyn StateStore, circuit: &str) -> Option<CircuitRecord> {

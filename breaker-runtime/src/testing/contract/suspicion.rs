@@ -4,7 +4,7 @@
 //! suspicion's counters add up per slice, apart from the circuit's record.
 
 use super::support::*;
-use crate::protocol::{CircuitState, EpochTally, OverrideKind, RecordWrite, SuspectReport};
+use crate::protocol::{CircuitState, OverrideKind, RecordWrite, SuspectReport};
 use crate::store::{StateStore, WriteOutcome};
 
 fn suspect(now: u64) -> RecordWrite {
@@ -66,13 +66,6 @@ fn report(epoch: u64, slice: u8, failures: u32, successes: u32, new: bool) -> Su
     }
 }
 
-async fn send(store: &dyn StateStore, circuit: &str, report: &SuspectReport) -> Option<EpochTally> {
-    store
-        .report_suspected(circuit, report)
-        .await
-        .expect("the report answers")
-}
-
 pub(super) async fn suspicion_reports_add_up_per_slice_or_are_not_kept(
     store: &dyn StateStore,
     circuit: &str,
@@ -80,9 +73,11 @@ pub(super) async fn suspicion_reports_add_up_per_slice_or_are_not_kept(
     apply(store, circuit, &trip_at(T0, 5)).await;
     let before = read(store, circuit).await;
     let epoch = T0 + 10;
-    let Some(first) = send(store, circuit, &report(epoch, 3, 1, 8, true)).await else {
+    let Some(first) =
+        answered(store.report_suspected(circuit, &report(epoch, 3, 1, 8, true))).await
+    else {
         assert_eq!(
-            send(store, circuit, &report(epoch, 3, 1, 8, false)).await,
+            answered(store.report_suspected(circuit, &report(epoch, 3, 1, 8, false))).await,
             None
         );
         return;
@@ -91,14 +86,14 @@ pub(super) async fn suspicion_reports_add_up_per_slice_or_are_not_kept(
         (first.failures[3], first.successes[3], first.reporters),
         (1, 8, 1)
     );
-    send(store, circuit, &report(epoch, 3, 2, 0, true)).await;
-    let tally = send(store, circuit, &report(epoch, 19, 4, 16, false))
+    answered(store.report_suspected(circuit, &report(epoch, 3, 2, 0, true))).await;
+    let tally = answered(store.report_suspected(circuit, &report(epoch, 19, 4, 16, false)))
         .await
         .expect("answered");
     assert_eq!((tally.failures[3], tally.successes[3]), (3, 8));
     assert_eq!((tally.failures[19], tally.successes[19]), (4, 16));
     assert_eq!((tally.failures[0], tally.reporters), (0, 2));
-    let other = send(store, circuit, &report(epoch + 10, 0, 1, 0, true))
+    let other = answered(store.report_suspected(circuit, &report(epoch + 10, 0, 1, 0, true)))
         .await
         .expect("answered");
     assert_eq!(
