@@ -401,24 +401,20 @@ impl FleetReports {
 mod tests {
     use super::*;
 
+    /// The failure threshold of every circuit below.
+    const THRESHOLD: u32 = 5;
+
     impl FleetReports {
-        /// [`FleetReports::on_failure`] without a suspicion: a window's report.
+        /// [`FleetReports::on_failure`] at [`THRESHOLD`] without a suspicion: a window's
+        /// report.
         fn on_window_failure(
             &self,
             now: u64,
             calls: u64,
             consecutive: Option<u32>,
-            failure_threshold: u32,
             abandoned_after: Option<u64>,
         ) -> Option<FailureReport> {
-            let report = self.on_failure(
-                now,
-                calls,
-                consecutive,
-                failure_threshold,
-                abandoned_after,
-                None,
-            );
+            let report = self.on_failure(now, calls, consecutive, THRESHOLD, abandoned_after, None);
             report.map(|report| match report {
                 Report::Window(report) => report,
                 Report::Epoch(report) => panic!("no suspicion, yet {report:?}"),
@@ -428,8 +424,7 @@ mod tests {
 
     #[test]
     fn under_a_suspicion_reports_go_to_its_epoch_with_the_sampled_successes() {
-        let r = reports();
-        r.on_refresh(100_000, 0);
+        let r = reports_from(100_000);
         // The suspicion ends at 110 s: its epoch runs from 100 s.
         let Some(Report::Epoch(first)) = r.on_sampled_success(100_000, 1, 110) else {
             panic!("the first sample is reported at once");
@@ -441,7 +436,8 @@ mod tests {
         assert_eq!(first.slice, 0);
         // Within the interval, a sample waits, and goes with the next failure.
         assert_eq!(r.on_sampled_success(100_200, 2, 110), None);
-        let Some(Report::Epoch(next)) = r.on_failure(101_500, 3, Some(1), 5, None, Some(110))
+        let Some(Report::Epoch(next)) =
+            r.on_failure(101_500, 3, Some(1), THRESHOLD, None, Some(110))
         else {
             panic!("a failure under a suspicion goes to its epoch");
         };
@@ -479,12 +475,18 @@ mod tests {
         reports_of(&environment, &store)
     }
 
+    /// [`reports`] whose first refresh, at `now`, marks no calls yet.
+    fn reports_from(now: u64) -> FleetReports {
+        let r = reports();
+        r.on_refresh(now, 0);
+        r
+    }
+
     #[test]
     fn a_quiet_environment_reports_its_first_failure_at_once() {
-        let r = reports();
-        r.on_refresh(100_000, 0);
+        let r = reports_from(100_000);
         let report = r
-            .on_window_failure(100_000, 1, Some(1), 5, None)
+            .on_window_failure(100_000, 1, Some(1), None)
             .expect("reported");
         assert_eq!(
             (report.failures, report.calls, report.new_reporter),
@@ -495,14 +497,13 @@ mod tests {
 
     #[test]
     fn failures_within_the_interval_wait_for_the_next_report() {
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         for (calls, at) in [(1, 10_000), (2, 10_400), (3, 10_900)] {
-            let report = r.on_window_failure(at, calls, Some(1), 5, None);
+            let report = r.on_window_failure(at, calls, Some(1), None);
             assert_eq!(report.is_some(), at == 10_000, "at {at}");
         }
         let report = r
-            .on_window_failure(11_000, 4, Some(1), 5, None)
+            .on_window_failure(11_000, 4, Some(1), None)
             .expect("the interval passed");
         assert_eq!(
             (report.failures, report.calls, report.new_reporter),
@@ -512,27 +513,24 @@ mod tests {
 
     #[test]
     fn a_busy_environment_about_to_trip_holds_its_failures_back() {
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         // 10 calls a second for 5 s, then failures: its own policy trips in 0.4 s.
-        assert_eq!(r.on_window_failure(5_000, 51, Some(1), 5, None), None);
-        assert_eq!(r.on_window_failure(5_100, 52, Some(2), 5, None), None);
+        assert_eq!(r.on_window_failure(5_000, 51, Some(1), None), None);
+        assert_eq!(r.on_window_failure(5_100, 52, Some(2), None), None);
         // Right after a new mark too: its rate is known from the mark before.
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         r.on_refresh(10_000, 100);
-        assert_eq!(r.on_window_failure(10_050, 101, Some(1), 5, None), None);
+        assert_eq!(r.on_window_failure(10_050, 101, Some(1), None), None);
     }
 
     #[test]
     fn the_calls_of_a_report_start_at_the_mark_before_the_last() {
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         r.on_refresh(10_000, 1_000);
         // A refresh a window later marks again: the span starts at the mark before it.
         r.on_refresh(20_000, 2_000);
         let report = r
-            .on_window_failure(25_000, 2_003, None, 5, None)
+            .on_window_failure(25_000, 2_003, None, None)
             .expect("reported");
         assert_eq!(
             (report.failures, report.calls),
@@ -548,41 +546,36 @@ mod tests {
         r.on_refresh(100_000, 0);
         r.on_refresh(120_000, 1);
         let report = r
-            .on_window_failure(120_000, 2, Some(1), 5, None)
+            .on_window_failure(120_000, 2, Some(1), None)
             .expect("reported at once");
         assert_eq!((report.failures, report.calls), (1, 2));
         // Calls 50 s apart: the previous mark is too old to count.
-        let r = reports();
-        r.on_refresh(100_000, 0);
+        let r = reports_from(100_000);
         r.on_refresh(150_000, 1);
         let report = r
-            .on_window_failure(150_000, 2, Some(1), 5, None)
+            .on_window_failure(150_000, 2, Some(1), None)
             .expect("reported at once");
         assert_eq!((report.failures, report.calls), (1, 1));
     }
 
     #[test]
     fn failures_since_a_recent_report_count_the_calls_since_it() {
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         // Under a rate policy (no consecutive count), nothing is held back.
-        r.on_window_failure(1_000, 10, None, 5, None)
+        r.on_window_failure(1_000, 10, None, None)
             .expect("the first report");
         // A refresh marks the span again; the next report still counts from the last one.
         r.on_refresh(10_500, 100);
-        let report = r
-            .on_window_failure(10_800, 110, None, 5, None)
-            .expect("due");
+        let report = r.on_window_failure(10_800, 110, None, None).expect("due");
         assert_eq!((report.failures, report.calls), (1, 100));
     }
 
     #[test]
     fn an_abandoned_call_counts_against_the_calls_that_ended_while_it_ran() {
-        let r = reports();
-        r.on_refresh(0, 0);
+        let r = reports_from(0);
         // Nine successes, then a call that hung from the tenth call on.
         let report = r
-            .on_window_failure(19_000, 10, Some(1), 5, Some(9))
+            .on_window_failure(19_000, 10, Some(1), Some(9))
             .expect("reported");
         assert_eq!((report.failures, report.calls), (1, 1));
     }
@@ -596,11 +589,8 @@ mod tests {
         );
         let other_store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
         let elsewhere = reports_of("env-twice", &other_store);
-        let new = |r: &FleetReports, at| {
-            r.on_window_failure(at, 1, None, 5, None)
-                .unwrap()
-                .new_reporter
-        };
+        let new =
+            |r: &FleetReports, at| r.on_window_failure(at, 1, None, None).unwrap().new_reporter;
         assert_eq!(new(&first, 100_000), 1);
         assert_eq!(
             new(&second, 100_500),
@@ -615,9 +605,9 @@ mod tests {
     fn without_a_policy_or_a_store_that_counts_nothing_is_reported() {
         let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
         let none = FleetReports::new(None, reporter("env-none", &store));
-        assert_eq!(none.on_window_failure(1_000, 1, Some(1), 5, None), None);
+        assert_eq!(none.on_window_failure(1_000, 1, Some(1), None), None);
         let r = reports();
         r.unsupported();
-        assert_eq!(r.on_window_failure(1_000, 1, Some(1), 5, None), None);
+        assert_eq!(r.on_window_failure(1_000, 1, Some(1), None), None);
     }
 }
