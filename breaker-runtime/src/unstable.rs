@@ -10,4 +10,4 @@
 pub use crate::log_line::{LOG_LEVEL, rfc3339_millis};
 pub use crate::protocol::OPENED_AT_UNTIL_RELEASED;
 #[cfg(feature = "dynamodb")]
-pub use crate::store::dynamodb::{OperatorReads, StoredCircuit};
+pub use crate::store::dynamodb::{Listing, OperatorReads, StoredCircuit, StoredKeyIndex};

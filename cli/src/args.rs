@@ -78,10 +78,13 @@ pub(crate) struct RenamedAttributes {
 
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
-    /// Every circuit in the table: state, since when, failures, probe, override, TTL.
+    /// Every circuit in the table: state, since when, failures, probe, override, TTL. A
+    /// keyed circuit is one row with its open-key count, its keys' items under it as
+    /// `NAME[KEY]`.
     List(Output),
-    /// One circuit in full.
-    Show(CircuitArgs),
+    /// One circuit in full; with `--key`, one key's circuit; with `--keys`, a keyed
+    /// circuit's open keys.
+    Show(ShowArgs),
     /// Force a circuit open fleet-wide: every call is rejected and nobody probes, until
     /// released or until `--for` ends.
     Open(OverrideArgs),
@@ -109,8 +112,21 @@ pub(crate) enum Command {
 pub(crate) struct CircuitArgs {
     /// The circuit's name.
     pub(crate) name: String,
+    /// A keyed circuit's key: act on that key's circuit only.
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: Option<String>,
     #[command(flatten)]
     pub(crate) output: Output,
+}
+
+/// `show`: one circuit, one key's circuit, or a keyed circuit's open keys.
+#[derive(Debug, Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    pub(crate) circuit: CircuitArgs,
+    /// A keyed circuit's open keys: the keys its index names, each with its state.
+    #[arg(long, conflicts_with = "key")]
+    pub(crate) keys: bool,
 }
 
 #[derive(Debug, Args)]
@@ -124,8 +140,14 @@ pub(crate) struct Output {
 pub(crate) struct OverrideArgs {
     /// The circuit's name.
     pub(crate) name: String,
-    /// Create the circuit's item if it has none. A circuit that never failed has no item;
-    /// without this flag such a name (or a mistyped one) is refused.
+    /// A keyed circuit's key: override that key's circuit only (its item, and an entry in
+    /// the circuit's index so every environment reads it; the index's cap does not apply
+    /// to an operator).
+    #[arg(long, value_name = "KEY")]
+    pub(crate) key: Option<String>,
+    /// Create the circuit's (or the key's) item if it has none. A circuit or key that
+    /// never failed has no item; without this flag such a name (or a mistyped one) is
+    /// refused.
     #[arg(long)]
     pub(crate) create: bool,
     /// How long the override holds (`30m`, `2h`, `1h 30m`); without it, until released.
@@ -152,6 +174,9 @@ pub(crate) struct OverrideArgs {
 pub(crate) struct WatchArgs {
     /// Watch one circuit only.
     pub(crate) name: Option<String>,
+    /// With a name: watch that keyed circuit's key only.
+    #[arg(long, value_name = "KEY", requires = "name")]
+    pub(crate) key: Option<String>,
     /// Print one view and exit.
     #[arg(long, conflicts_with = "duration")]
     pub(crate) once: bool,

@@ -8,9 +8,11 @@ use anyhow::{Context as _, anyhow, bail};
 use breaker_runtime::store::{Override, OverrideKind, RecordWrite, StateStore as _, WriteOutcome};
 use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit};
 
-use crate::args::{CircuitArgs, Output, OverrideArgs};
+use crate::args::{CircuitArgs, Output, OverrideArgs, ShowArgs};
 use crate::identity;
+use crate::keyed;
 use crate::table::Table;
+use crate::target::Target;
 use crate::view;
 
 /// Seconds an item keeps after an operator's close or release (the breaker's own writes
@@ -24,22 +26,28 @@ pub(crate) fn now() -> u64 {
 }
 
 pub(crate) async fn list(table: &Table, output: &Output) -> anyhow::Result<()> {
-    let circuits = table.store.list().await?;
+    let listing = table.store.listing().await?;
+    let rows = view::rows(&listing);
     let now = now();
     if output.json {
-        let all: Vec<_> = circuits.iter().map(|c| view::json(c, now)).collect();
+        let all: Vec<_> = rows.iter().map(|row| row.json(now)).collect();
         println!("{}", serde_json::to_string_pretty(&all)?);
-    } else if circuits.is_empty() {
+    } else if rows.is_empty() {
         println!("no circuits in table '{}'", table.store.table_name());
     } else {
-        println!("{}", view::table(&circuits, now, None));
+        println!("{}", view::table(&rows, now, None));
     }
     Ok(())
 }
 
-pub(crate) async fn show(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
-    let circuit = existing(table, &args.name).await?;
-    print(&circuit, &args.output);
+pub(crate) async fn show(table: &Table, args: &ShowArgs) -> anyhow::Result<()> {
+    if args.keys {
+        let name = Target::new(&args.circuit.name, None)?.id;
+        return keyed::show_keys(table, &name, &args.circuit.output).await;
+    }
+    let target = Target::new(&args.circuit.name, args.circuit.key.as_deref())?;
+    let circuit = existing(table, &target).await?;
+    print(&circuit, &target, &args.circuit.output);
     Ok(())
 }
 
@@ -49,25 +57,22 @@ pub(crate) async fn set_override(
     kind: OverrideKind,
     args: &OverrideArgs,
 ) -> anyhow::Result<()> {
-    let name = checked_name(&args.name)?;
+    let target = Target::new(&args.name, args.key.as_deref())?;
+    let name = target.label();
     if args.by.as_ref().is_some_and(|by| by.trim().is_empty()) {
         bail!("--by must not be empty");
     }
-    let before = table.store.inspect(name).await?;
+    let before = table.store.inspect(&target.id).await?;
     let replaces = match before.as_ref().map(|c| &c.record) {
         Some(Ok(record)) => record.operator_override.clone(),
         // An override on top would leave it malformed, and the fleet reading it as closed.
         Some(Err(problem)) => bail!(
             "circuit '{name}' has a malformed item ({}), which the breaker reads as \
-             closed; replace it with a closed one first: breaker close {name}",
-            view::printable(problem)
+             closed; replace it with a closed one first: breaker close {}",
+            view::printable(problem),
+            target.args()
         ),
-        None if !args.create => bail!(
-            "no circuit '{name}' in table '{}': a circuit that never failed has no item, and \
-             neither has a mistyped name (breaker list shows every circuit); nothing was \
-             written. Pass --create to create its item and set the override anyway",
-            table.store.table_name()
-        ),
+        None if !args.create => bail!("{}", missing(table, &target, true)),
         None => None,
     };
     table.check_clock()?;
@@ -95,8 +100,8 @@ pub(crate) async fn set_override(
         replaces: replaces.clone(),
         expiration,
     };
-    write(table, name, &transition).await?;
-    let after = existing(table, name).await?;
+    write(table, &target, &transition).await?;
+    let after = existing(table, &target).await?;
     if !args.output.json {
         let replaced = replaces
             .map(|o| format!(" (replaces: {} by {})", o.kind, view::printable(&o.by)))
@@ -104,14 +109,15 @@ pub(crate) async fn set_override(
         let created = if before.is_none() { " (new item)" } else { "" };
         println!("{name}: {kind} fleet-wide{replaced}{created}");
     }
-    print(&after, &args.output);
+    print(&after, &target, &args.output);
     Ok(())
 }
 
 /// `close`: as a successful probe would; refused while an override holds.
 pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
-    let CircuitArgs { name, output } = args;
-    let circuit = existing(table, name).await?;
+    let target = Target::new(&args.name, args.key.as_deref())?;
+    let (name, output) = (target.label(), &args.output);
+    let circuit = existing(table, &target).await?;
     if let Err(problem) = &circuit.record
         && let Some(flag) = table.renamed_attribute_missing(problem)
     {
@@ -130,26 +136,28 @@ pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<(
         && record.live_override(now).is_some()
     {
         bail!(
-            "circuit '{name}' is {}; release it first: breaker release {name}",
-            view::override_summary(record, now)
+            "circuit '{name}' is {}; release it first: breaker release {}",
+            view::override_summary(record, now),
+            target.args()
         );
     }
     let reset = RecordWrite::Reset {
         now,
         expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
     };
-    write(table, name, &reset).await?;
+    write(table, &target, &reset).await?;
     if !output.json {
         println!("{name}: closed");
     }
-    print(&existing(table, name).await?, output);
+    print(&existing(table, &target).await?, &target, output);
     Ok(())
 }
 
 /// `release`: ends the override the item holds.
 pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
-    let CircuitArgs { name, output } = args;
-    let circuit = existing(table, name).await?;
+    let target = Target::new(&args.name, args.key.as_deref())?;
+    let (name, output) = (target.label(), &args.output);
+    let circuit = existing(table, &target).await?;
     let record = circuit.record.as_ref().map_err(|problem| {
         anyhow!(
             "circuit '{name}' cannot be read ({})",
@@ -166,7 +174,7 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
         now,
         expiration: now.saturating_add(TTL_AFTER_OPERATOR_WRITE),
     };
-    write(table, name, &transition).await?;
+    write(table, &target, &transition).await?;
     if !output.json {
         let next = match (released.kind, released.holds_at(now)) {
             (OverrideKind::ForcedOpen, true) => {
@@ -187,13 +195,14 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
             view::printable(&released.by)
         );
     }
-    print(&existing(table, name).await?, output);
+    print(&existing(table, &target).await?, &target, output);
     Ok(())
 }
 
 /// Applies an operator's transition; a lost write names what beat it.
-async fn write(table: &Table, name: &str, transition: &RecordWrite) -> anyhow::Result<()> {
-    match table.store.apply(name, transition).await? {
+async fn write(table: &Table, target: &Target, transition: &RecordWrite) -> anyhow::Result<()> {
+    let name = target.label();
+    match table.store.apply(&target.id, transition).await? {
         WriteOutcome::Won => Ok(()),
         WriteOutcome::Lost(current) => {
             let now = now();
@@ -212,29 +221,48 @@ async fn write(table: &Table, name: &str, transition: &RecordWrite) -> anyhow::R
     }
 }
 
-/// The circuit's item; an unknown name is an error.
-async fn existing(table: &Table, name: &str) -> anyhow::Result<StoredCircuit> {
-    let name = checked_name(name)?;
-    table.store.inspect(name).await?.with_context(|| {
-        format!(
-            "no circuit '{name}' in table '{}' (breaker list shows every circuit)",
-            table.store.table_name()
-        )
-    })
+/// The target's item; an unknown name is an error.
+pub(crate) async fn existing(table: &Table, target: &Target) -> anyhow::Result<StoredCircuit> {
+    let circuit = table.store.inspect(&target.id).await?;
+    circuit.with_context(|| missing(table, target, false))
 }
 
-fn checked_name(name: &str) -> anyhow::Result<&str> {
-    match name.trim().is_empty() {
-        true => bail!("the circuit name must not be empty"),
-        false => Ok(name),
+/// Why a command found no item to act on; with `create`, how to create it anyway.
+fn missing(table: &Table, target: &Target, create: bool) -> String {
+    let table_name = table.store.table_name();
+    let mut text = match &target.key {
+        None if create => format!(
+            "no circuit '{}' in table '{table_name}': a circuit that never failed has no \
+             item, and neither has a mistyped name (breaker list shows every circuit)",
+            target.label()
+        ),
+        None => format!(
+            "no circuit '{}' in table '{table_name}' (breaker list shows every circuit)",
+            target.label()
+        ),
+        Some(key) => format!(
+            "no item for key '{}' of circuit '{}' in table '{table_name}': a key that \
+             never failed has none (breaker show {} --keys lists the open keys)",
+            view::printable(&key.key),
+            view::printable(&key.circuit),
+            Target::new(&key.circuit, None).map_or_else(|_| String::new(), |t| t.args())
+        ),
+    };
+    if create {
+        text.push_str(
+            "; nothing was written. Pass --create to create its item and set the override \
+             anyway",
+        );
     }
+    text
 }
 
-fn print(circuit: &StoredCircuit, output: &Output) {
+fn print(circuit: &StoredCircuit, target: &Target, output: &Output) {
     let now = now();
+    let row = view::Row::circuit(circuit, target.key.clone());
     match output.json {
-        true => println!("{:#}", view::json(circuit, now)),
-        false => println!("{}", view::details(circuit, now)),
+        true => println!("{:#}", row.json(now)),
+        false => println!("{}", view::details(circuit, target, now)),
     }
 }
 

@@ -8,6 +8,8 @@
 //! breaker shadow payment-backend --for 24h            # calls run, verdicts reported
 //! breaker release payment-backend                     # back to normal operation
 //! breaker close payment-backend                       # closed now
+//! breaker open webhooks --key shop-17 --for 10m       # one key of a keyed circuit
+//! breaker show webhooks --keys                        # a keyed circuit's open keys
 //! breaker watch                                       # live view during an incident
 //! breaker capacity --envs 10000 --calls-per-second 100000   # the item's load and cost
 //! ```
@@ -25,8 +27,10 @@ mod args;
 mod capacity;
 mod commands;
 mod identity;
+mod keyed;
 mod store_clock;
 mod table;
+mod target;
 mod view;
 mod watch;
 

@@ -3,11 +3,101 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
-use breaker_runtime::unstable::{OPENED_AT_UNTIL_RELEASED, StoredCircuit};
+use breaker_runtime::store::{CircuitRecord, Override, OverrideKind, decode_key};
+use breaker_runtime::unstable::{Listing, OPENED_AT_UNTIL_RELEASED, StoredCircuit, StoredKeyIndex};
 use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::{Value, json};
+
+use crate::target::{KeyOf, Target};
+
+/// One row of a listing: a circuit's item (a plain circuit's, or a key's of a keyed
+/// circuit), or a keyed circuit's index, which stands for the keyed circuit.
+#[derive(Debug, Clone)]
+pub(crate) enum Row<'a> {
+    Circuit {
+        circuit: &'a StoredCircuit,
+        /// The keyed circuit and key, for a key's item.
+        key: Option<KeyOf>,
+    },
+    Keyed(&'a StoredKeyIndex),
+}
+
+/// The listing's rows: each keyed circuit's row, then its keys' items, in the order of
+/// circuit names.
+pub(crate) fn rows(listing: &Listing) -> Vec<Row<'_>> {
+    let mut rows: Vec<Row<'_>> = (listing.circuits.iter())
+        .map(|circuit| {
+            let key = Target::new(&circuit.name, None).ok().and_then(|t| t.key);
+            Row::Circuit { circuit, key }
+        })
+        .chain(listing.key_indexes.iter().map(Row::Keyed))
+        .collect();
+    rows.sort_by(|a, b| a.order().cmp(&b.order()));
+    rows
+}
+
+impl<'a> Row<'a> {
+    /// A circuit's item; `key` for a key's.
+    pub(crate) fn circuit(circuit: &'a StoredCircuit, key: Option<KeyOf>) -> Self {
+        Row::Circuit { circuit, key }
+    }
+
+    /// Where the row sorts: by circuit, the keyed circuit's row first, then its keys.
+    fn order(&self) -> (&str, u8, String) {
+        match self {
+            Row::Circuit { circuit, key: None } => (&circuit.name, 0, String::new()),
+            Row::Circuit { key: Some(key), .. } => (&key.circuit, 1, key.key.clone()),
+            Row::Keyed(index) => (&index.circuit, 0, String::new()),
+        }
+    }
+
+    /// What the row is called: `payments`, `webhooks[shop-17]`, `webhooks` (keyed).
+    pub(crate) fn label(&self) -> String {
+        match self {
+            Row::Circuit { key: Some(key), .. } => key.label(),
+            Row::Circuit { circuit, .. } => printable(&circuit.name),
+            Row::Keyed(index) => printable(&index.circuit),
+        }
+    }
+
+    /// The state the fleet acts on, or for a keyed circuit its open-key count.
+    pub(crate) fn state(&self, now: u64) -> String {
+        match self {
+            Row::Circuit { circuit, .. } => effective(circuit, now),
+            Row::Keyed(index) => keyed_state(index),
+        }
+    }
+
+    /// The row as JSON: a circuit's item as [`json`], a key's with `key` and `id`
+    /// besides; a keyed circuit's index with its open keys, decoded.
+    pub(crate) fn json(&self, now: u64) -> Value {
+        match self {
+            Row::Circuit { circuit, key } => {
+                let mut value = json(circuit, now);
+                if let Some(key) = key {
+                    value["name"] = json!(key.circuit);
+                    value["key"] = json!(key.key);
+                    value["id"] = json!(circuit.name);
+                }
+                value
+            }
+            Row::Keyed(index) => json!({
+                "name": index.circuit,
+                "keyed": true,
+                "open_keys": index.open_keys,
+                "keys": index.entries.iter().map(|(encoded, _)| decode_key(encoded)).collect::<Vec<_>>(),
+                "expiration": index.expiration,
+            }),
+        }
+    }
+}
+
+/// `KEYED: 2 open keys`: the index's count, which the cap holds.
+pub(crate) fn keyed_state(index: &StoredKeyIndex) -> String {
+    let plural = if index.open_keys == 1 { "" } else { "s" };
+    format!("KEYED: {} open key{plural}", index.open_keys)
+}
 
 /// `text` as a terminal may print it: control characters (escape sequences among them,
 /// which could rewrite the screen or hide a line) shown escaped. Names, owners, reasons and
@@ -40,9 +130,9 @@ pub(crate) fn effective(circuit: &StoredCircuit, now: u64) -> String {
     }
 }
 
-/// Every circuit as a table. With `marked` (the live view), a first column marks the rows
-/// it names with `*`.
-pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[String]>) -> String {
+/// Every row as a table. With `marked` (the live view), a first column marks the rows
+/// whose labels it holds with `*`.
+pub(crate) fn table(rows: &[Row<'_>], now: u64, marked: Option<&[String]>) -> String {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
     let header = [
@@ -50,28 +140,34 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[Strin
     ];
     let mark_column = marked.map(|_| "");
     table.set_header(mark_column.into_iter().chain(header));
-    for circuit in circuits {
-        let mark = marked.map(|marked| match marked.contains(&circuit.name) {
+    for row in rows {
+        let label = row.label();
+        let mark = marked.map(|marked| match marked.contains(&label) {
             true => "*".to_owned(),
             false => String::new(),
         });
-        let record = circuit.record.as_ref().ok();
+        let (record, expiration) = match row {
+            Row::Circuit { circuit, .. } => (circuit.record.as_ref().ok(), circuit.expiration),
+            Row::Keyed(index) => (None, index.expiration),
+        };
         table.add_row(mark.into_iter().chain([
-            printable(&circuit.name),
-            effective(circuit, now),
+            label,
+            row.state(now),
             record.map_or("-".into(), |r| since(r, now)),
             record.map_or("-".into(), |r| r.failure_count.to_string()),
             record.map_or("-".into(), |r| probe(r, now)),
             record.map_or("-".into(), |r| override_summary(r, now)),
-            ttl(circuit.expiration, now),
+            ttl(expiration, now),
         ]));
     }
     let mut text = table.to_string();
-    for circuit in circuits {
-        if let Err(problem) = &circuit.record {
+    for row in rows {
+        if let Row::Circuit { circuit, .. } = row
+            && let Err(problem) = &circuit.record
+        {
             text.push_str(&format!(
                 "\nwarning: {}: {}",
-                printable(&circuit.name),
+                row.label(),
                 printable(problem)
             ));
         }
@@ -79,12 +175,17 @@ pub(crate) fn table(circuits: &[StoredCircuit], now: u64, marked: Option<&[Strin
     text
 }
 
-/// One circuit in full, one field a line.
-pub(crate) fn details(circuit: &StoredCircuit, now: u64) -> String {
-    let mut lines = vec![
-        ("circuit", printable(&circuit.name)),
-        ("state", effective(circuit, now)),
-    ];
+/// One circuit (or one key's circuit) in full, one field a line.
+pub(crate) fn details(circuit: &StoredCircuit, target: &Target, now: u64) -> String {
+    let mut lines = match &target.key {
+        None => vec![("circuit", printable(&circuit.name))],
+        Some(key) => vec![
+            ("circuit", printable(&key.circuit)),
+            ("key", printable(&key.key)),
+            ("item", printable(&circuit.name)),
+        ],
+    };
+    lines.push(("state", effective(circuit, now)));
     match &circuit.record {
         Err(problem) => lines.push(("malformed", printable(problem))),
         Ok(record) => {
@@ -149,7 +250,7 @@ fn override_json(o: &Override, now: u64) -> Value {
 }
 
 /// Since when the circuit is open.
-fn since(record: &CircuitRecord, now: u64) -> String {
+pub(crate) fn since(record: &CircuitRecord, now: u64) -> String {
     match record.opened_at {
         None => "-".to_owned(),
         Some(OPENED_AT_UNTIL_RELEASED) => "until released".to_owned(),
@@ -197,7 +298,7 @@ pub(crate) fn override_summary(record: &CircuitRecord, now: u64) -> String {
     format!("{} by {} {end}{reason}", o.kind, printable(&o.by))
 }
 
-fn ttl(expiration: Option<u64>, now: u64) -> String {
+pub(crate) fn ttl(expiration: Option<u64>, now: u64) -> String {
     match expiration {
         None => "none".to_owned(),
         Some(at) if at > now => format!("in {}", span(at - now)),
@@ -242,7 +343,8 @@ mod tests {
         let circuit = stored(record);
         assert_eq!(effective(&circuit, NOW), "FORCED OPEN");
         assert_eq!(effective(&circuit, NOW + 1_800), "OPEN");
-        assert!(details(&circuit, NOW).contains("set by       alice"));
+        let target = Target::new("ce", None).unwrap();
+        assert!(details(&circuit, &target, NOW).contains("set by       alice"));
     }
 
     #[test]

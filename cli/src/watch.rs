@@ -5,14 +5,14 @@
 use std::collections::BTreeMap;
 use std::io::IsTerminal as _;
 
-use anyhow::Context as _;
-use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit};
+use breaker_runtime::unstable::{Listing, OperatorReads as _};
 use tokio::time::{Instant, sleep};
 
 use crate::args::WatchArgs;
-use crate::commands::now;
+use crate::commands::{existing, now};
 use crate::table::Table;
-use crate::view;
+use crate::target::Target;
+use crate::view::{self, Row};
 
 /// Changes kept in the log under the table.
 const LOG_LINES: usize = 20;
@@ -22,12 +22,17 @@ pub(crate) async fn run(table: &Table, args: &WatchArgs) -> anyhow::Result<()> {
     let deadline = args.duration.map(|d| Instant::now() + d);
     let mut last: Option<BTreeMap<String, String>> = None;
     let mut log: Vec<String> = Vec::new();
+    let target = match &args.name {
+        Some(name) => Some(Target::new(name, args.key.as_deref())?),
+        None => None,
+    };
     loop {
-        let circuits = read(table, args.name.as_deref()).await?;
+        let listing = read(table, target.as_ref()).await?;
+        let rows = view::rows(&listing);
         let now = now();
-        let states: BTreeMap<String, String> = circuits
+        let states: BTreeMap<String, String> = rows
             .iter()
-            .map(|c| (c.name.clone(), label(c, now)))
+            .map(|row| (row.label(), label(row, now)))
             .collect();
         let mut marked = Vec::new();
         if let Some(last) = &last {
@@ -53,7 +58,7 @@ pub(crate) async fn run(table: &Table, args: &WatchArgs) -> anyhow::Result<()> {
         }
         let excess = log.len().saturating_sub(LOG_LINES);
         log.drain(..excess);
-        print(table, &circuits, now, &marked, &log, terminal);
+        print(table, &rows, now, &marked, &log, terminal);
         last = Some(states);
         if args.once {
             return Ok(());
@@ -81,36 +86,49 @@ async fn sleep_until_or_interrupt(at: Instant) -> bool {
     }
 }
 
-async fn read(table: &Table, name: Option<&str>) -> anyhow::Result<Vec<StoredCircuit>> {
-    match name {
-        None => Ok(table.store.list().await?),
-        Some(name) => {
-            let circuit = table.store.inspect(name).await?.with_context(|| {
-                format!(
-                    "no circuit '{name}' in table '{}'",
-                    table.store.table_name()
-                )
-            })?;
-            Ok(vec![circuit])
-        }
+/// The whole table; one circuit's (or key's) item; or a keyed circuit's index and the items
+/// of the keys it names.
+async fn read(table: &Table, target: Option<&Target>) -> anyhow::Result<Listing> {
+    let Some(target) = target else {
+        return Ok(table.store.listing().await?);
+    };
+    let mut listing = Listing::default();
+    if let Some(circuit) = table.store.inspect(&target.id).await? {
+        listing.circuits.push(circuit);
+        return Ok(listing);
     }
+    let index = match target.key {
+        None => table.store.inspect_key_index(&target.id).await?,
+        Some(_) => None,
+    };
+    let Some(index) = index else {
+        // No item: the error names the circuit (or the key).
+        listing.circuits.push(existing(table, target).await?);
+        return Ok(listing);
+    };
+    for (encoded, _) in &index.entries {
+        let id = format!("{}#key={encoded}", target.id);
+        listing.circuits.extend(table.store.inspect(&id).await?);
+    }
+    listing.key_indexes.push(index);
+    Ok(listing)
 }
 
 /// What a change is: the state the fleet acts on, and who probes.
-fn label(circuit: &StoredCircuit, now: u64) -> String {
-    let probe = circuit
-        .record
-        .as_ref()
-        .ok()
-        .and_then(|r| r.half_open_owner.as_deref())
-        .map(|owner| format!(" (probe: {owner})"))
-        .unwrap_or_default();
-    format!("{}{probe}", view::effective(circuit, now))
+fn label(row: &Row<'_>, now: u64) -> String {
+    let probe = match row {
+        Row::Circuit { circuit, .. } => circuit.record.as_ref().ok(),
+        Row::Keyed(_) => None,
+    }
+    .and_then(|r| r.half_open_owner.as_deref())
+    .map(|owner| format!(" (probe: {owner})"))
+    .unwrap_or_default();
+    format!("{}{probe}", row.state(now))
 }
 
 fn print(
     table: &Table,
-    circuits: &[StoredCircuit],
+    rows: &[Row<'_>],
     now: u64,
     marked: &[String],
     log: &[String],
@@ -126,7 +144,7 @@ fn print(
         table.store.table_name(),
         view::timestamp(now)
     ));
-    let rendered = view::table(circuits, now, Some(marked));
+    let rendered = view::table(rows, now, Some(marked));
     for line in rendered.lines() {
         let changed = line.starts_with("│ *") || line.starts_with("| *");
         match terminal && changed {

@@ -8,6 +8,7 @@ mod bad_input;
 mod clock;
 mod commands;
 mod fleet_counters;
+mod keyed;
 mod layouts;
 mod powertools;
 mod protocol;

@@ -83,7 +83,7 @@ impl Shared {
     }
 
     /// The circuit an item belongs to: its key, or its sort key with a static partition key.
-    fn name_of<'i>(&self, item: &'i Item) -> Option<&'i str> {
+    pub(super) fn name_of<'i>(&self, item: &'i Item) -> Option<&'i str> {
         let attribute = self.names.sort_key.as_ref().unwrap_or(&self.names.key);
         match item.get(attribute) {
             Some(AttributeValue::S(name)) => Some(name),

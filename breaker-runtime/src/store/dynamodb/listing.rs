@@ -12,6 +12,15 @@ use super::{DynamoDbStore, Shared};
 use crate::protocol::CircuitRecord;
 use crate::store::StoreError;
 
+/// Marks a keyed circuit's index item (N, always 1).
+const KEY_INDEX: &str = "key_index";
+/// The index item's count of its entries (N).
+const OPEN_KEYS: &str = "open_keys";
+/// The prefix of an index entry's attribute: `k:{encoded key}` (N, a token).
+const ENTRY_PREFIX: &str = "k:";
+/// The suffix of an index item's id after the circuit's name.
+const INDEX_SUFFIX: &str = "#keys";
+
 /// One circuit's item as stored, for an operator.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -44,6 +53,34 @@ impl StoredCircuit {
     }
 }
 
+/// A keyed circuit's index item (`{circuit}#keys`) as stored, for an operator: the keys
+/// whose items the fleet reads, because they are (or were lately) not closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoredKeyIndex {
+    /// The keyed circuit's name (the item's id without `#keys`).
+    pub circuit: String,
+    /// The item's count of its entries (`open_keys`), which the cap is checked against.
+    pub open_keys: u64,
+    /// Each entry: the encoded key (decode it with [`decode_key`](crate::store::decode_key))
+    /// and when it was written (unix milliseconds, from its token), sorted by key.
+    pub entries: Vec<(String, u64)>,
+    /// The TTL attribute (unix seconds); `None`: the item does not expire.
+    pub expiration: Option<u64>,
+}
+
+/// Every item of a table an operator lists: the circuits (plain circuits and keyed
+/// circuits' key items, by item id), and the keyed circuits' index items. The fleet's
+/// failure counters are left out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Listing {
+    /// Circuit items, sorted by id.
+    pub circuits: Vec<StoredCircuit>,
+    /// Index items, sorted by circuit.
+    pub key_indexes: Vec<StoredKeyIndex>,
+}
+
 /// An operator's reads of a [`DynamoDbStore`]: the `breaker` CLI's, not the breaker's.
 pub trait OperatorReads {
     /// Every circuit in the table, sorted by name: a Scan (`dynamodb:Scan`), or with a
@@ -62,8 +99,39 @@ pub trait OperatorReads {
     /// ```
     fn list(&self) -> impl Future<Output = Result<Vec<StoredCircuit>, StoreError>> + Send;
 
+    /// Every item as [`list`](OperatorReads::list) reads them, with the keyed circuits'
+    /// index items besides (`list` leaves them out): one Scan or Query.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// use breaker_runtime::unstable::OperatorReads as _;
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// for index in store.listing().await?.key_indexes {
+    ///     println!("{}: {} keys named", index.circuit, index.entries.len());
+    /// }
+    /// # Ok(()) }
+    /// ```
+    fn listing(&self) -> impl Future<Output = Result<Listing, StoreError>> + Send;
+
+    /// The index item of the keyed circuit `circuit`, strongly consistent; `None` if there
+    /// is none.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// use breaker_runtime::unstable::OperatorReads as _;
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// if let Some(index) = store.inspect_key_index("webhooks").await? {
+    ///     println!("{} open keys", index.open_keys);
+    /// }
+    /// # Ok(()) }
+    /// ```
+    fn inspect_key_index(
+        &self,
+        circuit: &str,
+    ) -> impl Future<Output = Result<Option<StoredKeyIndex>, StoreError>> + Send;
+
     /// One circuit's item, strongly consistent; `None` if there is none, an error if the
-    /// item holds the fleet's failure counters.
+    /// item holds the fleet's failure counters or a keyed circuit's index.
     ///
     /// ```no_run
     /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
@@ -82,8 +150,12 @@ pub trait OperatorReads {
 
 impl OperatorReads for DynamoDbStore {
     async fn list(&self) -> Result<Vec<StoredCircuit>, StoreError> {
+        Ok(self.listing().await?.circuits)
+    }
+
+    async fn listing(&self) -> Result<Listing, StoreError> {
         let shared = &self.shared;
-        let mut circuits = Vec::new();
+        let mut listing = Listing::default();
         let mut start: Option<Item> = None;
         loop {
             let (items, next) = match &shared.names.sort_key {
@@ -120,20 +192,37 @@ impl OperatorReads for DynamoDbStore {
                     (page.items, page.last_evaluated_key)
                 }
             };
-            circuits.extend(
-                items
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|i| !is_report_item(i))
-                    .filter_map(|i| shared.stored(i)),
-            );
+            for item in items.unwrap_or_default() {
+                if is_report_item(&item) {
+                    continue;
+                }
+                match is_key_index_item(&item) {
+                    true => listing.key_indexes.extend(shared.stored_index(&item)),
+                    false => listing.circuits.extend(shared.stored(&item)),
+                }
+            }
             match next {
                 Some(key) if !key.is_empty() => start = Some(key),
                 _ => break,
             }
         }
-        circuits.sort_by(|a, b| a.name.cmp(&b.name));
-        Ok(circuits)
+        listing.circuits.sort_by(|a, b| a.name.cmp(&b.name));
+        listing
+            .key_indexes
+            .sort_by(|a, b| a.circuit.cmp(&b.circuit));
+        Ok(listing)
+    }
+
+    async fn inspect_key_index(&self, circuit: &str) -> Result<Option<StoredKeyIndex>, StoreError> {
+        let id = crate::store::key_index_id(circuit);
+        let item = self.shared.get_item(&id, true).await?;
+        match item {
+            Some(item) if !is_key_index_item(&item) => Err(StoreError::new(format!(
+                "item '{id}' in table '{}' is not a keyed circuit's index",
+                self.shared.table
+            ))),
+            item => Ok(item.and_then(|item| self.shared.stored_index(&item))),
+        }
     }
 
     async fn inspect(&self, circuit: &str) -> Result<Option<StoredCircuit>, StoreError> {
@@ -143,24 +232,56 @@ impl OperatorReads for DynamoDbStore {
                 "item '{circuit}' in table '{}' holds fleet failure counters, not a circuit",
                 self.shared.table
             ))),
+            Some(item) if is_key_index_item(&item) => Err(StoreError::new(format!(
+                "item '{circuit}' in table '{}' holds the key index of keyed circuit '{}', \
+                 not a circuit",
+                self.shared.table,
+                circuit.strip_suffix(INDEX_SUFFIX).unwrap_or(circuit)
+            ))),
             item => Ok(item.and_then(|item| self.shared.stored(&item))),
         }
     }
 }
 
+/// Whether `item` is a keyed circuit's index (it carries the `key_index` marker).
+fn is_key_index_item(item: &Item) -> bool {
+    item.contains_key(KEY_INDEX)
+}
+
+/// A number attribute, if it is one.
+fn number(item: &Item, attribute: &str) -> Option<u64> {
+    item.get(attribute)?.as_n().ok()?.parse().ok()
+}
+
 impl Shared {
     /// An item as an operator sees it; `None` for an item without a string name.
     fn stored(&self, item: &Item) -> Option<StoredCircuit> {
-        let name_attr = self.names.sort_key.as_ref().unwrap_or(&self.names.key);
-        let name = item.get(name_attr)?.as_s().ok()?.clone();
-        let expiration = item
-            .get(&self.names.expiry)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|n| n.parse().ok());
         Some(StoredCircuit {
-            name,
+            name: self.name_of(item)?.to_owned(),
             record: self.names.decode(item).map_err(|m| m.to_string()),
-            expiration,
+            expiration: number(item, &self.names.expiry),
+        })
+    }
+
+    /// An index item as an operator sees it; `None` for one without a string name.
+    fn stored_index(&self, item: &Item) -> Option<StoredKeyIndex> {
+        let name = self.name_of(item)?;
+        let circuit = name.strip_suffix(INDEX_SUFFIX).unwrap_or(name).to_owned();
+        let mut entries: Vec<(String, u64)> = item
+            .iter()
+            .filter_map(|(attribute, value)| {
+                let key = attribute.strip_prefix(ENTRY_PREFIX)?;
+                let token: u64 = value.as_n().ok()?.parse().ok()?;
+                // A token is the write's unix milliseconds × 1000 plus a random part.
+                Some((key.to_owned(), token / 1000))
+            })
+            .collect();
+        entries.sort();
+        Some(StoredKeyIndex {
+            circuit,
+            open_keys: number(item, OPEN_KEYS).unwrap_or(0),
+            entries,
+            expiration: number(item, &self.names.expiry),
         })
     }
 }

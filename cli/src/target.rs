@@ -1,0 +1,132 @@
+//! What a per-circuit command acts on: a circuit's item, or with `--key` one key's item of
+//! a keyed circuit (`{name}#key={encoded key}`), and how the command names it.
+
+use anyhow::bail;
+use breaker_runtime::store::{decode_key, key_item_id, split_key_item_id};
+
+use crate::view::printable;
+
+/// The item a command reads and writes, and its name for people.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Target {
+    /// The item's id (or sort key value).
+    pub(crate) id: String,
+    /// The keyed circuit and the key, when the item is a key's.
+    pub(crate) key: Option<KeyOf>,
+}
+
+/// A key of a keyed circuit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeyOf {
+    /// The keyed circuit's name.
+    pub(crate) circuit: String,
+    /// The key as encoded in its item's id and in the index.
+    pub(crate) encoded: String,
+    /// The key as given (`--key`), or decoded from an item id for display.
+    pub(crate) key: String,
+}
+
+impl Target {
+    /// `name`, or with `key` that key's item of the keyed circuit `name`. A name that is a
+    /// key item's id (`webhooks#key=shop-17`, as `breaker list --json` gives it) is that key.
+    pub(crate) fn new(name: &str, key: Option<&str>) -> anyhow::Result<Self> {
+        if name.trim().is_empty() {
+            bail!("the circuit name must not be empty");
+        }
+        let Some(key) = key else {
+            let key = split_key_item_id(name).map(|(circuit, encoded)| KeyOf {
+                circuit: circuit.to_owned(),
+                encoded: encoded.to_owned(),
+                key: decode_key(encoded),
+            });
+            return Ok(Self {
+                id: name.to_owned(),
+                key,
+            });
+        };
+        let id = key_item_id(name, key);
+        let encoded = split_key_item_id(&id)
+            .map(|(_, encoded)| encoded.to_owned())
+            .expect("a key item's id splits");
+        Ok(Self {
+            key: Some(KeyOf {
+                circuit: name.to_owned(),
+                encoded,
+                key: key.to_owned(),
+            }),
+            id,
+        })
+    }
+
+    /// `webhooks[shop-17]` for a key, else the circuit's name; printable.
+    pub(crate) fn label(&self) -> String {
+        match &self.key {
+            Some(key) => key.label(),
+            None => printable(&self.id),
+        }
+    }
+
+    /// The command-line arguments that name it again: `webhooks --key shop-17`.
+    pub(crate) fn args(&self) -> String {
+        match &self.key {
+            Some(KeyOf { circuit, key, .. }) => {
+                format!("{} --key {}", quoted(circuit), quoted(key))
+            }
+            None => quoted(&self.id),
+        }
+    }
+}
+
+impl KeyOf {
+    /// `webhooks[shop-17]`, printable.
+    pub(crate) fn label(&self) -> String {
+        format!("{}[{}]", printable(&self.circuit), printable(&self.key))
+    }
+}
+
+/// `text` as a shell word: as is when it is plain, else in single quotes.
+fn quoted(text: &str) -> String {
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_.:/@+=,".contains(c));
+    match plain {
+        true => printable(text),
+        false => format!("'{}'", printable(&text.replace('\'', r"'\''"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_key_targets_its_item_and_reads_as_circuit_and_key() {
+        let target = Target::new("webhooks", Some("shop#17")).unwrap();
+        assert_eq!(target.id, "webhooks#key=shop%2317");
+        assert_eq!(target.label(), "webhooks[shop#17]");
+        assert_eq!(target.args(), "webhooks --key 'shop#17'");
+    }
+
+    #[test]
+    fn a_key_items_id_is_that_key() {
+        let target = Target::new("webhooks#key=shop%2317", None).unwrap();
+        let key = target.key.as_ref().expect("a key");
+        assert_eq!(
+            (key.circuit.as_str(), key.key.as_str()),
+            ("webhooks", "shop#17")
+        );
+        assert_eq!(target.id, "webhooks#key=shop%2317");
+        assert_eq!(Target::new("payments", None).unwrap().key, None);
+    }
+
+    #[test]
+    fn an_empty_key_is_a_key_and_an_empty_name_is_refused() {
+        let target = Target::new("webhooks", Some("")).unwrap();
+        assert_eq!(
+            (target.id.as_str(), target.label()),
+            ("webhooks#key=", "webhooks[]".into())
+        );
+        assert!(Target::new(" ", Some("k")).is_err());
+    }
+}

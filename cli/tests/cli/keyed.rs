@@ -1,0 +1,253 @@
+//! Keyed circuits: every per-circuit command acts on one key's item with `--key`; `list`
+//! shows a keyed circuit as one row with its open-key count and its keys' items under it;
+//! `show NAME --keys` lists the open keys; an index item is no circuit to act on.
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use breaker_runtime::store::{key_index_id, key_item_id};
+use devstack::wall_clock::unix_secs;
+
+use crate::support::{Table, n, s};
+
+/// A key holding every character the encoding escapes.
+const ODD_KEY: &str = "shop#17 %~";
+
+/// Writes `circuit`'s index naming `keys` as a breaker's adds would (docs/dynamodb.md).
+async fn index(table: &Table, circuit: &str, keys: &[&str]) {
+    let now_ms = unix_secs() * 1000;
+    let names: Vec<String> = keys
+        .iter()
+        .map(|key| {
+            let id = key_item_id(circuit, key);
+            format!("k:{}", &id[circuit.len() + "#key=".len()..])
+        })
+        .collect();
+    let mut attributes = vec![
+        ("key_index", AttributeValue::N("1".into())),
+        ("open_keys", AttributeValue::N(keys.len().to_string())),
+        (
+            "expiration",
+            AttributeValue::N((unix_secs() + 3_600).to_string()),
+        ),
+    ];
+    for name in &names {
+        attributes.push((name.as_str(), AttributeValue::N(format!("{}123", now_ms))));
+    }
+    table.put_raw(&key_index_id(circuit), &attributes).await;
+}
+
+#[tokio::test]
+async fn per_circuit_commands_act_on_one_keys_item() {
+    let table = Table::new().await;
+    let id = key_item_id("webhooks", ODD_KEY);
+    assert_eq!(id, "webhooks#key=shop%2317 %25%7E");
+
+    table
+        .breaker(&["open", "webhooks", "--key", ODD_KEY, "--by", "alice"])
+        .await
+        .failed(1, "no item for key 'shop#17 %~' of circuit 'webhooks'");
+    assert!(table.raw(&id).await.is_none(), "refused: nothing written");
+
+    let opened = table
+        .breaker(&[
+            "open", "webhooks", "--key", ODD_KEY, "--create", "--by", "alice",
+        ])
+        .await;
+    let text = opened.ok();
+    assert!(
+        text.contains("webhooks[shop#17 %~]: forced open fleet-wide"),
+        "{text}"
+    );
+    assert!(text.contains("key          shop#17 %~"), "{text}");
+    let item = table.raw(&id).await.expect("the key's item");
+    assert_eq!(s(&item, "override").as_deref(), Some("OPEN"));
+    assert!(
+        table.raw("webhooks").await.is_none(),
+        "the circuit's name has no item"
+    );
+
+    let shown = table
+        .breaker(&["show", "webhooks", "--key", ODD_KEY, "--json"])
+        .await
+        .json();
+    assert_eq!(shown["name"], "webhooks");
+    assert_eq!(shown["key"], ODD_KEY);
+    assert_eq!(shown["id"], id.as_str());
+    assert_eq!(shown["effective_state"], "FORCED OPEN");
+
+    table
+        .breaker(&["close", "webhooks", "--key", ODD_KEY])
+        .await
+        .failed(
+            1,
+            "release it first: breaker release webhooks --key 'shop#17 %~'",
+        );
+    let released = table
+        .breaker(&["release", "webhooks", "--key", ODD_KEY])
+        .await;
+    assert!(
+        released.ok().contains("webhooks[shop#17 %~]: released"),
+        "{released:?}"
+    );
+    let closed = table
+        .breaker(&["close", "webhooks", "--key", ODD_KEY])
+        .await;
+    assert!(
+        closed.ok().contains("webhooks[shop#17 %~]: closed"),
+        "{closed:?}"
+    );
+    let item = table.raw(&id).await.expect("the key's item");
+    assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"));
+    assert!(!item.contains_key("override"), "{item:?}");
+
+    // A key's item id names the same key.
+    let by_id = table.breaker(&["show", &id]).await;
+    assert!(by_id.ok().contains("key          shop#17 %~"), "{by_id:?}");
+    // Another key of the same circuit has an item of its own, or none.
+    table
+        .breaker(&["show", "webhooks", "--key", "shop-18"])
+        .await
+        .failed(1, "no item for key 'shop-18' of circuit 'webhooks'");
+}
+
+#[tokio::test]
+async fn list_shows_a_keyed_circuit_with_its_open_key_count_and_its_keys_under_it() {
+    let table = Table::new().await;
+    table.trip("payments", 5).await;
+    table.trip(&key_item_id("webhooks", "shop-17"), 5).await;
+    table
+        .half_open(&key_item_id("webhooks", ODD_KEY), "env-3")
+        .await;
+    index(&table, "webhooks", &["shop-17", ODD_KEY]).await;
+    table.trip("zebra", 5).await;
+
+    let text = table.breaker(&["list"]).await.ok().to_owned();
+    assert!(text.contains("KEYED: 2 open keys"), "{text}");
+    for row in [
+        "webhooks[shop-17]",
+        "webhooks[shop#17 %~]",
+        "payments",
+        "zebra",
+    ] {
+        assert!(text.contains(row), "{row:?} missing from\n{text}");
+    }
+    assert!(
+        !text.contains("#key") && !text.contains("warning"),
+        "{text}"
+    );
+    // The keyed circuit's row, then its keys, in the order of circuit names.
+    let at = |row: &str| text.find(row).unwrap_or_else(|| panic!("{row}: {text}"));
+    assert!(at("payments") < at("KEYED"), "{text}");
+    assert!(at("KEYED") < at("webhooks[shop#17"), "{text}");
+    assert!(at("webhooks[shop-17]") < at("zebra"), "{text}");
+
+    let json = table.breaker(&["list", "--json"]).await.json();
+    let rows = json.as_array().expect("an array");
+    let names: Vec<(&str, Option<&str>)> = rows
+        .iter()
+        .map(|r| (r["name"].as_str().unwrap(), r["key"].as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [
+            ("payments", None),
+            ("webhooks", None),
+            ("webhooks", Some(ODD_KEY)),
+            ("webhooks", Some("shop-17")),
+            ("zebra", None),
+        ]
+    );
+    assert_eq!(rows[1]["keyed"], true);
+    assert_eq!(rows[1]["open_keys"], 2);
+    assert_eq!(rows[1]["keys"], serde_json::json!([ODD_KEY, "shop-17"]));
+    assert_eq!(rows[2]["state"], "HALF_OPEN");
+    assert_eq!(rows[3]["id"], "webhooks#key=shop-17");
+}
+
+#[tokio::test]
+async fn show_keys_lists_the_open_keys_with_their_states() {
+    let table = Table::new().await;
+    table.trip(&key_item_id("webhooks", "shop-17"), 4).await;
+    // Named but without an item: the fleet reads it as closed, and a reader drops it.
+    index(&table, "webhooks", &["shop-17", "gone"]).await;
+
+    let text = table
+        .breaker(&["show", "webhooks", "--keys"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(text.contains("state        KEYED: 2 open keys"), "{text}");
+    assert!(text.contains("shop-17") && text.contains("OPEN"), "{text}");
+    assert!(
+        text.contains("gone") && text.contains("CLOSED (no item)"),
+        "{text}"
+    );
+
+    let json = table
+        .breaker(&["show", "webhooks", "--keys", "--json"])
+        .await
+        .json();
+    assert_eq!(json["open_keys"], 2);
+    let keys = json["keys"].as_array().expect("keys");
+    assert_eq!(keys[0]["key"], "gone");
+    assert_eq!(keys[0]["item"], serde_json::Value::Null);
+    assert_eq!(keys[1]["key"], "shop-17");
+    assert_eq!(keys[1]["item"]["failure_count"], 4);
+
+    let none = table.breaker(&["show", "ledger", "--keys"]).await;
+    assert!(none.ok().contains("no key index for 'ledger'"), "{none:?}");
+    table
+        .breaker(&["show", "webhooks", "--keys", "--key", "x"])
+        .await
+        .failed(2, "cannot be used with");
+}
+
+#[tokio::test]
+async fn watch_a_keyed_circuit_shows_its_open_keys() {
+    let table = Table::new().await;
+    table.trip(&key_item_id("webhooks", "shop-17"), 5).await;
+    index(&table, "webhooks", &["shop-17"]).await;
+    let text = table
+        .breaker(&["watch", "webhooks", "--once"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(text.contains("KEYED: 1 open key "), "{text}");
+    assert!(
+        text.contains("webhooks[shop-17]") && text.contains("OPEN"),
+        "{text}"
+    );
+    let one = table
+        .breaker(&["watch", "webhooks", "--key", "shop-17", "--once"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(
+        one.contains("webhooks[shop-17]") && !one.contains("KEYED"),
+        "{one}"
+    );
+}
+
+#[tokio::test]
+async fn commands_given_an_index_items_id_refuse_it_and_write_nothing() {
+    let table = Table::new().await;
+    index(&table, "webhooks", &["shop-17"]).await;
+    let id = key_index_id("webhooks");
+    let before = table.raw(&id).await;
+    for args in [
+        vec!["show", id.as_str()],
+        vec!["open", id.as_str(), "--for", "5m", "--create"],
+        vec!["disable", id.as_str()],
+        vec!["shadow", id.as_str()],
+        vec!["close", id.as_str()],
+        vec!["release", id.as_str()],
+        vec!["watch", id.as_str(), "--once"],
+    ] {
+        table.breaker(&args).await.failed(
+            1,
+            "holds the key index of keyed circuit 'webhooks', not a circuit",
+        );
+    }
+    let after = table.raw(&id).await.expect("the index");
+    assert_eq!(Some(&after), before.as_ref(), "the index is untouched");
+    assert_eq!(n(&after, "open_keys"), Some(1));
+}
