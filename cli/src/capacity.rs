@@ -23,9 +23,12 @@
 //!   environments, whose own policy trips within the interval: they hold their failures
 //!   back. Reports stop when the trip reaches each environment.
 //!
+//! - **A keyed circuit** (`--keys`): see [`keyed`].
+//!
 //! Every environment is taken to be invoked at the same rate; the figures are
 //! expectations, not bounds, except where named a ceiling.
 
+pub(crate) mod keyed;
 pub(crate) mod output;
 
 /// Read units a second one item (one partition) serves at most.

@@ -227,3 +227,87 @@ fn bad_input_names_the_flag() {
     assert_eq!(code, 2, "clap's usage error");
     assert!(stderr.contains("--calls-per-second"), "{stderr}");
 }
+
+#[test]
+fn a_keyed_circuit_reads_its_index_like_one_circuit_and_named_keys_only() {
+    let base = ["--envs", "1000", "--calls-per-second", "10000", "--json"];
+    let keyed = |extra: &[&str]| {
+        let (code, stdout, stderr) = breaker_capacity(&[&base[..], extra].concat());
+        assert_eq!(code, 0, "{stderr}");
+        serde_json::from_str::<serde_json::Value>(&stdout).expect("one JSON object")
+    };
+    let healthy = keyed(&["--keys", "5000", "--open-keys", "0"]);
+    let index_reads = number(&healthy, &["keyed", "index_reads_per_s"]);
+    assert_eq!(index_reads, number(&healthy, &["healthy", "reads_per_s"]));
+    assert_eq!(
+        number(&healthy, &["keyed", "key_item_reads_per_s_healthy"]),
+        0.0
+    );
+    assert!(number(&healthy, &["keyed", "without_index_reads_per_s"]) > 40.0 * index_reads);
+
+    let ten = keyed(&["--keys", "5000", "--open-keys", "10"]);
+    assert_eq!(number(&ten, &["keyed", "index_reads_per_s"]), index_reads);
+    let named_reads = number(&ten, &["keyed", "key_item_reads_per_s_open"]);
+    // 2 calls/s per key over the fleet, each environment's rare call to it a read.
+    assert!((19.0..20.0).contains(&named_reads), "{named_reads}");
+
+    let past_cap = keyed(&[
+        "--keys",
+        "5000",
+        "--open-keys",
+        "4500",
+        "--max-open-keys",
+        "100",
+    ]);
+    assert_eq!(number(&past_cap, &["keyed", "named_keys"]), 100.0);
+
+    let (code, stdout, _) = breaker_capacity(&[
+        "--envs",
+        "1000",
+        "--calls-per-second",
+        "10000",
+        "--keys",
+        "5000",
+        "--open-keys",
+        "4500",
+        "--max-open-keys",
+        "100",
+    ]);
+    assert_eq!(code, 0);
+    for expected in [
+        "healthy keys cost no reads",
+        "4400 of the 4500 keys down are refused by the cap and keep running",
+        "without an index: all 5000 keys' items",
+    ] {
+        assert!(
+            stdout.contains(expected),
+            "{expected:?} missing from\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn keyed_flags_out_of_range_name_the_flag() {
+    let base = ["--envs", "5", "--calls-per-second", "10"];
+    for (extra, words) in [
+        (&["--keys", "0"][..], "--keys must be at least 1"),
+        (
+            &["--keys", "5", "--open-keys", "6"],
+            "--open-keys must be at most --keys (5)",
+        ),
+        (
+            &["--keys", "5", "--key-bytes", "65"],
+            "--key-bytes must be at most 64",
+        ),
+        (
+            &["--keys", "5", "--max-open-keys", "0"],
+            "--max-open-keys must be at least 1",
+        ),
+    ] {
+        let (code, stdout, stderr) = breaker_capacity(&[&base[..], extra].concat());
+        assert_eq!((code, stdout.as_str()), (1, ""), "{extra:?}: {stderr}");
+        assert!(stderr.contains(words), "{extra:?}: {stderr}");
+    }
+    let (code, _, stderr) = breaker_capacity(&[&base[..], &["--open-keys", "3"]].concat());
+    assert_eq!(code, 2, "--open-keys needs --keys: {stderr}");
+}

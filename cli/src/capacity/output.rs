@@ -10,6 +10,7 @@ use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::json;
 
+use super::keyed::{self, KeyedEstimate, Keys};
 use super::{
     ADVISED_READ_SHARE, Estimate, Fleet, ITEM_READ_UNITS_PER_S, ITEM_WRITE_UNITS_PER_S, Load,
     Settings, estimate,
@@ -44,6 +45,27 @@ pub(crate) struct CapacityArgs {
     /// The circuit has no fleet-wide detection (`fleet_detection = false`).
     #[arg(long)]
     pub(crate) no_fleet_detection: bool,
+    /// A keyed circuit: the keys its calls name (spread evenly). Adds its index item's
+    /// reads and the key items' (read only while the index names them).
+    #[arg(long, value_name = "N")]
+    pub(crate) keys: Option<u32>,
+    /// With `--keys`: keys down at once.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "keys")]
+    pub(crate) open_keys: u32,
+    /// With `--keys`: a key's length in bytes once encoded (at most 64).
+    #[arg(long, value_name = "BYTES", default_value_t = 16, requires = "keys")]
+    pub(crate) key_bytes: u32,
+    /// With `--keys`: the circuit's `max_open_keys`.
+    #[arg(long, value_name = "N", default_value_t = 1_000, requires = "keys")]
+    pub(crate) max_open_keys: u32,
+    /// With `--keys`: the circuit's name, for the index's size.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "webhooks",
+        requires = "keys"
+    )]
+    pub(crate) name: String,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
@@ -81,19 +103,52 @@ impl CapacityArgs {
         };
         Ok((fleet, settings))
     }
+
+    /// The keyed circuit's shape, with `--keys`; an error names the flag out of range.
+    pub(crate) fn keyed(&self) -> anyhow::Result<Option<Keys>> {
+        let Some(keys) = self.keys else {
+            return Ok(None);
+        };
+        if keys == 0 {
+            bail!("--keys must be at least 1");
+        }
+        if self.open_keys > keys {
+            bail!("--open-keys must be at most --keys ({keys})");
+        }
+        let most = breaker_runtime::store::MAX_KEY_BYTES;
+        if self.key_bytes as usize > most {
+            bail!("--key-bytes must be at most {most}: a longer key's id holds a hash of it");
+        }
+        if self.max_open_keys == 0 {
+            bail!("--max-open-keys must be at least 1");
+        }
+        Ok(Some(Keys {
+            keys,
+            open_keys: self.open_keys,
+            key_bytes: self.key_bytes,
+            max_open_keys: self.max_open_keys,
+            name_bytes: u32::try_from(self.name.len()).unwrap_or(u32::MAX),
+        }))
+    }
 }
 
 /// `breaker capacity`: arithmetic only, no table or AWS configuration.
 pub(crate) fn run(args: &CapacityArgs) -> anyhow::Result<()> {
     let (fleet, settings) = args.checked()?;
+    let keys = args.keyed()?;
     let estimate = estimate(&fleet, &settings);
+    let keyed = keys.map(|keys| (keys, keyed::estimate(&fleet, &settings, &keys)));
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&to_json(&fleet, &settings, &estimate))?
-        );
+        let mut json = to_json(&fleet, &settings, &estimate);
+        if let Some((keys, keyed)) = &keyed {
+            json["keyed"] = keyed_json(keys, keyed);
+        }
+        println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         println!("{}", to_text(&fleet, &settings, &estimate));
+        if let Some((keys, keyed)) = &keyed {
+            println!("{}", keyed_text(keys, keyed));
+        }
     }
     Ok(())
 }
@@ -220,5 +275,99 @@ pub(crate) fn to_text(fleet: &Fleet, settings: &Settings, e: &Estimate) -> Strin
         e.trip_writes,
         e.trip_writes_throttled,
         verdict(e, settings),
+    )
+}
+
+fn keyed_json(keys: &Keys, e: &KeyedEstimate) -> serde_json::Value {
+    json!({
+        "keys": keys.keys,
+        "open_keys": keys.open_keys,
+        "key_bytes": keys.key_bytes,
+        "max_open_keys": keys.max_open_keys,
+        "named_keys": e.named_keys,
+        "index_reads_per_s": e.index_reads_per_s,
+        "index_bytes_healthy": e.index_bytes_healthy,
+        "index_read_units_per_s_healthy": e.index_read_units_healthy,
+        "index_bytes_open": e.index_bytes_open,
+        "index_read_units_per_s_open": e.index_read_units_open,
+        "key_item_reads_per_s_healthy": 0.0,
+        "key_item_reads_per_s_open": e.key_item_reads_per_s,
+        "key_item_read_units_per_s_open": e.key_item_read_units_per_s,
+        "without_index_reads_per_s": e.without_index_reads_per_s,
+        "without_index_read_units_per_s": e.without_index_read_units_per_s,
+        "index_write_units_per_write_open": e.index_write_units_per_write,
+        "index_bytes_at_cap": e.index_bytes_at_cap,
+        "index_write_units_per_write_at_cap": e.index_write_units_at_cap,
+        "local_cache_max_age_s_for_the_index_read_limit": e.cache_age_for_limit_s,
+    })
+}
+
+/// The keyed circuit's section: the index and the key items, healthy and with the open
+/// keys, against every key's item read as a plain circuit's.
+fn keyed_text(keys: &Keys, e: &KeyedEstimate) -> String {
+    let mut table = Table::new();
+    table.load_style(UTF8_FULL_CONDENSED);
+    table.set_header(vec!["keyed circuit's items", "reads/s", "RCU/s"]);
+    let mut add = |what: String, reads: f64, units: f64| {
+        table.add_row(vec![what, format!("{reads:.1}"), format!("{units:.1}")]);
+    };
+    let kb = |bytes: f64| bytes / 1024.0;
+    add(
+        format!("index, no key open ({:.1} KB)", kb(e.index_bytes_healthy)),
+        e.index_reads_per_s,
+        e.index_read_units_healthy,
+    );
+    add("healthy keys' items".to_owned(), 0.0, 0.0);
+    add(
+        format!(
+            "index, {} keys named ({:.1} KB)",
+            e.named_keys,
+            kb(e.index_bytes_open)
+        ),
+        e.index_reads_per_s,
+        e.index_read_units_open,
+    );
+    add(
+        format!("the {} named keys' items", e.named_keys),
+        e.key_item_reads_per_s,
+        e.key_item_read_units_per_s,
+    );
+    add(
+        format!("without an index: all {} keys' items", keys.keys),
+        e.without_index_reads_per_s,
+        e.without_index_read_units_per_s,
+    );
+    let capped = match keys.open_keys > keys.max_open_keys {
+        true => format!(
+            "; {} of the {} keys down are refused by the cap and keep running",
+            keys.open_keys - keys.max_open_keys,
+            keys.open_keys
+        ),
+        false => String::new(),
+    };
+    format!(
+        "keyed: {} keys (calls spread evenly), {} down at once{capped}, keys of {} bytes, \
+         max_open_keys {}\n{table}\n\
+         the index is read once per environment per cache age, however many keys; a key's \
+         item is read only while the index names it (open, half-open or lately so): healthy \
+         keys cost no reads\n\
+         index writes: one per key's trip (more when environments trip it together: each \
+         adds or refreshes) and one per close, {:.0} WCU each with {} keys named; at the cap \
+         ({} keys) the index is {:.1} KB and each write {:.0} WCU (one item takes \
+         {ITEM_WRITE_UNITS_PER_S} WCU/s: a mass trip is throttled there, and a throttled \
+         key keeps running)\n\
+         index reads stay within the item's {ITEM_READ_UNITS_PER_S} RCU/s with \
+         local_cache_max_age of at least {:.1} s at {} keys named",
+        keys.keys,
+        keys.open_keys,
+        keys.key_bytes,
+        keys.max_open_keys,
+        e.index_write_units_per_write,
+        e.named_keys,
+        keys.max_open_keys,
+        kb(e.index_bytes_at_cap),
+        e.index_write_units_at_cap,
+        ceil_tenth(e.cache_age_for_limit_s),
+        e.named_keys,
     )
 }
