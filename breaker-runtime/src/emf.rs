@@ -179,10 +179,15 @@ pub fn transition_record(
     namespace: &str,
     timestamp_millis: u64,
 ) -> String {
-    let states = format!(
+    let mut states = format!(
         r#""from_state":"{}","to_state":"{}""#,
         transition.from_state, transition.to_state
     );
+    // A keyed circuit's key is a property, never a dimension: keys are unbounded, and each
+    // dimension value is a metric of its own in CloudWatch.
+    if let Some(key) = &transition.key {
+        let _ = write!(states, r#","key":{}"#, json_string(key));
+    }
     let metric = metric_name(transition.to_state);
     let record = Document {
         namespace,
@@ -275,7 +280,18 @@ mod tests {
             to_state,
             opened_at,
             cause: None,
+            key: None,
         }
+    }
+
+    #[test]
+    fn a_keyed_circuits_key_is_a_property_not_a_dimension() {
+        let mut opened = transition("webhooks", CircuitState::Open, Some(1));
+        opened.key = Some("shop \"17\"".into());
+        let record = transition_record(&opened, "B", 1);
+        assert!(record.contains(r#""Dimensions":[["circuit"]]"#), "{record}");
+        assert!(record.contains(r#""circuit":"webhooks","#), "{record}");
+        assert!(record.contains(r#","key":"shop \"17\"","#), "{record}");
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub struct CircuitInfo {
     /// time is known: closed, disabled or shadowed (calls run), or forced open until
     /// released. An absolute time, so two reports of one state compare equal.
     pub retry_after: Option<u64>,
+    /// The key of a keyed circuit's call ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)),
+    /// whose own circuit this is; `None` for a plain circuit. [`name`](Self::name) stays the
+    /// keyed circuit's name.
+    pub key: Option<Arc<str>>,
 }
 
 impl CircuitInfo {
@@ -60,6 +64,7 @@ impl CircuitInfo {
             failure_count,
             opened_at,
             retry_after: None,
+            key: None,
         }
     }
 
@@ -69,9 +74,26 @@ impl CircuitInfo {
         self
     }
 
+    /// This report with [`key`](Self::key) set: a keyed circuit's.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitInfo, CircuitState};
+    /// let info = CircuitInfo::new("webhooks", CircuitState::Open, 5, Some(1)).with_key(Some("shop-17"));
+    /// assert_eq!((info.name(), info.key()), ("webhooks", Some("shop-17")));
+    /// ```
+    pub fn with_key(mut self, key: Option<impl Into<Arc<str>>>) -> Self {
+        self.key = key.map(Into::into);
+        self
+    }
+
     /// The circuit's id.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The key of a keyed circuit's call, `None` for a plain circuit.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 }
 
@@ -106,6 +128,10 @@ pub struct CircuitTransition {
     pub opened_at: Option<u64>,
     /// What opened the circuit, for a trip or a reopen; `None` for other transitions.
     pub cause: Option<TransitionCause>,
+    /// The key whose circuit made the transition, in a keyed circuit
+    /// ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)); `None` for a plain circuit.
+    /// [`name`](Self::name) stays the keyed circuit's name.
+    pub key: Option<Arc<str>>,
 }
 
 impl CircuitTransition {
@@ -124,12 +150,31 @@ impl CircuitTransition {
             to_state,
             opened_at,
             cause,
+            key: None,
         }
+    }
+
+    /// This transition with [`key`](Self::key) set: a keyed circuit's.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitState, CircuitTransition};
+    /// let t = CircuitTransition::new("webhooks", CircuitState::Closed, CircuitState::Open, Some(1), None)
+    ///     .with_key(Some("shop-17"));
+    /// assert_eq!((t.name(), t.key()), ("webhooks", Some("shop-17")));
+    /// ```
+    pub fn with_key(mut self, key: Option<impl Into<Arc<str>>>) -> Self {
+        self.key = key.map(Into::into);
+        self
     }
 
     /// The circuit's id.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The key whose circuit made the transition, `None` for a plain circuit.
+    pub fn key(&self) -> Option<&str> {
+        self.key.as_deref()
     }
 }
 

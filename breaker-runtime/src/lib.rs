@@ -31,6 +31,7 @@ mod default_store;
 mod environment;
 mod error;
 mod events;
+mod keyed;
 mod log_line;
 mod observe;
 mod policy;
@@ -55,6 +56,7 @@ pub use error::{CallAbandonedError, CircuitBreakerConfigError, CircuitBreakerOpe
 pub use events::{
     CircuitInfo, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent, TransitionCause,
 };
+pub use keyed::KeyedCircuitBreaker;
 pub use policy::SlidingWindow;
 pub use protocol::{CircuitState, RecoveryBackoff};
 pub use warm_up::{WarmUp, warm_up};

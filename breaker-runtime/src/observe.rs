@@ -5,7 +5,7 @@
 //! feature the types are zero-sized and every method is empty, so the closed path is what
 //! it was.
 
-pub(crate) use imp::{CallClock, CircuitMetrics};
+pub(crate) use imp::{CallClock, CircuitMetrics, KeyedMetrics};
 pub(crate) use span::CallSpan;
 
 #[cfg(feature = "metrics")]
@@ -33,6 +33,29 @@ mod imp {
     pub(crate) const DURATION: &str = "circuitbreaker_call_duration_seconds";
     /// Shadow mode's verdicts: what the breaker would have done (every call ran).
     pub(crate) const SHADOW_DECISIONS: &str = "circuitbreaker_shadow_decisions_total";
+    /// Keys of a keyed circuit whose trip the cap (`max_open_keys`) refused.
+    pub(crate) const KEYS_REFUSED_BY_CAP: &str = "circuitbreaker_keys_refused_by_cap_total";
+
+    /// What a keyed circuit reports besides its keys' circuits (whose metrics carry the
+    /// keyed circuit's name, never the key: keys are unbounded).
+    pub(crate) struct KeyedMetrics {
+        refused_by_cap: Counter,
+    }
+
+    impl KeyedMetrics {
+        pub(crate) fn new(name: &str) -> Self {
+            describe();
+            let circuit = Label::new("circuitbreaker_name", name.to_owned());
+            Self {
+                refused_by_cap: metrics::counter!(KEYS_REFUSED_BY_CAP, vec![circuit]),
+            }
+        }
+
+        /// A key's trip was refused: the cap holds.
+        pub(crate) fn refused_by_cap(&self) {
+            self.refused_by_cap.increment(1);
+        }
+    }
 
     const DECISIONS: [ShadowDecision; 4] = [
         ShadowDecision::WouldReject,
@@ -258,6 +281,10 @@ mod imp {
             metrics::describe_counter!(TRANSITIONS, "State transitions this environment made");
             metrics::describe_gauge!(STATE, "1 for the state the circuit acts on, else 0");
             metrics::describe_counter!(
+                KEYS_REFUSED_BY_CAP,
+                "Keys of a keyed circuit not opened: max_open_keys reached"
+            );
+            metrics::describe_counter!(
                 SHADOW_DECISIONS,
                 "Shadow mode: what the breaker would have done, by decision"
             );
@@ -279,6 +306,18 @@ mod imp {
 
     /// Nothing: the `metrics` feature is off.
     pub(crate) struct CircuitMetrics;
+
+    /// Nothing: the `metrics` feature is off.
+    pub(crate) struct KeyedMetrics;
+
+    impl KeyedMetrics {
+        pub(crate) fn new(_name: &str) -> Self {
+            Self
+        }
+
+        #[inline(always)]
+        pub(crate) fn refused_by_cap(&self) {}
+    }
 
     /// Nothing: the `metrics` feature is off.
     #[derive(Debug, Clone, Copy)]

@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder, KeyedCircuitBreaker,
+};
 use metrics_util::debugging::{DebugValue, DebuggingRecorder};
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
@@ -329,4 +331,40 @@ async fn a_probe_whose_recording_is_dropped_unpolled_counts_once() {
 
     let next = request_permit(&breaker).await;
     assert!(next.is_ok(), "the slot was freed: the next call probes");
+}
+
+#[tokio::test]
+async fn a_keyed_circuit_counts_under_its_name_and_counts_refusals_by_its_cap() {
+    let name = "metrics-keyed";
+    let recorder = DebuggingRecorder::new();
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(1)
+        .build()
+        .unwrap();
+    let (keyed, shops) = metrics::with_local_recorder(&recorder, || {
+        let keyed = KeyedCircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config)
+            .with_max_open_keys(1);
+        let shops = [keyed.breaker("shop-1"), keyed.breaker("shop-2")];
+        (keyed, shops)
+    });
+    for shop in &shops {
+        let _: Result<u8, Error> = shop.call(|| async { Err("503".into()) }).await;
+    }
+    assert_eq!(keyed.open_keys(), vec!["shop-1".to_owned()]);
+    let metrics = snapshot(&recorder);
+    assert_eq!(
+        calls(&metrics, name, "failure"),
+        2,
+        "one series for every key"
+    );
+    assert_eq!(transitions(&metrics, name, "closed", "open"), 1);
+    let refused = [("circuitbreaker_name", name)];
+    assert_eq!(
+        counter(
+            &metrics,
+            "circuitbreaker_keys_refused_by_cap_total",
+            &refused
+        ),
+        1
+    );
 }

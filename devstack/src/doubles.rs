@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use breaker_runtime::store::{
-    CircuitRecord, EpochTally, FailureReport, FleetTally, InMemoryStore, RecordWrite, StateStore,
-    StoreError, StoreFuture, SuspectReport, WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, InMemoryStore, KeyIndex, KeyIndexOutcome,
+    KeyIndexWrite, RecordWrite, StateStore, StoreError, StoreFuture, SuspectReport, WriteOutcome,
 };
 
 /// What a [`ScriptedStore`] does with each call.
@@ -39,6 +39,8 @@ pub struct ScriptedStore {
     consistent_reads: AtomicUsize,
     batched_reads: AtomicUsize,
     writes: AtomicUsize,
+    index_reads: AtomicUsize,
+    index_writes: AtomicUsize,
     reports_to: Option<Arc<dyn StateStore>>,
     reports: AtomicUsize,
 }
@@ -58,6 +60,8 @@ impl ScriptedStore {
             consistent_reads: AtomicUsize::new(0),
             batched_reads: AtomicUsize::new(0),
             writes: AtomicUsize::new(0),
+            index_reads: AtomicUsize::new(0),
+            index_writes: AtomicUsize::new(0),
             reports_to: None,
             reports: AtomicUsize::new(0),
         }
@@ -101,6 +105,18 @@ impl ScriptedStore {
         self.writes.load(Ordering::SeqCst)
     }
 
+    /// Reads of a keyed circuit's index so far (answered or not); not counted in
+    /// [`reads`](Self::reads), which are the circuits' items.
+    pub fn index_reads(&self) -> usize {
+        self.index_reads.load(Ordering::SeqCst)
+    }
+
+    /// Writes to a keyed circuit's index so far (answered or not); not counted in
+    /// [`writes`](Self::writes).
+    pub fn index_writes(&self) -> usize {
+        self.index_writes.load(Ordering::SeqCst)
+    }
+
     /// Fleet reports so far, of either kind.
     pub fn reports(&self) -> usize {
         self.reports.load(Ordering::SeqCst)
@@ -108,7 +124,11 @@ impl ScriptedStore {
 
     /// Every operation so far but the fleet reports.
     pub fn calls(&self) -> usize {
-        self.reads() + self.batched_reads() + self.writes()
+        self.reads()
+            + self.batched_reads()
+            + self.writes()
+            + self.index_reads()
+            + self.index_writes()
     }
 
     /// Counts from zero again.
@@ -117,6 +137,8 @@ impl ScriptedStore {
         self.consistent_reads.store(0, Ordering::SeqCst);
         self.batched_reads.store(0, Ordering::SeqCst);
         self.writes.store(0, Ordering::SeqCst);
+        self.index_reads.store(0, Ordering::SeqCst);
+        self.index_writes.store(0, Ordering::SeqCst);
         self.reports.store(0, Ordering::SeqCst);
     }
 
@@ -145,6 +167,8 @@ impl ScriptedStore {
             Operation::ConsistentRead => &[&self.reads, &self.consistent_reads],
             Operation::BatchedRead => &[&self.batched_reads],
             Operation::Write | Operation::Update => &[&self.writes],
+            Operation::IndexRead => &[&self.index_reads],
+            Operation::IndexWrite => &[&self.index_writes],
         };
         for counter in counters {
             counter.fetch_add(1, Ordering::SeqCst);
@@ -159,7 +183,7 @@ impl ScriptedStore {
             Behaviour::ThrottlingWrites => Box::pin(std::future::ready(Err(
                 StoreError::throttled("scripted ProvisionedThroughputExceededException"),
             ))),
-            Behaviour::DenyingUpdates if operation != Operation::Update => delegate(),
+            Behaviour::DenyingUpdates if !operation.updates() => delegate(),
             Behaviour::DenyingUpdates => Box::pin(std::future::ready(Err(StoreError::new(
                 "scripted AccessDeniedException: not authorized to perform dynamodb:UpdateItem",
             )))),
@@ -190,11 +214,19 @@ enum Operation {
     Write,
     /// A write `DynamoDbStore` sends as an `UpdateItem`.
     Update,
+    /// A read of a keyed circuit's index.
+    IndexRead,
+    /// A write to a keyed circuit's index (an `UpdateItem`).
+    IndexWrite,
 }
 
 impl Operation {
     fn writes(self) -> bool {
-        matches!(self, Self::Write | Self::Update)
+        matches!(self, Self::Write | Self::Update | Self::IndexWrite)
+    }
+
+    fn updates(self) -> bool {
+        matches!(self, Self::Update | Self::IndexWrite)
     }
 }
 
@@ -240,5 +272,26 @@ impl StateStore for ScriptedStore {
         report: &'a SuspectReport,
     ) -> StoreFuture<'a, Option<EpochTally>> {
         self.forward_report(|table| table.report_suspected(circuit, report))
+    }
+    fn keeps_key_index(&self) -> bool {
+        self.inner.keeps_key_index()
+    }
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        self.behave(Operation::IndexRead, || {
+            self.inner.read_key_index(circuit, consistent)
+        })
+    }
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        self.behave(Operation::IndexWrite, || {
+            self.inner.apply_key_index(circuit, write)
+        })
     }
 }

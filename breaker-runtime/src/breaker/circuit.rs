@@ -69,8 +69,11 @@ impl std::fmt::Debug for Circuit {
 }
 
 impl Circuit {
+    /// A circuit named `name` on `store`; `key`: a keyed circuit's key, whose own circuit
+    /// this is (its store maps the name to the key's item).
     pub(super) fn new(
         name: Arc<str>,
+        key: Option<Arc<str>>,
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
@@ -127,7 +130,7 @@ impl Circuit {
             ),
             call_timeout_millis: config.call_timeout.map_or(0, millis),
             deadline_margin_millis: millis(config.deadline_margin()),
-            access: StoreAccess::new(store, name, &config),
+            access: StoreAccess::new(store, name, key, &config),
             cache: Mutex::new(RecordCache::new(millis(config.local_cache_max_age))),
             environment_id,
             probe_owner,
@@ -146,6 +149,11 @@ impl Circuit {
 
     pub(super) fn name(&self) -> &Arc<str> {
         self.access.name()
+    }
+
+    /// A keyed circuit's key, `None` for a plain circuit.
+    pub(super) fn key(&self) -> Option<&Arc<str>> {
+        self.access.key()
     }
 
     pub(super) fn store(&self) -> &Arc<dyn StateStore> {
@@ -290,11 +298,18 @@ impl Circuit {
         else {
             return;
         };
+        self.adopt_seeded(record, self.now().saturating_add(millis(left)));
+    }
+
+    /// Takes `record` as the circuit's cache, trusted until `fresh_until` (unix millis),
+    /// if the circuit has neither read nor written anything yet: a warm-up's read, or a
+    /// keyed circuit's index that does not name the key.
+    pub(super) fn adopt_seeded(&self, record: Option<CircuitRecord>, fresh_until: u64) {
         let mut cache = self.lock();
-        if !cache.untouched() {
+        if !cache.untouched() || fresh_until <= self.now() {
             return;
         }
-        cache.trust_until(self.now().saturating_add(millis(left)));
+        cache.trust_until(fresh_until);
         self.adopt(&mut cache, record.unwrap_or_default());
     }
 
@@ -537,6 +552,7 @@ impl Circuit {
             failure_count,
             opened_at: rejected.opened_at,
             retry_after: rejected.retry_after,
+            key: self.key().cloned(),
         }
     }
 }

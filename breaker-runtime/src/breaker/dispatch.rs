@@ -55,9 +55,12 @@ pub(super) fn dispatch(circuit: &Circuit, event: Event<'_>) {
             opened_at,
             cause,
         } => verdict(circuit, decision, opened_at, cause),
-        Event::Abandoned(abandoned) => {
-            tracing::warn!(circuit = %circuit.name(), %abandoned, "guarded call abandoned");
-        }
+        Event::Abandoned(abandoned) => match circuit.key() {
+            None => tracing::warn!(circuit = %circuit.name(), %abandoned, "guarded call abandoned"),
+            Some(key) => {
+                tracing::warn!(circuit = %circuit.name(), %key, %abandoned, "guarded call abandoned");
+            }
+        },
     }
 }
 
@@ -72,13 +75,21 @@ fn transition(
     let name = circuit.name();
     circuit.metrics().transitioned(from_state, to_state);
     let why = cause.as_ref().map_or("", TransitionCause::as_str);
-    tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
+    match circuit.key() {
+        None => {
+            tracing::info!(circuit = %name, from = %from_state, to = %to_state, cause = why, "circuit transition");
+        }
+        Some(key) => {
+            tracing::info!(circuit = %name, %key, from = %from_state, to = %to_state, cause = why, "circuit transition");
+        }
+    }
     let transition = CircuitTransition {
         name: name.to_string(),
         from_state,
         to_state,
         opened_at,
         cause,
+        key: circuit.key().cloned(),
     };
     circuit.hooks().run(&transition, name);
 }

@@ -7,10 +7,10 @@ use std::sync::{Arc, PoisonError, RwLock};
 use crate::events::CircuitTransition;
 
 /// One hook of events `E`.
-pub(super) type Hook<E = CircuitTransition> = Arc<dyn Fn(E) + Send + Sync>;
+pub(crate) type Hook<E = CircuitTransition> = Arc<dyn Fn(E) + Send + Sync>;
 
 /// Every hook added to a circuit, in the order added.
-pub(super) struct Hooks<E = CircuitTransition>(RwLock<Vec<Hook<E>>>);
+pub(crate) struct Hooks<E = CircuitTransition>(RwLock<Vec<Hook<E>>>);
 
 impl<E> Default for Hooks<E> {
     fn default() -> Self {
@@ -19,7 +19,7 @@ impl<E> Default for Hooks<E> {
 }
 
 impl<E: Clone> Hooks<E> {
-    pub(super) fn push(&self, hook: Hook<E>) {
+    pub(crate) fn push(&self, hook: Hook<E>) {
         self.0
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -27,7 +27,7 @@ impl<E: Clone> Hooks<E> {
     }
 
     /// Runs every hook with `transition`; a panicking hook is logged and the others run.
-    pub(super) fn run(&self, transition: &E, circuit_name: &str) {
+    pub(crate) fn run(&self, transition: &E, circuit_name: &str) {
         // Copied (a few `Arc`s) so no lock is held while user code runs.
         let hooks = self
             .0

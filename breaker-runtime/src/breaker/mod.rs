@@ -56,6 +56,7 @@ mod would_be;
 pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, Stopped, guarded_call};
+pub(crate) use hooks::Hooks;
 #[cfg(feature = "tower")]
 pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
 pub use permit::{Permit, PermitRequest, Recording, classify};
@@ -123,6 +124,23 @@ impl CircuitBreaker {
         Self {
             circuit: registry::own_circuit(name.into().into(), store, config),
         }
+    }
+
+    /// The circuit of `key` in the keyed circuit `name`, on `store` (which maps the name to
+    /// the key's item); seeded as known closed until `closed_until` (unix millis) when the
+    /// keyed circuit's index says so.
+    pub(crate) fn for_key(
+        name: Arc<str>,
+        key: Arc<str>,
+        store: Arc<dyn StateStore>,
+        config: CircuitBreakerConfig,
+        closed_until: Option<u64>,
+    ) -> Self {
+        let circuit = Arc::new(Circuit::new(name, Some(key), store, config));
+        if let Some(until) = closed_until {
+            circuit.adopt_seeded(None, until);
+        }
+        Self { circuit }
     }
 
     /// The circuit every call site naming `name` with `store` shares, created by the first

@@ -60,7 +60,7 @@ pub(super) fn own_circuit(
     store: Arc<dyn StateStore>,
     config: CircuitBreakerConfig,
 ) -> Arc<Circuit> {
-    let circuit = Arc::new(Circuit::new(name, store, config));
+    let circuit = Arc::new(Circuit::new(name, None, store, config));
     let warmed = entries()
         .iter()
         .find(|e| e.name == *circuit.name() && same_store(&e.store, circuit.store()))
@@ -82,7 +82,7 @@ pub(super) fn shared_circuit(
     let entry = entry(&mut entries, name, &store);
     let warmed = &entry.warmed;
     let circuit = entry.shared.get_or_insert_with(|| {
-        let circuit = Arc::new(Circuit::new(name.into(), store, config));
+        let circuit = Arc::new(Circuit::new(name.into(), None, store, config));
         if let Some((record, read_started)) = warmed {
             circuit.adopt_warmed(record.clone(), *read_started);
         }

@@ -35,6 +35,8 @@ impl StoreCallError {
 pub(super) struct StoreAccess {
     store: Arc<dyn StateStore>,
     name: Arc<str>,
+    /// A keyed circuit's key, for the logs.
+    key: Option<Arc<str>>,
     timeout: std::time::Duration,
     backoff_millis: u64,
 }
@@ -43,11 +45,13 @@ impl StoreAccess {
     pub(super) fn new(
         store: Arc<dyn StateStore>,
         name: Arc<str>,
+        key: Option<Arc<str>>,
         config: &CircuitBreakerConfig,
     ) -> Self {
         Self {
             store,
             name,
+            key,
             timeout: config.store_timeout,
             backoff_millis: millis(config.store_error_backoff),
         }
@@ -59,6 +63,10 @@ impl StoreAccess {
 
     pub(super) fn name(&self) -> &Arc<str> {
         &self.name
+    }
+
+    pub(super) fn key(&self) -> Option<&Arc<str>> {
+        self.key.as_ref()
     }
 
     /// Reads the shared record, strongly consistently if `consistent`.
@@ -116,7 +124,14 @@ impl StoreAccess {
     /// Logs `error` and returns until when (unix millis) the store is left alone after it,
     /// from `now` on; `environment_id` spreads a fleet's return after throttling.
     pub(super) fn back_off(&self, error: &StoreError, now: u64, environment_id: &str) -> u64 {
-        tracing::warn!(circuit = %self.name, %error, "circuit breaker store failed; failing open");
+        match &self.key {
+            None => {
+                tracing::warn!(circuit = %self.name, %error, "circuit breaker store failed; failing open");
+            }
+            Some(key) => {
+                tracing::warn!(circuit = %self.name, %key, %error, "circuit breaker store failed; failing open");
+            }
+        }
         let backoff = self.backoff_millis;
         if error.is_throttled() {
             // Spread over [backoff / 2, backoff * 3 / 2): a fleet throttled by one

@@ -125,6 +125,16 @@ impl RecoveryBackoff {
         }
     }
 
+    /// The longest an opening may wait with `base` as the recovery timeout: the cap of an
+    /// exponential backoff, a day for a user's function, `base` without a backoff.
+    pub(crate) fn longest_wait(&self, base: Duration) -> Duration {
+        match &self.0 {
+            Kind::None => base,
+            Kind::Exponential { max, .. } => max.unwrap_or_else(|| default_cap(base)).max(base),
+            Kind::Custom(_) => Duration::from_secs(MAX_RECOVERY_BACKOFF_SECS).max(base),
+        }
+    }
+
     /// The factor and cap of an exponential backoff, for the builder's checks.
     pub(crate) fn exponential_parts(&self) -> Option<(u32, Option<Duration>)> {
         match &self.0 {

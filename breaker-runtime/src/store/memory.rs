@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
-use super::{StateStore, StoreFuture};
+use super::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreFuture};
 use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
@@ -28,6 +28,8 @@ pub struct InMemoryStore {
     records: Mutex<HashMap<String, CircuitRecord>>,
     /// The fleet's counters; `None`: none kept.
     fleet: Option<FleetCounters>,
+    /// The keyed circuits' indexes, by circuit.
+    key_indexes: Mutex<HashMap<String, KeyIndex>>,
 }
 
 /// Tallies by circuit and the window start or suspicion epoch they count for.
@@ -127,6 +129,39 @@ impl StateStore for InMemoryStore {
                 FleetTally::plus,
             )
         })
+    }
+
+    fn keeps_key_index(&self) -> bool {
+        true
+    }
+
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        _consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        let indexes = self
+            .key_indexes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        Box::pin(std::future::ready(Ok(indexes.get(circuit).cloned())))
+    }
+
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        let mut indexes = self
+            .key_indexes
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let mut index = indexes.remove(circuit);
+        let outcome = write.apply(&mut index);
+        if let Some(index) = index {
+            indexes.insert(circuit.to_owned(), index);
+        }
+        Box::pin(std::future::ready(Ok(outcome)))
     }
 
     fn report_suspected<'a>(

@@ -16,6 +16,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 mod key_ids;
+mod key_index;
 mod memory;
 
 pub use crate::protocol::{
@@ -23,6 +24,7 @@ pub use crate::protocol::{
     RecordWrite, SAMPLE_WEIGHT, SuspectReport, WriteOutcome,
 };
 pub use key_ids::{MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id};
+pub use key_index::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 pub use memory::InMemoryStore;
 
 #[cfg(feature = "dynamodb")]
@@ -197,6 +199,51 @@ pub trait StateStore: fmt::Debug + Send + Sync {
         let _ = (circuit, report);
         Box::pin(std::future::ready(Ok(None)))
     }
+
+    /// Whether this store keeps the index of a keyed circuit
+    /// ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)): the item naming the keys whose
+    /// items must be read. Default `false`: a keyed circuit on such a store reads every
+    /// key's own item (one read per key and cache age) and has no cap on its open keys.
+    fn keeps_key_index(&self) -> bool {
+        false
+    }
+
+    /// The index of the keyed circuit `circuit` (`{circuit}#keys`), strongly consistently
+    /// if `consistent`; `None` if there is none. The default: `Ok(None)`.
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        let _ = (circuit, consistent);
+        Box::pin(std::future::ready(Ok(None)))
+    }
+
+    /// Applies `write` to the index of the keyed circuit `circuit` if its condition holds,
+    /// atomically ([`KeyIndexWrite::apply`] is the reference). The default fails: a store
+    /// that keeps no index is never asked (see [`keeps_key_index`](Self::keeps_key_index)).
+    ///
+    /// ```
+    /// use breaker_runtime::store::{InMemoryStore, KeyIndexOutcome, KeyIndexWrite, StateStore, key_index_id};
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let store = InMemoryStore::new();
+    /// let add = KeyIndexWrite::Add { key: "shop-17".into(), token: 7, cap: Some(1_000), expiration: 3_600 };
+    /// assert_eq!(store.apply_key_index("webhooks", &add).await.unwrap(), KeyIndexOutcome::Won);
+    /// let index = store.read_key_index("webhooks", false).await.unwrap().unwrap();
+    /// assert_eq!((index.token("shop-17"), index.open_keys), (Some(7), 1));
+    /// assert_eq!(key_index_id("webhooks"), "webhooks#keys");
+    /// # }
+    /// ```
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        let _ = write;
+        Box::pin(std::future::ready(Err(StoreError::new(format!(
+            "{circuit}: this store keeps no key index"
+        )))))
+    }
 }
 
 impl<S: StateStore + ?Sized> StateStore for Arc<S> {
@@ -235,5 +282,22 @@ impl<S: StateStore + ?Sized> StateStore for Arc<S> {
         report: &'a SuspectReport,
     ) -> StoreFuture<'a, Option<EpochTally>> {
         (**self).report_suspected(circuit, report)
+    }
+    fn keeps_key_index(&self) -> bool {
+        (**self).keeps_key_index()
+    }
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        (**self).read_key_index(circuit, consistent)
+    }
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        (**self).apply_key_index(circuit, write)
     }
 }

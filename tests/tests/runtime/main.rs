@@ -15,6 +15,7 @@ mod fleet_detection;
 mod fleet_half_open;
 mod fleet_rules;
 mod freeze;
+mod keyed;
 mod model;
 mod one_process;
 mod policies;

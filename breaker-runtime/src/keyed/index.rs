@@ -1,0 +1,493 @@
+//! `IndexCopy`: this environment's copy of a keyed circuit's index item (`{name}#keys`),
+//! read at most once per `local_cache_max_age`, and the index writes: a key named before
+//! its trip (within the cap), removed after its close.
+//!
+//! The copy also remembers this environment's own recent index writes for [`GRACE`]-long:
+//! an index read (eventually consistent) that started before one of them landed must not
+//! undo it, or the key's next read would take an open key for a closed one.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::clock::Clock;
+use crate::config::{CircuitBreakerConfig, millis};
+use crate::observe::KeyedMetrics;
+use crate::protocol::{CircuitRecord, CircuitState};
+use crate::store::{
+    KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreError, decode_key, key_item_id,
+};
+
+/// The cap on open keys unless the user sets one.
+pub(crate) const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
+
+/// An index entry older than this (on top of the longest recovery wait) is checked when
+/// the index is read: its key's item is read, and the entry removed or refreshed.
+const STALE_ENTRY_MILLIS: u64 = 3_600_000;
+
+/// How a key's trip went with the index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Naming {
+    /// The index names the key (or the store keeps no index): the trip may be written.
+    Named,
+    /// The cap holds: the index names this many keys already.
+    Refused(u32),
+}
+
+/// One own index write, remembered for [`IndexCopy::grace_millis`].
+#[derive(Debug, Clone, Copy)]
+struct OwnWrite {
+    token: u64,
+    /// Named with `token` (an add or refresh), or removed with it.
+    named: bool,
+    at: u64,
+}
+
+/// What this environment believes of the index.
+#[derive(Debug, Default)]
+struct Believed {
+    index: KeyIndex,
+    /// Until when (unix millis) the copy is used without reading; 0: never read.
+    fresh_until: u64,
+    /// After an error reading the index, it is left alone until then (unix millis).
+    retry_at: u64,
+    /// The last read's error, answered to key reads until `retry_at`.
+    error: Option<StoreError>,
+    /// This environment's recent index writes, by encoded key.
+    own: HashMap<String, OwnWrite>,
+}
+
+impl Believed {
+    /// The copy names `key` with `token`.
+    fn name(&mut self, key: &str, token: u64) {
+        if self.index.entries.insert(key.to_owned(), token).is_none() {
+            self.index.open_keys = self.index.open_keys.saturating_add(1);
+        }
+    }
+
+    /// The copy no longer names `key`.
+    fn unname(&mut self, key: &str) {
+        if self.index.entries.remove(key).is_some() {
+            self.index.open_keys = self.index.open_keys.saturating_sub(1);
+        }
+    }
+
+    /// Remembers this environment's write of `key` with `token` at `now`: `named` by an add
+    /// or refresh, or removed.
+    fn own_write(&mut self, key: &str, token: u64, named: bool, now: u64) {
+        let write = OwnWrite {
+            token,
+            named,
+            at: now,
+        };
+        self.own.insert(key.to_owned(), write);
+    }
+}
+
+/// A keyed circuit's index as this environment sees it, and its writes.
+pub(crate) struct IndexCopy {
+    circuit: Arc<str>,
+    store: Arc<dyn StateStore>,
+    /// The store keeps key indexes; if not, every key's item is read and nothing is capped.
+    kept: bool,
+    clock: Clock,
+    max_age_millis: u64,
+    grace_millis: u64,
+    /// An entry older than this is checked on an index read.
+    stale_entry_millis: u64,
+    error_backoff_millis: u64,
+    /// The index item's TTL after each write, in seconds from now.
+    ttl_secs: u64,
+    cap: AtomicU32,
+    metrics: KeyedMetrics,
+    believed: Mutex<Believed>,
+    /// One task at a time reads the index; the others wait for its answer.
+    reading: tokio::sync::Mutex<()>,
+}
+
+impl std::fmt::Debug for IndexCopy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("IndexCopy")
+            .field("circuit", &self.circuit)
+            .field("cap", &self.cap())
+            .field("index", &self.lock().index)
+            .finish_non_exhaustive()
+    }
+}
+
+impl IndexCopy {
+    pub(crate) fn new(
+        circuit: Arc<str>,
+        store: Arc<dyn StateStore>,
+        config: &CircuitBreakerConfig,
+    ) -> Self {
+        let longest_wait = config
+            .recovery_backoff
+            .longest_wait(config.recovery_timeout);
+        Self {
+            kept: store.keeps_key_index(),
+            metrics: KeyedMetrics::new(&circuit),
+            circuit,
+            store,
+            clock: config.clock.clone(),
+            max_age_millis: millis(config.local_cache_max_age),
+            grace_millis: grace_millis(config),
+            stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
+            error_backoff_millis: millis(config.store_error_backoff),
+            ttl_secs: 3_600 + longest_wait.as_secs(),
+            cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
+            believed: Mutex::default(),
+            reading: tokio::sync::Mutex::const_new(()),
+        }
+    }
+
+    pub(crate) fn circuit(&self) -> &Arc<str> {
+        &self.circuit
+    }
+
+    pub(crate) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
+    /// Whether the store keeps the index.
+    pub(crate) fn kept(&self) -> bool {
+        self.kept
+    }
+
+    pub(crate) fn cap(&self) -> u32 {
+        self.cap.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_cap(&self, cap: u32) {
+        self.cap.store(cap.max(1), Ordering::Relaxed);
+    }
+
+    fn now(&self) -> u64 {
+        self.clock.now_millis()
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Believed> {
+        self.believed.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The keys the copy names, decoded (no I/O).
+    pub(crate) fn named_keys(&self) -> Vec<String> {
+        self.lock().index.keys()
+    }
+
+    /// Until when (unix millis) a new circuit of `encoded` may take itself for closed
+    /// without a read: the copy is fresh and does not name the key.
+    pub(crate) fn closed_until(&self, encoded: &str) -> Option<u64> {
+        if !self.kept {
+            return None;
+        }
+        let believed = self.lock();
+        let fresh = self.now() < believed.fresh_until;
+        (fresh && believed.index.token(encoded).is_none()).then_some(believed.fresh_until)
+    }
+
+    /// The token of `encoded`'s entry, from a copy at most a cache age old (read if it is
+    /// older): `None` if the index does not name the key.
+    pub(crate) async fn token(&self, encoded: &str) -> Result<Option<u64>, StoreError> {
+        self.refresh_if_stale().await?;
+        Ok(self.lock().index.token(encoded))
+    }
+
+    /// Reads the index if the copy is older than the cache age; one task reads, the others
+    /// wait for it. After an error the index is left alone for the store's error back-off,
+    /// and every key read in that time fails without a call.
+    async fn refresh_if_stale(&self) -> Result<(), StoreError> {
+        if let Some(answer) = self.fresh_or_failed() {
+            return answer;
+        }
+        let _reading = self.reading.lock().await;
+        if let Some(answer) = self.fresh_or_failed() {
+            return answer;
+        }
+        let started = self.now();
+        let read = self.store.read_key_index(&self.circuit, false).await;
+        let now = self.now();
+        let stale = {
+            let mut believed = self.lock();
+            match read {
+                Ok(index) => {
+                    believed.error = None;
+                    believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
+                    believed.fresh_until = started.saturating_add(self.max_age_millis);
+                    self.stale_entry(&believed.index, now)
+                }
+                Err(error) => {
+                    believed.retry_at = now.saturating_add(self.error_backoff_millis);
+                    believed.error = Some(error.clone());
+                    return Err(error);
+                }
+            }
+        };
+        if let Some((encoded, token)) = stale {
+            self.check_stale_entry(&encoded, token).await;
+        }
+        Ok(())
+    }
+
+    /// `Some` answer when the copy needs no read: fresh, or the index is left alone after an
+    /// error.
+    fn fresh_or_failed(&self) -> Option<Result<(), StoreError>> {
+        let now = self.now();
+        let believed = self.lock();
+        if now < believed.fresh_until {
+            return Some(Ok(()));
+        }
+        match &believed.error {
+            Some(error) if now < believed.retry_at => Some(Err(error.clone())),
+            _ => None,
+        }
+    }
+
+    /// `read` with this environment's own writes of the last [`GRACE`](grace_millis) that
+    /// it does not show yet.
+    fn merged(
+        &self,
+        own: &mut HashMap<String, OwnWrite>,
+        mut read: KeyIndex,
+        now: u64,
+    ) -> KeyIndex {
+        own.retain(|_, write| now.saturating_sub(write.at) < self.grace_millis);
+        for (encoded, write) in own.iter() {
+            let shown = read.token(encoded);
+            match write.named {
+                true if shown.is_none() => {
+                    read.entries.insert(encoded.clone(), write.token);
+                    read.open_keys = read.open_keys.saturating_add(1);
+                }
+                false if shown == Some(write.token) => {
+                    read.entries.remove(encoded);
+                    read.open_keys = read.open_keys.saturating_sub(1);
+                }
+                _ => {}
+            }
+        }
+        read
+    }
+
+    /// The oldest entry of `index` past the stale age at `now`, if any: checked once per
+    /// index read, so a read costs at most one more read and write.
+    fn stale_entry(&self, index: &KeyIndex, now: u64) -> Option<(String, u64)> {
+        index
+            .entries
+            .iter()
+            .filter(|(_, token)| {
+                now.saturating_sub(KeyIndex::written_at_millis(**token)) > self.stale_entry_millis
+            })
+            .min_by_key(|(_, token)| **token)
+            .map(|(encoded, token)| (encoded.clone(), *token))
+    }
+
+    /// An entry nobody refreshed or removed for the stale age (its key's environments were
+    /// all evicted or frozen): the key's item decides, read consistently: closed, it goes;
+    /// else it is refreshed, so the next read does not check it again.
+    async fn check_stale_entry(&self, encoded: &str, token: u64) {
+        let item = key_item_id(&self.circuit, &decode_key(encoded));
+        let Ok(record) = self.store.read_consistent(&item).await else {
+            return;
+        };
+        let now = self.now();
+        let write = match needs_reading(record.as_ref(), now / 1000) {
+            false => KeyIndexWrite::Remove {
+                key: encoded.to_owned(),
+                token,
+                expiration: self.expiration(now),
+            },
+            true => KeyIndexWrite::Refresh {
+                key: encoded.to_owned(),
+                token: new_token(now),
+                expiration: self.expiration(now),
+            },
+        };
+        let _ = self.write(&write, now).await;
+    }
+
+    /// Makes the index name `encoded` before its key's trip or suspicion: a refresh if the
+    /// copy names it, else an add within the cap. A copy that shows the cap reached refuses
+    /// without a write (for up to a cache age, until the copy is read again).
+    pub(crate) async fn name(&self, encoded: &str) -> Result<Naming, StoreError> {
+        if !self.kept {
+            return Ok(Naming::Named);
+        }
+        let (mut known, open) = {
+            let believed = self.lock();
+            let fresh = self.now() < believed.fresh_until;
+            let open = believed.index.open_keys;
+            (
+                believed.index.token(encoded).is_some(),
+                fresh.then_some(open),
+            )
+        };
+        if !known && let Some(open) = open.filter(|open| *open >= self.cap()) {
+            return Ok(self.refused(encoded, open));
+        }
+        // An add that meets the entry refreshes it, a refresh that meets none adds: twice
+        // each at most, then the index is changing too fast to say.
+        for _ in 0..4 {
+            let now = self.now();
+            let write = match known {
+                true => KeyIndexWrite::Refresh {
+                    key: encoded.to_owned(),
+                    token: new_token(now),
+                    expiration: self.expiration(now),
+                },
+                false => KeyIndexWrite::Add {
+                    key: encoded.to_owned(),
+                    token: new_token(now),
+                    cap: Some(self.cap()),
+                    expiration: self.expiration(now),
+                },
+            };
+            match self.write(&write, now).await? {
+                KeyIndexOutcome::Won => return Ok(Naming::Named),
+                KeyIndexOutcome::Exists(_) => known = true,
+                KeyIndexOutcome::Lost(_) => known = false,
+                KeyIndexOutcome::CapReached(open) => {
+                    self.lock().index.open_keys = open;
+                    return Ok(self.refused(encoded, open));
+                }
+            }
+        }
+        Err(StoreError::new(format!(
+            "{}: the key index kept changing under the key's trip",
+            self.circuit
+        )))
+    }
+
+    /// The cap refused `encoded`'s trip: a metric and a WARN log say so.
+    fn refused(&self, encoded: &str, open_keys: u32) -> Naming {
+        self.metrics.refused_by_cap();
+        tracing::warn!(
+            circuit = %self.circuit,
+            key = %decode_key(encoded),
+            open_keys,
+            max_open_keys = self.cap(),
+            "key not opened: max_open_keys reached"
+        );
+        Naming::Refused(open_keys)
+    }
+
+    /// After this environment's close of `encoded` won: its entry goes, unless it was
+    /// written within the grace (a trip of the key since, whose item write may not have
+    /// landed yet: a later reader removes it). The token is the copy's, or a consistent
+    /// read's.
+    pub(crate) async fn closed(&self, encoded: &str) {
+        if !self.kept {
+            return;
+        }
+        let copied = self.lock().index.token(encoded);
+        let token = match copied {
+            Some(token) => Some(token),
+            None => match self.store.read_key_index(&self.circuit, true).await {
+                Ok(index) => index.and_then(|index| index.token(encoded)),
+                Err(_) => None,
+            },
+        };
+        if let Some(token) = token {
+            self.remove_if_settled(encoded, token, None).await;
+        }
+    }
+
+    /// A key read because the index names it (with `token`) found `record`: an entry of a
+    /// key that is closed with nothing to read (or has no item) and older than the grace
+    /// goes.
+    pub(crate) async fn read_through(
+        &self,
+        encoded: &str,
+        token: u64,
+        record: Option<&CircuitRecord>,
+    ) {
+        self.remove_if_settled(encoded, token, Some(record)).await;
+    }
+
+    /// Removes `encoded`'s entry if it was written `token` before the grace and, when
+    /// `record` is given, the key's item needs no reading.
+    async fn remove_if_settled(
+        &self,
+        encoded: &str,
+        token: u64,
+        record: Option<Option<&CircuitRecord>>,
+    ) {
+        let now = self.now();
+        let settled = record.is_none_or(|record| !needs_reading(record, now / 1000));
+        let old = now.saturating_sub(KeyIndex::written_at_millis(token)) >= self.grace_millis;
+        if !(settled && old) {
+            return;
+        }
+        let remove = KeyIndexWrite::Remove {
+            key: encoded.to_owned(),
+            token,
+            expiration: self.expiration(now),
+        };
+        let _ = self.write(&remove, now).await;
+    }
+
+    /// Sends `write` and brings the copy up to what the store answered.
+    async fn write(&self, write: &KeyIndexWrite, now: u64) -> Result<KeyIndexOutcome, StoreError> {
+        let outcome = self.store.apply_key_index(&self.circuit, write).await;
+        if let Err(error) = &outcome {
+            tracing::warn!(circuit = %self.circuit, key = %decode_key(write.key()), %error, "key index write failed");
+        }
+        let outcome = outcome?;
+        let mut believed = self.lock();
+        let key = write.key();
+        match (write, &outcome) {
+            (
+                KeyIndexWrite::Add { token, .. } | KeyIndexWrite::Refresh { token, .. },
+                KeyIndexOutcome::Won,
+            ) => {
+                believed.name(key, *token);
+                believed.own_write(key, *token, true, now);
+            }
+            (KeyIndexWrite::Remove { token, .. }, KeyIndexOutcome::Won) => {
+                believed.unname(key);
+                believed.own_write(key, *token, false, now);
+            }
+            (_, KeyIndexOutcome::Exists(Some(token))) => believed.name(key, *token),
+            (_, KeyIndexOutcome::Lost(index)) => {
+                match index.as_ref().and_then(|index| index.token(key)) {
+                    Some(token) => believed.name(key, token),
+                    None => believed.unname(key),
+                }
+                believed.index.open_keys = index.as_ref().map_or(0, |index| index.open_keys);
+            }
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// The index item's TTL after a write at `now` (unix millis), in unix seconds.
+    fn expiration(&self, now: u64) -> u64 {
+        (now / 1000).saturating_add(self.ttl_secs)
+    }
+}
+
+/// How long after an entry's add or refresh no environment removes it for its key's item
+/// reading closed: the trip that wrote it may still be on its way (two store calls and a
+/// second of clock skew).
+pub(crate) fn grace_millis(config: &CircuitBreakerConfig) -> u64 {
+    millis(config.store_timeout)
+        .saturating_mul(2)
+        .saturating_add(1_000)
+}
+
+/// Whether a key whose item holds `record` (`None`: no item) must be read by the fleet at
+/// `now` (unix seconds): open or half-open, under an operator's override, or suspected.
+pub(crate) fn needs_reading(record: Option<&CircuitRecord>, now: u64) -> bool {
+    record.is_some_and(|record| {
+        record.state != CircuitState::Closed
+            || record.live_override(now).is_some()
+            || record.live_suspicion(now).is_some()
+    })
+}
+
+/// A new entry token at `now` (unix millis): the time, then three random digits, so two
+/// environments naming a key in the same millisecond still write different tokens.
+fn new_token(now: u64) -> u64 {
+    let random = (uuid::Uuid::new_v4().as_u128() % 1000) as u64;
+    now.saturating_mul(1000).saturating_add(random)
+}

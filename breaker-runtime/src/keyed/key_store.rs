@@ -1,0 +1,131 @@
+//! `KeyStore`: the store one key's circuit sees. Its circuit runs the whole protocol
+//! unchanged on what it takes for its own record; this store maps that record to the key's
+//! item (`{name}#key={key}`), answers its reads from the keyed circuit's index where it can,
+//! and keeps the index naming every key whose item must be read:
+//!
+//! - a read of a key the index does not name is answered "no item" without I/O; one it
+//!   names reads the item (and removes an entry whose key reads closed);
+//! - a trip or a suspicion first names the key in the index, within the cap: refused, the
+//!   write is not sent and the circuit hears it lost to a closed record, so the key keeps
+//!   running;
+//! - a close that won removes the key's entry.
+//!
+//! A consistent read (an election's) always reads the item: elections only happen on keys
+//! that are not closed.
+
+use std::sync::Arc;
+
+use super::index::{IndexCopy, Naming};
+use crate::protocol::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
+};
+use crate::store::{StateStore, StoreFuture, key_item_id};
+
+/// The store of one key's circuit.
+pub(crate) struct KeyStore {
+    index: Arc<IndexCopy>,
+    /// The key as encoded in ids and index entries.
+    encoded: String,
+    /// The key's item id.
+    item: String,
+}
+
+impl std::fmt::Debug for KeyStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyStore")
+            .field("item", &self.item)
+            .field("store", self.index.store())
+            .finish()
+    }
+}
+
+impl KeyStore {
+    pub(crate) fn new(index: Arc<IndexCopy>, key: &str) -> Self {
+        let item = key_item_id(index.circuit(), key);
+        let encoded = item[index.circuit().len() + "#key=".len()..].to_owned();
+        Self {
+            index,
+            encoded,
+            item,
+        }
+    }
+
+    /// The key as its index entry names it.
+    pub(crate) fn encoded(&self) -> &str {
+        &self.encoded
+    }
+
+    fn store(&self) -> &dyn StateStore {
+        &**self.index.store()
+    }
+
+    /// Whether `write` makes the key's item one every environment must read.
+    fn needs_naming(write: &RecordWrite) -> bool {
+        matches!(
+            write,
+            RecordWrite::Trip { .. } | RecordWrite::Suspect { .. }
+        )
+    }
+}
+
+impl StateStore for KeyStore {
+    fn read<'a>(&'a self, _circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        Box::pin(async move {
+            if !self.index.kept() {
+                return self.store().read(&self.item).await;
+            }
+            let Some(token) = self.index.token(&self.encoded).await? else {
+                return Ok(None);
+            };
+            let record = self.store().read(&self.item).await?;
+            self.index
+                .read_through(&self.encoded, token, record.as_ref())
+                .await;
+            Ok(record)
+        })
+    }
+
+    fn read_consistent<'a>(&'a self, _circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+        self.store().read_consistent(&self.item)
+    }
+
+    fn apply<'a>(
+        &'a self,
+        _circuit: &'a str,
+        transition: &'a RecordWrite,
+    ) -> StoreFuture<'a, WriteOutcome> {
+        Box::pin(async move {
+            if Self::needs_naming(transition)
+                && let Naming::Refused(_) = self.index.name(&self.encoded).await?
+            {
+                // As if lost to a closed record: the circuit adopts it and keeps running.
+                return Ok(WriteOutcome::Lost(None));
+            }
+            let outcome = self.store().apply(&self.item, transition).await?;
+            if matches!(transition, RecordWrite::Close { .. }) && outcome == WriteOutcome::Won {
+                self.index.closed(&self.encoded).await;
+            }
+            Ok(outcome)
+        })
+    }
+
+    fn keeps_fleet_counters(&self) -> bool {
+        self.store().keeps_fleet_counters()
+    }
+
+    fn report<'a>(
+        &'a self,
+        _circuit: &'a str,
+        report: &'a FailureReport,
+    ) -> StoreFuture<'a, Option<FleetTally>> {
+        self.store().report(&self.item, report)
+    }
+
+    fn report_suspected<'a>(
+        &'a self,
+        _circuit: &'a str,
+        report: &'a SuspectReport,
+    ) -> StoreFuture<'a, Option<EpochTally>> {
+        self.store().report_suspected(&self.item, report)
+    }
+}

@@ -1,0 +1,380 @@
+//! `KeyedCircuitBreaker`: one circuit per key (a tenant, a host, a shard), fleet-wide, with
+//! a cap on how many keys may be open at once. The jobs behind it each have a module:
+//!
+//! - [`key_store`]: the store a key's circuit sees: its item, read only when the index
+//!   names it;
+//! - [`index`]: this environment's copy of the keyed circuit's index, and its writes;
+//! - [`lru`]: the bound on the keys' circuits one environment keeps.
+
+mod index;
+mod key_store;
+mod lru;
+
+use std::fmt;
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::breaker::{CircuitBreaker, Hooks};
+use crate::config::CircuitBreakerConfig;
+use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
+use crate::events::CircuitTransition;
+use crate::protocol::CircuitState;
+use crate::store::StateStore;
+use index::IndexCopy;
+use key_store::KeyStore;
+use lru::Lru;
+
+/// How many keys' circuits an environment keeps unless the user says otherwise.
+pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
+
+/// One circuit per key, each running the full protocol of a [`CircuitBreaker`] (trip, the
+/// fleet's half-open, backoff, fleet counters, an operator's overrides) on an item of its
+/// own, `{name}#key={key}` ([`key_item_id`](crate::store::key_item_id)). Clones share
+/// everything.
+///
+/// Healthy keys cost no reads of their own: one small index item per circuit
+/// (`{name}#keys`) names the keys that are not closed, and an environment reads it at most
+/// once per `local_cache_max_age`; a key's own item is read only while the index names it.
+/// At most [`max_open_keys`](Self::with_max_open_keys) keys are named at once: past it a
+/// key that would trip is refused, keeps running, and a WARN log and the metric
+/// `circuitbreaker_keys_refused_by_cap_total` say the cap holds. An environment keeps the
+/// circuits of at most [`max_keys_in_memory`](Self::with_max_keys_in_memory) keys, the
+/// least recently used evicted (with their counts).
+///
+/// Metrics carry the circuit's name, never the key (keys are unbounded); transitions,
+/// rejections and logs carry the key ([`CircuitTransition::key`],
+/// [`CircuitInfo::key`](crate::CircuitInfo::key)).
+///
+/// ```
+/// use std::sync::Arc;
+/// use breaker_runtime::{CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, KeyedCircuitBreaker};
+/// use breaker_runtime::store::InMemoryStore;
+///
+/// # #[tokio::main(flavor = "current_thread")] async fn main() {
+/// let config = CircuitBreakerConfig::builder().failure_threshold(2).build().unwrap();
+/// let webhooks = KeyedCircuitBreaker::new("webhooks", Arc::new(InMemoryStore::new()), config)
+///     .with_max_open_keys(100);
+///
+/// for _ in 0..2 {
+///     let _ = webhooks.call("shop-17", || async { Err::<(), _>(anyhow::anyhow!("503")) }).await;
+/// }
+/// let rejected = webhooks.call("shop-17", || async { Ok::<_, anyhow::Error>("never runs") }).await;
+/// let open = rejected.unwrap_err().downcast::<CircuitBreakerOpenError>().unwrap();
+/// assert_eq!((open.circuit.name(), open.circuit.key()), ("webhooks", Some("shop-17")));
+///
+/// // Other keys run.
+/// let answer = webhooks.call("shop-18", || async { Ok::<_, anyhow::Error>(200) }).await;
+/// assert_eq!(answer.unwrap(), 200);
+/// assert_eq!(webhooks.open_keys(), vec!["shop-17".to_owned()]);
+/// assert_eq!(webhooks.state("shop-18"), CircuitState::Closed);
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct KeyedCircuitBreaker {
+    inner: Arc<Keyed>,
+}
+
+struct Keyed {
+    config: CircuitBreakerConfig,
+    index: Arc<IndexCopy>,
+    circuits: Mutex<Lru<CircuitBreaker>>,
+    max_keys_in_memory: AtomicUsize,
+    hooks: Arc<Hooks>,
+}
+
+impl fmt::Debug for KeyedCircuitBreaker {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("KeyedCircuitBreaker")
+            .field("name", self.inner.index.circuit())
+            .field("max_open_keys", &self.inner.index.cap())
+            .field("keys_in_memory", &self.keys_in_memory())
+            .field("open_keys", &self.open_keys())
+            .field("config", &self.inner.config)
+            .field("store", self.inner.index.store())
+            .finish()
+    }
+}
+
+impl KeyedCircuitBreaker {
+    /// A keyed circuit named `name` whose keys' shared state lives in `store`; every key's
+    /// circuit runs with `config`. At most 1,000 keys open at once and 1,000 keys' circuits
+    /// in memory, unless set.
+    ///
+    /// A store that keeps no key index (see
+    /// [`StateStore::keeps_key_index`](crate::store::StateStore::keeps_key_index)) works,
+    /// without the savings: every key's item is read, and nothing caps the open keys.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// assert_eq!((hosts.name(), hosts.max_open_keys(), hosts.max_keys_in_memory()), ("hosts", 1_000, 1_000));
+    /// ```
+    pub fn new(
+        name: impl Into<String>,
+        store: Arc<dyn StateStore>,
+        config: CircuitBreakerConfig,
+    ) -> Self {
+        let name: Arc<str> = name.into().into();
+        Self {
+            inner: Arc::new(Keyed {
+                index: Arc::new(IndexCopy::new(name, store, &config)),
+                config,
+                circuits: Mutex::new(Lru::new(DEFAULT_MAX_KEYS_IN_MEMORY)),
+                max_keys_in_memory: AtomicUsize::new(DEFAULT_MAX_KEYS_IN_MEMORY),
+                hooks: Arc::default(),
+            }),
+        }
+    }
+
+    /// At most `cap` keys (at least 1) open, half-open or suspected at once, fleet-wide:
+    /// past it a key that would trip is refused and keeps running. Every environment of
+    /// the circuit should set the same cap: each enforces its own on the shared index.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
+    ///     .with_max_open_keys(50);
+    /// assert_eq!(hosts.max_open_keys(), 50);
+    /// ```
+    pub fn with_max_open_keys(self, cap: u32) -> Self {
+        self.inner.index.set_cap(cap);
+        self
+    }
+
+    /// Keeps the circuits of at most `n` keys (at least 1) in this environment: the least
+    /// recently used key's circuit is evicted, and with it its counts (failures towards a
+    /// trip, a probe's successes so far); called again, the key starts afresh from its
+    /// shared state.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
+    ///     .with_max_keys_in_memory(2);
+    /// for host in ["a", "b", "c"] {
+    ///     hosts.breaker(host);
+    /// }
+    /// assert_eq!(hosts.keys_in_memory(), 2);
+    /// ```
+    pub fn with_max_keys_in_memory(self, n: usize) -> Self {
+        let n = n.max(1);
+        self.inner.max_keys_in_memory.store(n, Ordering::Relaxed);
+        self.circuits().set_capacity(n);
+        self
+    }
+
+    /// Adds a hook that runs after each transition any key's circuit commits in this
+    /// environment ([`CircuitTransition::key`] names the key), like
+    /// [`CircuitBreaker::with_on_transition`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
+    ///     .with_on_transition(|t| println!("{} {:?}: {} -> {}", t.name, t.key, t.from_state, t.to_state));
+    /// # drop(hosts);
+    /// ```
+    pub fn with_on_transition(
+        self,
+        hook: impl Fn(CircuitTransition) + Send + Sync + 'static,
+    ) -> Self {
+        self.inner.hooks.push(Arc::new(hook));
+        self
+    }
+
+    /// The keyed circuit's name: the name of every key's circuit, of its metrics and logs.
+    pub fn name(&self) -> &str {
+        self.inner.index.circuit()
+    }
+
+    /// The config every key's circuit runs with.
+    pub fn config(&self) -> &CircuitBreakerConfig {
+        &self.inner.config
+    }
+
+    /// The cap on keys open at once.
+    pub fn max_open_keys(&self) -> u32 {
+        self.inner.index.cap()
+    }
+
+    /// The bound on the keys' circuits this environment keeps.
+    pub fn max_keys_in_memory(&self) -> usize {
+        self.inner.max_keys_in_memory.load(Ordering::Relaxed)
+    }
+
+    /// How many keys' circuits this environment keeps now.
+    pub fn keys_in_memory(&self) -> usize {
+        self.circuits().len()
+    }
+
+    /// The circuit of `key`: the one this environment keeps, or a new one (no I/O). A new
+    /// key the index copy does not name starts known closed, as fresh as the copy; a tower
+    /// user builds a layer per key on it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let db1 = hosts.breaker("db-1.internal");
+    /// assert_eq!((db1.name(), db1.state()), ("hosts", CircuitState::Closed));
+    /// ```
+    pub fn breaker(&self, key: &str) -> CircuitBreaker {
+        let mut circuits = self.circuits();
+        if let Some(breaker) = circuits.get(key) {
+            return breaker;
+        }
+        let breaker = self.new_breaker(key);
+        circuits.insert(key.into(), breaker.clone());
+        breaker
+    }
+
+    /// A new circuit for `key`, its transitions handed to the keyed circuit's hooks.
+    fn new_breaker(&self, key: &str) -> CircuitBreaker {
+        let inner = &self.inner;
+        let store = KeyStore::new(Arc::clone(&inner.index), key);
+        let closed_until = inner.index.closed_until(store.encoded());
+        let hooks = Arc::clone(&inner.hooks);
+        let name = Arc::clone(inner.index.circuit());
+        CircuitBreaker::for_key(
+            Arc::clone(inner.index.circuit()),
+            key.into(),
+            Arc::new(store),
+            inner.config.clone(),
+            closed_until,
+        )
+        .with_on_transition(move |transition| hooks.run(&transition, &name))
+    }
+
+    fn circuits(&self) -> MutexGuard<'_, Lru<CircuitBreaker>> {
+        self.inner
+            .circuits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Runs `f` unless `key`'s circuit is open, as [`CircuitBreaker::call`]: every `Err`
+    /// counts as a failure of `key`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let answer: Result<u32, anyhow::Error> = hosts.call("db-1", || async { Ok(42) }).await;
+    /// assert_eq!(answer.unwrap(), 42);
+    /// # }
+    /// ```
+    pub fn call<T, E, F, Fut>(
+        &self,
+        key: &str,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>> + use<T, E, F, Fut>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
+    {
+        let breaker = self.breaker(key);
+        async move { breaker.call(f).await }
+    }
+
+    /// Like [`call`](Self::call), counting only the errors for which `counts` is true, as
+    /// [`CircuitBreaker::call_with`].
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
+    /// let is_5xx = |e: &anyhow::Error| e.to_string().starts_with('5');
+    /// let _ = hosts.call_with("db-1", is_5xx, || async { Err::<(), _>(anyhow::anyhow!("404")) }).await;
+    /// assert_eq!(hosts.state("db-1"), CircuitState::Closed);
+    /// # }
+    /// ```
+    pub fn call_with<T, E, C, F, Fut>(
+        &self,
+        key: &str,
+        counts: C,
+        f: F,
+    ) -> impl Future<Output = Result<T, E>> + use<T, E, C, F, Fut>
+    where
+        C: Fn(&E) -> bool,
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
+    {
+        let breaker = self.breaker(key);
+        async move { breaker.call_with(counts, f).await }
+    }
+
+    /// The blocking twin of [`call`](Self::call).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let files = KeyedCircuitBreaker::new("files", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// let n: Result<u32, Box<dyn std::error::Error + Send + Sync>> = files.call_blocking("/mnt/a", || Ok(7));
+    /// assert_eq!(n.unwrap(), 7);
+    /// ```
+    pub fn call_blocking<T, E>(&self, key: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
+    where
+        E: From<CircuitBreakerOpenError>,
+    {
+        self.breaker(key).call_blocking(f)
+    }
+
+    /// The blocking twin of [`call_with`](Self::call_with).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let files = KeyedCircuitBreaker::new("files", Arc::new(InMemoryStore::new()), config);
+    /// let unless_not_found = |e: &anyhow::Error| e.to_string() != "not found";
+    /// let missing: Result<(), anyhow::Error> =
+    ///     files.call_blocking_with("/mnt/a", unless_not_found, || Err(anyhow::anyhow!("not found")));
+    /// assert!(missing.is_err());
+    /// assert_eq!(files.state("/mnt/a"), CircuitState::Closed);
+    /// ```
+    pub fn call_blocking_with<T, E>(
+        &self,
+        key: &str,
+        counts: impl Fn(&E) -> bool,
+        f: impl FnOnce() -> Result<T, E>,
+    ) -> Result<T, E>
+    where
+        E: From<CircuitBreakerOpenError>,
+    {
+        self.breaker(key).call_blocking_with(counts, f)
+    }
+
+    /// The state this environment believes `key`'s circuit is in, from its cache (no I/O,
+    /// and the key's place in the LRU order is left as it is). A key this environment keeps
+    /// no circuit for reads as closed: its first call reads its item if the index names it.
+    pub fn state(&self, key: &str) -> CircuitState {
+        match self.circuits().peek(key) {
+            Some(breaker) => breaker.state(),
+            None => CircuitState::Closed,
+        }
+    }
+
+    /// The keys this environment's copy of the index names (open, half-open, suspected or
+    /// under an operator's override), decoded ([`decode_key`](crate::store::decode_key)),
+    /// in the order of their encoding; no I/O. Empty on a store that keeps no key index.
+    pub fn open_keys(&self) -> Vec<String> {
+        self.inner.index.named_keys()
+    }
+}

@@ -1,0 +1,230 @@
+//! The index of a keyed circuit: one small item per circuit naming the keys whose items
+//! must be read (open, half-open or suspected), so healthy keys cost no reads of their own.
+//! [`KeyIndexWrite`] holds its three conditional writes and, like
+//! [`RecordWrite`](super::RecordWrite), how a store applies them
+//! ([`KeyIndexWrite::apply`]).
+
+use std::collections::BTreeMap;
+
+use super::key_ids::decode_key;
+
+/// A keyed circuit's index as stored: the keys whose items must be read, each with the
+/// token of its last add or refresh.
+///
+/// `#[non_exhaustive]`: build one with [`default`](Default::default) and set the public
+/// fields.
+///
+/// ```
+/// use breaker_runtime::store::KeyIndex;
+/// let mut index = KeyIndex::default();
+/// index.entries.insert("shop%2317".into(), 1_700_000_000_000_123);
+/// index.open_keys = 1;
+/// assert_eq!(index.token("shop%2317"), Some(1_700_000_000_000_123));
+/// assert_eq!(index.keys(), vec!["shop#17".to_owned()]);
+/// assert_eq!(KeyIndex::written_at_millis(1_700_000_000_000_123), 1_700_000_000_000);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct KeyIndex {
+    /// By encoded key (as in [`key_item_id`](super::key_item_id)): the entry's token,
+    /// `written_at_millis * 1000 + a random number below 1000`.
+    pub entries: BTreeMap<String, u64>,
+    /// How many entries the index holds, as the store counts them (the cap's condition
+    /// compares it).
+    pub open_keys: u32,
+}
+
+impl KeyIndex {
+    /// The token of `encoded`'s entry, if the index names it.
+    pub fn token(&self, encoded: &str) -> Option<u64> {
+        self.entries.get(encoded).copied()
+    }
+
+    /// The keys the index names, decoded ([`decode_key`]), in the order of their encoding.
+    pub fn keys(&self) -> Vec<String> {
+        self.entries.keys().map(|k| decode_key(k)).collect()
+    }
+
+    /// When (unix millis) the add or refresh that wrote `token` was made.
+    pub fn written_at_millis(token: u64) -> u64 {
+        token / 1000
+    }
+}
+
+/// One conditional write to a keyed circuit's index (`{circuit}#keys`).
+///
+/// Each write also sets the index's TTL (`expiration`, unix seconds). `#[non_exhaustive]`:
+/// later versions may add writes; a store applies them with [`apply`](Self::apply) or as
+/// the same conditions in its own words (docs/dynamodb.md).
+///
+/// ```
+/// use breaker_runtime::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
+/// let mut index = None;
+/// let add = |key: &str| KeyIndexWrite::Add { key: key.into(), token: 1, cap: Some(1), expiration: 9 };
+/// assert_eq!(add("a").apply(&mut index), KeyIndexOutcome::Won);
+/// assert_eq!(add("a").apply(&mut index), KeyIndexOutcome::Exists(Some(1)));
+/// assert_eq!(add("b").apply(&mut index), KeyIndexOutcome::CapReached(1));
+/// let remove = KeyIndexWrite::Remove { key: "a".into(), token: 1, expiration: 9 };
+/// assert_eq!(remove.apply(&mut index), KeyIndexOutcome::Won);
+/// assert_eq!(index.unwrap().open_keys, 0);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum KeyIndexWrite {
+    /// Names `key` with `token`, counting it in `open_keys`. Allowed when the index does not
+    /// name `key` and, with a `cap`, holds fewer than `cap` entries; creates the index.
+    Add {
+        /// The encoded key.
+        key: String,
+        /// The new entry's token.
+        token: u64,
+        /// At most this many entries (`max_open_keys`); `None`: no cap (an operator's
+        /// override).
+        cap: Option<u32>,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+    /// Gives `key`'s entry a new token (the key trips again while named). Allowed when
+    /// the index names `key`.
+    Refresh {
+        /// The encoded key.
+        key: String,
+        /// The entry's new token.
+        token: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+    /// Removes `key`'s entry. Allowed when the entry's token is `token` (no add or refresh
+    /// came since it was read).
+    Remove {
+        /// The encoded key.
+        key: String,
+        /// The token read.
+        token: u64,
+        /// TTL attribute value.
+        expiration: u64,
+    },
+}
+
+/// What a [`KeyIndexWrite`] met.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyIndexOutcome {
+    /// The condition held; the index now says what the write said.
+    Won,
+    /// An add met an entry of its key: that entry's token (`None` if the store does not say).
+    Exists(Option<u64>),
+    /// An add met the cap: the index holds this many entries.
+    CapReached(u32),
+    /// A refresh met no entry of its key, or a remove another token: the index as it is
+    /// (`None`: there is none).
+    Lost(Option<KeyIndex>),
+}
+
+impl KeyIndexWrite {
+    /// The encoded key the write is about.
+    pub fn key(&self) -> &str {
+        match self {
+            Self::Add { key, .. } | Self::Refresh { key, .. } | Self::Remove { key, .. } => key,
+        }
+    }
+
+    /// Applies the write to `index` (`None`: no index item) if its condition holds,
+    /// atomically as far as the caller holds `index`: the reference every store must match.
+    pub fn apply(&self, index: &mut Option<KeyIndex>) -> KeyIndexOutcome {
+        match self {
+            Self::Add {
+                key, token, cap, ..
+            } => {
+                let current = index.get_or_insert_with(KeyIndex::default);
+                if let Some(existing) = current.token(key) {
+                    return KeyIndexOutcome::Exists(Some(existing));
+                }
+                if let Some(cap) = cap
+                    && current.open_keys >= *cap
+                {
+                    let open = current.open_keys;
+                    if current.entries.is_empty() && open == 0 {
+                        *index = None;
+                    }
+                    return KeyIndexOutcome::CapReached(open);
+                }
+                current.entries.insert(key.clone(), *token);
+                current.open_keys = current.open_keys.saturating_add(1);
+                KeyIndexOutcome::Won
+            }
+            Self::Refresh { key, token, .. } => {
+                match index.as_mut().and_then(|i| i.entries.get_mut(key)) {
+                    Some(entry) => {
+                        *entry = *token;
+                        KeyIndexOutcome::Won
+                    }
+                    None => KeyIndexOutcome::Lost(index.clone()),
+                }
+            }
+            Self::Remove { key, token, .. } => match index.as_mut() {
+                Some(current) if current.token(key) == Some(*token) => {
+                    current.entries.remove(key);
+                    // ADD -1: the count follows the entries, whatever it was.
+                    current.open_keys = current.open_keys.saturating_sub(1);
+                    KeyIndexOutcome::Won
+                }
+                _ => KeyIndexOutcome::Lost(index.clone()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn add(key: &str, token: u64, cap: Option<u32>) -> KeyIndexWrite {
+        KeyIndexWrite::Add {
+            key: key.into(),
+            token,
+            cap,
+            expiration: 0,
+        }
+    }
+
+    #[test]
+    fn a_refresh_needs_the_entry_and_a_remove_its_token() {
+        let mut index = None;
+        let refresh = KeyIndexWrite::Refresh {
+            key: "a".into(),
+            token: 2,
+            expiration: 0,
+        };
+        assert_eq!(refresh.apply(&mut index), KeyIndexOutcome::Lost(None));
+        assert_eq!(add("a", 1, None).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(refresh.apply(&mut index), KeyIndexOutcome::Won);
+        let stale = KeyIndexWrite::Remove {
+            key: "a".into(),
+            token: 1,
+            expiration: 0,
+        };
+        let KeyIndexOutcome::Lost(Some(current)) = stale.apply(&mut index) else {
+            panic!("a remove with an old token must lose");
+        };
+        assert_eq!(current.token("a"), Some(2));
+        assert_eq!(current.open_keys, 1);
+    }
+
+    #[test]
+    fn the_cap_counts_entries_and_an_uncapped_add_passes_it() {
+        let mut index = None;
+        assert_eq!(
+            add("a", 1, Some(0)).apply(&mut index),
+            KeyIndexOutcome::CapReached(0)
+        );
+        assert_eq!(index, None, "a refused add creates nothing");
+        assert_eq!(add("a", 1, Some(2)).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(add("b", 1, Some(2)).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(
+            add("c", 1, Some(2)).apply(&mut index),
+            KeyIndexOutcome::CapReached(2)
+        );
+        assert_eq!(add("c", 1, None).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(index.as_ref().map(|i| i.open_keys), Some(3));
+    }
+}

@@ -1,0 +1,205 @@
+//! Keyed circuits on the manual clock, two environments sharing one store: a key trips and
+//! the index names it; the other environment rejects that key only; the cap refuses the
+//! next trip; a close removes the key; healthy keys cost no reads beyond the index's; a key
+//! evicted from memory is read again from its item.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use breaker_runtime::store::{InMemoryStore, KeyIndex, StateStore, key_item_id};
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{
+    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, CircuitTransition,
+    KeyedCircuitBreaker, RecoveryBackoff,
+};
+use devstack::circuits::{BoxError, fail, is_rejection};
+use devstack::doubles::{Behaviour, ScriptedStore};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+const CACHE: Duration = Duration::from_secs(5);
+
+/// Environment `id`'s keyed circuit "webhooks" on `store`: 2 failures open a key, one
+/// probe success closes it, at most `cap` keys open.
+fn environment(
+    id: &str,
+    store: &Arc<ScriptedStore>,
+    clock: &ManualClock,
+    cap: u32,
+) -> KeyedCircuitBreaker {
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .success_threshold(1)
+        .recovery_timeout(RECOVERY)
+        .recovery_backoff(RecoveryBackoff::none())
+        .local_cache_max_age(CACHE)
+        .environment_id(id)
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
+    let store: Arc<dyn StateStore> = Arc::clone(store) as Arc<dyn StateStore>;
+    KeyedCircuitBreaker::new("webhooks", store, config).with_max_open_keys(cap)
+}
+
+fn shared_store() -> Arc<ScriptedStore> {
+    Arc::new(ScriptedStore::wrapping(
+        Arc::new(InMemoryStore::new()),
+        Behaviour::Healthy,
+    ))
+}
+
+/// One call of `key` whose downstream answers; whether the downstream was called.
+async fn succeed(keyed: &KeyedCircuitBreaker, key: &str) -> bool {
+    let called = AtomicUsize::new(0);
+    let result: Result<(), BoxError> = keyed
+        .call(key, || async {
+            called.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .await;
+    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
+    called.load(Ordering::SeqCst) == 1
+}
+
+async fn trip(keyed: &KeyedCircuitBreaker, key: &str) {
+    for _ in 0..2 {
+        let failed = fail(&keyed.breaker(key)).await;
+        assert!(!is_rejection(&failed), "{key} rejected before it tripped");
+    }
+}
+
+async fn stored_index(store: &ScriptedStore) -> KeyIndex {
+    store
+        .read_key_index("webhooks", true)
+        .await
+        .expect("index read")
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", &store, &clock, 1);
+    let b = environment("env-b", &store, &clock, 1);
+    let seen = Arc::new(Mutex::new(Vec::<CircuitTransition>::new()));
+    let a = {
+        let seen = Arc::clone(&seen);
+        a.with_on_transition(move |t| seen.lock().unwrap().push(t))
+    };
+
+    // A key trips in A: the index names it, the hook learns the key.
+    trip(&a, "shop-1").await;
+    assert_eq!(a.state("shop-1"), CircuitState::Open);
+    assert!(!succeed(&a, "shop-1").await);
+    let index = stored_index(&store).await;
+    assert_eq!(
+        (index.keys(), index.open_keys),
+        (vec!["shop-1".to_owned()], 1)
+    );
+    assert_eq!(a.open_keys(), vec!["shop-1".to_owned()]);
+    {
+        let seen = seen.lock().unwrap();
+        let opened = seen.last().expect("a transition");
+        assert_eq!((opened.name(), opened.key()), ("webhooks", Some("shop-1")));
+        assert_eq!(opened.to_state, CircuitState::Open);
+    }
+
+    // B rejects that key only, and its rejection names the key.
+    let rejected: Result<(), BoxError> = b.call("shop-1", || async { Ok(()) }).await;
+    let info = &rejected
+        .unwrap_err()
+        .downcast::<CircuitBreakerOpenError>()
+        .expect("a rejection")
+        .circuit;
+    assert_eq!((info.name(), info.key()), ("webhooks", Some("shop-1")));
+    assert!(succeed(&b, "shop-2").await);
+    assert!(succeed(&b, "shop-3").await);
+
+    // The cap (1) refuses the next key's trip: it keeps running, in both environments.
+    trip(&b, "shop-2").await;
+    assert_eq!(b.state("shop-2"), CircuitState::Closed);
+    assert!(succeed(&b, "shop-2").await);
+    assert_eq!(stored_index(&store).await.keys(), vec!["shop-1".to_owned()]);
+    let never_written = store.read(&key_item_id("webhooks", "shop-2")).await;
+    assert_eq!(never_written, Ok(None));
+
+    // A probes after the recovery timeout (its first right) and closes: the entry goes.
+    clock.advance(RECOVERY);
+    assert!(succeed(&a, "shop-1").await);
+    assert_eq!(a.state("shop-1"), CircuitState::Closed);
+    let index = stored_index(&store).await;
+    assert_eq!((index.entries.len(), index.open_keys), (0, 0));
+    {
+        let seen = seen.lock().unwrap();
+        let closed = seen.last().expect("a transition");
+        assert_eq!(
+            (closed.key(), closed.to_state),
+            (Some("shop-1"), CircuitState::Closed)
+        );
+    }
+
+    // B learns it within its cache ages, and the cap has room again.
+    clock.advance(CACHE * 2);
+    let mut ran = false;
+    for _ in 0..3 {
+        ran = succeed(&b, "shop-1").await;
+    }
+    assert!(ran, "B still rejects shop-1 after the close");
+    trip(&b, "shop-2").await;
+    assert_eq!(b.state("shop-2"), CircuitState::Open);
+    assert_eq!(stored_index(&store).await.keys(), vec!["shop-2".to_owned()]);
+}
+
+#[tokio::test]
+async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", &store, &clock, 10);
+    let b = environment("env-b", &store, &clock, 10);
+    trip(&a, "sick").await;
+    store.reset_counts();
+
+    let keys: Vec<String> = (0..200).map(|i| format!("tenant-{i}")).collect();
+    for round in 0..3 {
+        for key in &keys {
+            assert!(succeed(&b, key).await, "{key}, round {round}");
+        }
+    }
+    assert_eq!(store.reads(), 0, "healthy keys read no items");
+    assert_eq!(store.index_reads(), 1, "one index read for the cache age");
+
+    // A cache age later: one more index read, still no item read, and no write at all.
+    clock.advance(CACHE);
+    for key in &keys {
+        assert!(succeed(&b, key).await);
+    }
+    assert_eq!((store.reads(), store.index_reads()), (0, 2));
+    assert_eq!((store.writes(), store.index_writes()), (0, 0));
+
+    // The one key the index names costs its own read, and is rejected.
+    assert!(!succeed(&b, "sick").await);
+    assert_eq!(store.reads(), 1);
+}
+
+#[tokio::test]
+async fn a_key_evicted_from_memory_reads_its_item_again() {
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", &store, &clock, 10).with_max_keys_in_memory(2);
+    trip(&a, "sick").await;
+    for key in ["k1", "k2", "k3"] {
+        assert!(succeed(&a, key).await);
+    }
+    assert_eq!(a.keys_in_memory(), 2);
+    assert_eq!(
+        a.state("sick"),
+        CircuitState::Closed,
+        "evicted: no circuit in memory"
+    );
+
+    store.reset_counts();
+    assert!(!succeed(&a, "sick").await, "its item says open");
+    assert_eq!(store.reads(), 1);
+    assert_eq!(a.state("sick"), CircuitState::Open);
+}
