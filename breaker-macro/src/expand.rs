@@ -70,7 +70,8 @@ impl Expansion<'_> {
         quote!(#krate::__private)
     }
 
-    /// The call site's circuit: created on first use, kept in a `static`.
+    /// The call site's circuit: created on first use, kept in a `static`; with `keyed_by`,
+    /// the call site's keyed circuit in the `static`, and the key's circuit for this call.
     fn circuit(&self) -> TokenStream {
         let private = self.private();
         let name = &self.options.name;
@@ -88,11 +89,31 @@ impl Expansion<'_> {
             Some(path) => quote_spanned!(path.span()=> #private::transition_hook(#path)),
             None => quote!(::core::option::Option::None),
         };
+        let Some(keyed) = &self.options.keyed else {
+            return quote! {
+                static __BREAKER_CIRCUIT: ::std::sync::OnceLock<#private::CircuitBreaker> =
+                    ::std::sync::OnceLock::new();
+                let __breaker_circuit = __BREAKER_CIRCUIT
+                    .get_or_init(|| #private::shared_breaker(#name, #store, #config, #hook));
+            };
+        };
+        // A keyed circuit: the call site's keyed circuit, then the key's circuit, which
+        // the rest of the expansion guards the call with as it would a plain one.
+        let cap = match keyed.max_open_keys {
+            Some(cap) => quote!(::core::option::Option::Some(#cap)),
+            None => quote!(::core::option::Option::None),
+        };
+        let key_expr = &keyed.key;
+        let key = quote_spanned!(key_expr.span()=> #private::key_str(&(#key_expr)));
         quote! {
-            static __BREAKER_CIRCUIT: ::std::sync::OnceLock<#private::CircuitBreaker> =
+            static __BREAKER_KEYED: ::std::sync::OnceLock<#private::KeyedCircuitBreaker> =
                 ::std::sync::OnceLock::new();
-            let __breaker_circuit = __BREAKER_CIRCUIT
-                .get_or_init(|| #private::shared_breaker(#name, #store, #config, #hook));
+            let __breaker_keyed_circuit = __BREAKER_KEYED
+                .get_or_init(|| {
+                    #private::shared_keyed_breaker(#name, #store, #config, #hook, #cap)
+                })
+                .breaker(#key);
+            let __breaker_circuit = &__breaker_keyed_circuit;
         }
     }
 

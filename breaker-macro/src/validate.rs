@@ -17,7 +17,7 @@ mod settings;
 mod signature;
 
 use conflicts::{handled_with_ignored, rate_with_threshold, tunable_with_config};
-use literals::{circuit_name, crate_path, fn_path};
+use literals::{at_least_one, circuit_name, crate_path, fn_path};
 pub(crate) use settings::Setting;
 use settings::Settings;
 pub(crate) use signature::guardable;
@@ -34,6 +34,15 @@ pub(crate) struct Options {
     pub(crate) on_circuit_open: Option<ExprPath>,
     pub(crate) on_transition: Option<ExprPath>,
     pub(crate) counts: Counts,
+    /// `keyed_by = expr`: a circuit per key.
+    pub(crate) keyed: Option<Keyed>,
+}
+
+/// A keyed circuit: the key expression and the cap on open keys.
+pub(crate) struct Keyed {
+    pub(crate) key: Expr,
+    /// `max_open_keys = n`.
+    pub(crate) max_open_keys: Option<u32>,
 }
 
 /// Which `Err`s count as failures.
@@ -80,6 +89,8 @@ impl Options {
         let mut on_transition = None;
         let mut handled: Option<(Ident, ExprPath)> = None;
         let mut ignored: Option<(Ident, ExprPath)> = None;
+        let mut keyed_by = None;
+        let mut max_open_keys: Option<(Ident, u32)> = None;
 
         for KeyValue { key, value } in args.pairs {
             let text = key.to_string();
@@ -105,6 +116,8 @@ impl Options {
                 "name" => name = Some(circuit_name(value)?),
                 "crate" => krate = Some(crate_path(value)?),
                 "persistence_store" => store = Some(value),
+                "keyed_by" => keyed_by = Some(value),
+                "max_open_keys" => max_open_keys = Some((key.clone(), at_least_one(&key, &value)?)),
                 "config" => {
                     if let Some(tunable) = &first_tunable {
                         return Err(syn::Error::new_spanned(
@@ -142,6 +155,20 @@ impl Options {
             )
         })?;
         let settings = settings.finish()?;
+        let keyed = match (keyed_by, max_open_keys) {
+            (None, Some((key, _))) => {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    "`max_open_keys` needs `keyed_by`: it caps how many keys of a keyed \
+                     circuit may be open at once (add `keyed_by = <an argument>`, or remove it)",
+                ));
+            }
+            (None, None) => None,
+            (Some(key), cap) => Some(Keyed {
+                key,
+                max_open_keys: cap.map(|(_, n)| n),
+            }),
+        };
         let counts = match (handled, ignored) {
             (Some((_, path)), _) => Counts::Handled(path),
             (_, Some((_, path))) => Counts::Ignored(path),
@@ -156,6 +183,7 @@ impl Options {
             on_circuit_open,
             on_transition,
             counts,
+            keyed,
         })
     }
 }

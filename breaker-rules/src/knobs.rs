@@ -119,6 +119,11 @@ macro_rules! knobs {
             persistence_store: CallSite, Expr, default "[`default_store()`](crate::default_store())",
                 builder "", section "persistence_store",
                 doc "a store value or an `Arc` of one, evaluated once per call site";
+            keyed_by: CallSite, Expr, default "none: one circuit", builder "",
+                section "keyed_by",
+                doc "a circuit per key: an expression of the fn's arguments whose value is `AsRef<str>` (`&str`, `String`), evaluated before each call";
+            max_open_keys: CallSite, Count, default "1000", builder "", section "keyed_by",
+                doc "with `keyed_by`: at most this many keys open at once, fleet-wide; past it a key that would trip keeps running";
             config: Config, Expr, default "`CircuitBreakerConfig::default()`", builder "",
                 section "config",
                 doc "a [`CircuitBreakerConfig`](crate::CircuitBreakerConfig) (or a reference to one), for the settings without a key; no inline tunable beside it";

@@ -48,6 +48,20 @@ fn cases() -> Vec<Case> {
             },
         },
         Case {
+            file: "keyed",
+            args: quote! {
+                name = "webhooks",
+                keyed_by = hook.merchant_id,
+                max_open_keys = 50,
+                on_circuit_open = retry_later
+            },
+            item: quote! {
+                async fn deliver(hook: Webhook) -> Result<u16, anyhow::Error> {
+                    post(&hook).await
+                }
+            },
+        },
+        Case {
             file: "inline_tunables",
             args: quote! {
                 name = "search",

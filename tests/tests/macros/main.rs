@@ -9,6 +9,7 @@ mod callbacks;
 mod deadlines;
 mod disabled;
 mod handled;
+mod keyed;
 mod lambda;
 mod methods;
 mod panics;
