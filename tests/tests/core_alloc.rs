@@ -2,10 +2,7 @@
 //! heap profiler as the global allocator, over thousands of sync and async calls with the
 //! shared state cached.
 
-use std::future::Future;
-use std::pin::pin;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
@@ -14,23 +11,15 @@ use breaker_runtime::{
     CircuitState,
 };
 
+/// The calls' error type and the one-poll executor, the same as the hot-path benches and
+/// `user-bench/` use.
+#[path = "../../breaker-runtime/benches/support/calls.rs"]
+mod calls;
+
+use calls::{Failure, ready};
+
 #[global_allocator]
 static ALLOCATOR: dhat::Alloc = dhat::Alloc;
-
-#[derive(Debug)]
-struct Failure;
-
-impl From<CircuitBreakerOpenError> for Failure {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Failure
-    }
-}
-
-impl From<CallAbandonedError> for Failure {
-    fn from(_: CallAbandonedError) -> Self {
-        Failure
-    }
-}
 
 /// Keeps what a rejection reported, so building and dropping it is part of what is counted.
 #[derive(Debug)]
@@ -45,17 +34,6 @@ impl From<CircuitBreakerOpenError> for Rejected {
 impl From<CallAbandonedError> for Rejected {
     fn from(abandoned: CallAbandonedError) -> Self {
         Rejected(abandoned.circuit)
-    }
-}
-
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("closed-path calls complete in one poll"),
     }
 }
 

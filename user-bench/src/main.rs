@@ -12,20 +12,22 @@
 //! build inlines across crates is what a user gets. Each call's value goes in and comes out
 //! through `black_box`, so the optimiser can neither fold the call nor drop its result.
 
-use std::future::Future;
 use std::hint::black_box;
-use std::pin::pin;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{
-    CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError,
-};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
 use failsafe::backoff::Constant;
 use failsafe::failure_policy::ConsecutiveFailures;
+
+/// The calls' error type and the one-poll executor, the same as the workspace's hot-path
+/// benches and allocation test use.
+#[path = "../../breaker-runtime/benches/support/calls.rs"]
+mod calls;
+
+use calls::{Failure, ready};
 
 const CALLS: u32 = 3_000_000;
 const ROUNDS: usize = 7;
@@ -41,22 +43,6 @@ const OPERATIONS: [&str; 7] = [
     "recloser-async",
     "failsafe-async",
 ];
-
-/// The calls' error type, as a user's would be.
-#[derive(Debug)]
-struct Failure;
-
-impl From<CircuitBreakerOpenError> for Failure {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Failure
-    }
-}
-
-impl From<CallAbandonedError> for Failure {
-    fn from(_: CallAbandonedError) -> Self {
-        Failure
-    }
-}
 
 /// The three libraries' breakers, each tripping on 5 consecutive failures and never
 /// recovering during a run.
@@ -241,16 +227,4 @@ fn medians(breakers: &Breakers, operations: &[String; 3]) -> [f64; 3] {
         s.sort_by(f64::total_cmp);
         s[s.len() / 2]
     })
-}
-
-/// Polls a future that completes without waiting, inline, with a no-op waker.
-fn ready<F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    match future
-        .as_mut()
-        .poll(&mut Context::from_waker(Waker::noop()))
-    {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the measured future must not wait"),
-    }
 }

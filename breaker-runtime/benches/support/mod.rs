@@ -1,52 +1,32 @@
 //! What the hot-path bench (`hot_path.rs`) and the instruction counter (`hot_path_calls.rs`)
-//! share, so both measure the same thing: the error of the guarded calls, a one-poll
-//! executor, and breaker and its peers configured alike, each tripping on 5 consecutive
-//! failures.
+//! share, so both measure the same thing: the error of the guarded calls and a one-poll
+//! executor (`calls.rs`, which the allocation test and `user-bench/` include too), and
+//! breaker and its peers configured alike, each tripping on 5 consecutive failures.
 
 use std::future::Future;
 use std::hint::black_box;
 use std::pin::{Pin, pin};
 use std::sync::Arc;
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{
-    CallAbandonedError, CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder,
-    CircuitBreakerOpenError,
-};
+use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigBuilder};
 
-#[derive(Debug)]
-pub struct Failure;
+mod calls;
 
-impl From<CircuitBreakerOpenError> for Failure {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Failure
-    }
-}
-
-impl From<CallAbandonedError> for Failure {
-    fn from(_: CallAbandonedError) -> Self {
-        Failure
-    }
-}
+pub use calls::Failure;
 
 /// Polls a future that completes without waiting: inline (`DYN` false), as when it is
 /// awaited inside the caller's async fn (where a `CircuitBreaker::call` future always is),
 /// or through `dyn Future`, as an executor polls a task (which a guarded async fn can meet),
 /// where its poll is never inlined into the caller.
 pub fn ready<const DYN: bool, F: Future>(future: F) -> F::Output {
-    let mut future = pin!(future);
-    let mut cx = Context::from_waker(Waker::noop());
-    let polled = if DYN {
+    if DYN {
+        let mut future = pin!(future);
         let future: Pin<&mut dyn Future<Output = F::Output>> = black_box(future.as_mut());
-        future.poll(&mut cx)
+        calls::ready(future)
     } else {
-        future.as_mut().poll(&mut cx)
-    };
-    match polled {
-        Poll::Ready(output) => output,
-        Poll::Pending => panic!("the measured future must not wait"),
+        calls::ready(future)
     }
 }
 
