@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -5,17 +6,10 @@ use tracing::{Level, Metadata, Subscriber, span};
 
 use super::*;
 
+/// An environment holding only `pairs`.
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let pairs: Vec<(String, String)> = pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
-    move |name| {
-        pairs
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.clone())
-    }
+    let vars: HashMap<String, String> = pairs.iter().map(|&(k, v)| (k.into(), v.into())).collect();
+    move |name| vars.get(name).cloned()
 }
 
 const LAMBDA: (&str, &str) = ("AWS_LAMBDA_FUNCTION_NAME", "charge");

@@ -176,21 +176,16 @@ fn check_lease_covers_call(
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
     use std::time::Duration;
 
     use super::*;
 
+    /// An environment holding only `pairs`.
     fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        move |name| {
-            pairs
-                .iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.clone())
-        }
+        let vars: HashMap<String, String> =
+            pairs.iter().map(|&(k, v)| (k.into(), v.into())).collect();
+        move |name| vars.get(name).cloned()
     }
 
     #[test]
