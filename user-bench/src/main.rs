@@ -14,11 +14,9 @@
 
 use std::hint::black_box;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
-use breaker_runtime::store::InMemoryStore;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig};
+use breaker_runtime::CircuitBreaker;
 use failsafe::backoff::Constant;
 use failsafe::failure_policy::ConsecutiveFailures;
 
@@ -26,8 +24,12 @@ use failsafe::failure_policy::ConsecutiveFailures;
 /// benches and allocation test use.
 #[path = "../../breaker-runtime/benches/support/calls.rs"]
 mod calls;
+/// The three breakers, configured as in the workspace's hot-path benches.
+#[path = "../../breaker-runtime/benches/support/peers.rs"]
+mod peers;
 
 use calls::{Failure, ready};
+use peers::{config, failsafe_breaker, recloser_breaker, warmed};
 
 const CALLS: u32 = 3_000_000;
 const ROUNDS: usize = 7;
@@ -55,34 +57,11 @@ struct Breakers {
 
 impl Breakers {
     fn new() -> Self {
-        // An hour's recovery and cache: neither ends during a run.
-        let config = CircuitBreakerConfig::builder()
-            .failure_threshold(5)
-            .recovery_timeout(Duration::from_secs(3600))
-            .local_cache_max_age(Duration::from_secs(3600))
-            .build()
-            .expect("a valid config");
-        let breaker = CircuitBreaker::new("bench", Arc::new(InMemoryStore::new()), config);
-        // The first call reads the shared record into the cache.
-        let _: Result<(), Failure> = breaker.call_blocking(|| Ok(()));
-        let backoff = failsafe::backoff::constant(Duration::from_secs(3600));
-        let failsafe = failsafe::Config::new()
-            .failure_policy(failsafe::failure_policy::consecutive_failures(5, backoff))
-            .build();
-        // A ring buffer of 5 at error rate 1.0: 5 consecutive failures.
-        let recloser = || {
-            recloser::Recloser::custom()
-                .error_rate(1.0)
-                .closed_len(5)
-                .half_open_len(3)
-                .open_wait(Duration::from_secs(3600))
-                .build()
-        };
         Self {
-            breaker,
-            recloser: recloser(),
-            async_recloser: recloser::AsyncRecloser::from(recloser()),
-            failsafe,
+            breaker: warmed("bench", config()),
+            recloser: recloser_breaker(),
+            async_recloser: recloser::AsyncRecloser::from(recloser_breaker()),
+            failsafe: failsafe_breaker(),
         }
     }
 
