@@ -25,6 +25,16 @@ fn model() -> ItemModel {
     ItemModel::new(ModelConfig::default(), 9)
 }
 
+/// How a read of circuit `c` at `now` (virtual ms) ends.
+fn read_outcome(m: &mut ItemModel, now: u64, consistency: Consistency) -> RequestOutcome {
+    m.read("c", now, consistency).outcome
+}
+
+/// How a trip of circuit `c` opened at `opened_at`, written at `now` (virtual ms), ends.
+fn trip_outcome(m: &mut ItemModel, opened_at: u64, now: u64) -> RequestOutcome {
+    m.apply("c", &trip(opened_at), now).outcome
+}
+
 #[test]
 fn three_eventually_consistent_reads_cost_one_and_a_half_rcu() {
     let mut m = model();
@@ -55,10 +65,7 @@ fn the_1001st_write_in_a_second_is_throttled_and_consumes_nothing() {
     let mut m = model();
     m.apply("c", &trip(100), 3_000);
     for _ in 1..1000 {
-        assert_eq!(
-            m.apply("c", &trip(100), 3_000).outcome,
-            RequestOutcome::Lost
-        );
+        assert_eq!(trip_outcome(&mut m, 100, 3_000), RequestOutcome::Lost);
     }
     assert_eq!(m.consumed("c", 3_000), (0, 1000));
     let throttled = m.apply("c", &trip(100), 3_999);
@@ -77,19 +84,16 @@ fn the_1001st_write_in_a_second_is_throttled_and_consumes_nothing() {
         "two attempts and a back-off"
     );
     // The next second has capacity again.
-    assert_eq!(
-        m.apply("c", &trip(100), 4_000).outcome,
-        RequestOutcome::Lost
-    );
+    assert_eq!(trip_outcome(&mut m, 100, 4_000), RequestOutcome::Lost);
     // Reads have their own budget: 6,000 halves.
     for _ in 0..6000 {
         assert_eq!(
-            m.read("c", 5_000, Consistency::Eventual).outcome,
+            read_outcome(&mut m, 5_000, Consistency::Eventual),
             RequestOutcome::Served
         );
     }
     assert_eq!(
-        m.read("c", 5_000, Consistency::Eventual).outcome,
+        read_outcome(&mut m, 5_000, Consistency::Eventual),
         RequestOutcome::Throttled
     );
     assert_eq!(m.consumed("c", 5_000), (6000, 0), "3,000 RCU");
@@ -107,11 +111,11 @@ fn a_strong_read_costs_a_whole_unit_and_may_take_the_last_slot_only_whole() {
     assert_eq!(m.consumed("c", 0), (3, 0));
     // 1.5 RCU used of 2: a strong read (1 RCU) does not fit, an eventual one does.
     assert_eq!(
-        m.read("c", 0, Consistency::Strong).outcome,
+        read_outcome(&mut m, 0, Consistency::Strong),
         RequestOutcome::Throttled
     );
     assert_eq!(
-        m.read("c", 0, Consistency::Eventual).outcome,
+        read_outcome(&mut m, 0, Consistency::Eventual),
         RequestOutcome::Served
     );
 }
@@ -200,7 +204,7 @@ fn faults_follow_their_windows() {
     let throttled = m.apply("c", &trip(1), 1_000);
     assert_eq!(throttled.outcome, RequestOutcome::Throttled);
     assert_eq!(
-        m.read("c", 1_500, Consistency::Eventual).outcome,
+        read_outcome(&mut m, 1_500, Consistency::Eventual),
         RequestOutcome::Served
     );
     let down = m.read("c", 2_000, Consistency::Eventual);
@@ -208,5 +212,5 @@ fn faults_follow_their_windows() {
         (down.outcome, down.latency_ms, down.read_half_units),
         (RequestOutcome::Unreachable, 1_000, 0)
     );
-    assert_eq!(m.apply("c", &trip(3), 3_000).outcome, RequestOutcome::Won);
+    assert_eq!(trip_outcome(&mut m, 3, 3_000), RequestOutcome::Won);
 }
