@@ -38,6 +38,7 @@ mod error_paths;
 mod fleet;
 mod fleet_policy;
 mod item_layout;
+mod keyed;
 mod lost_write;
 mod malformed;
 mod powertools_count;

@@ -4,6 +4,7 @@
 
 use super::DynamoDbStore;
 use super::report::report_key_prefix;
+use crate::store::{key_index_id, key_item_id};
 
 impl DynamoDbStore {
     /// The DynamoDB actions the breakers send at run time: reads and writes of the
@@ -46,6 +47,29 @@ impl DynamoDbStore {
             format!("{}*", report_key_prefix(circuit)),
         ]
     }
+
+    /// The `dynamodb:LeadingKeys` values (for `ForAllValues:StringLike`) of every item a
+    /// keyed circuit's breakers ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)) read
+    /// or write: its index (`{circuit}#keys`) and its keys' items with their fleet counters
+    /// (`{circuit}#key=*`: a key may be any string, so only a wildcard names them all). A
+    /// keyed circuit has no item of its own name. With a sort key, the partition key is the
+    /// store's static value.
+    ///
+    /// ```
+    /// use breaker_runtime::store::DynamoDbStore;
+    /// let store = DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// assert_eq!(store.iam_leading_keys_keyed("webhooks"), ["webhooks#keys", "webhooks#key=*"]);
+    /// ```
+    pub fn iam_leading_keys_keyed(&self, circuit: &str) -> Vec<String> {
+        let names = &self.shared.names;
+        if names.sort_key.is_some() {
+            return vec![names.static_pk_value.clone()];
+        }
+        vec![
+            key_index_id(circuit),
+            format!("{}*", key_item_id(circuit, "")),
+        ]
+    }
 }
 
 #[cfg(test)]
@@ -73,6 +97,27 @@ mod tests {
             assert!(patterns.iter().any(|p| matches(p, &key)), "{key}");
         }
         assert!(!patterns.iter().any(|p| matches(p, "other#fleet@1")));
+    }
+
+    #[test]
+    fn every_key_a_keyed_circuit_writes_matches_its_leading_keys() {
+        use super::super::report::report_key_value;
+        let store = DynamoDbStore::builder().table_name("t").build().unwrap();
+        let patterns = store.iam_leading_keys_keyed("ce");
+        let long = "x".repeat(200);
+        let keys = [
+            key_index_id("ce"),
+            key_item_id("ce", "shop#1"),
+            key_item_id("ce", ""),
+            key_item_id("ce", &long),
+            report_key_value(&key_item_id("ce", "shop#1"), 1_700_000_000),
+        ];
+        for key in keys {
+            assert!(patterns.iter().any(|p| matches(p, &key)), "{key}");
+        }
+        for other in ["ce", "ce#fleet@1", "cd#keys", "ce#keysx", "other#key=a"] {
+            assert!(!patterns.iter().any(|p| matches(p, other)), "{other}");
+        }
     }
 
     #[test]

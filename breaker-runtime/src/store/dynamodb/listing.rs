@@ -7,17 +7,12 @@ use std::future::Future;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::Item;
+use super::key_index::{ENTRY_PREFIX, KEY_INDEX, OPEN_KEYS};
 use super::report::is_report_item;
 use super::{DynamoDbStore, Shared};
 use crate::protocol::CircuitRecord;
 use crate::store::StoreError;
 
-/// Marks a keyed circuit's index item (N, always 1).
-const KEY_INDEX: &str = "key_index";
-/// The index item's count of its entries (N).
-const OPEN_KEYS: &str = "open_keys";
-/// The prefix of an index entry's attribute: `k:{encoded key}` (N, a token).
-const ENTRY_PREFIX: &str = "k:";
 /// The suffix of an index item's id after the circuit's name.
 const INDEX_SUFFIX: &str = "#keys";
 

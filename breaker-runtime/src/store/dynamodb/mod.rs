@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use tokio::sync::OnceCell;
 
-use super::{StateStore, StoreError, StoreFuture};
+use super::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreError, StoreFuture};
 use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
@@ -31,6 +31,7 @@ mod client;
 mod conditions;
 mod iam;
 mod item;
+mod key_index;
 mod listing;
 mod report;
 mod writes;
@@ -333,5 +334,25 @@ impl StateStore for DynamoDbStore {
         report: &'a SuspectReport,
     ) -> StoreFuture<'a, Option<EpochTally>> {
         Box::pin(self.shared.report_suspected(circuit, report))
+    }
+
+    fn keeps_key_index(&self) -> bool {
+        true
+    }
+
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        Box::pin(self.shared.read_key_index(circuit, consistent))
+    }
+
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        Box::pin(self.shared.apply_key_index(circuit, write))
     }
 }

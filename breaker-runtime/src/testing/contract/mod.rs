@@ -7,7 +7,9 @@
 //! against [`RecordWrite::allowed`], the reference `InMemoryStore` evaluates. Races run many
 //! writers at once and demand exactly one winner, round after round. Fleet reports either
 //! answer `None` (the store keeps no fleet counters) or add up exactly under concurrent
-//! reporters, window by window, without touching the circuit's record.
+//! reporters, window by window, without touching the circuit's record. A store that keeps
+//! keyed circuits' indexes applies each index write as its reference does, and concurrent
+//! adds never pass the cap.
 //!
 //! [`RecordWrite::applied_to`]: crate::store::RecordWrite::applied_to
 //! [`RecordWrite::allowed`]: crate::store::RecordWrite::allowed
@@ -36,6 +38,7 @@ mod backoff;
 mod cases;
 mod fleet;
 mod hand_over;
+mod key_index;
 mod overrides;
 mod races;
 mod seeded;
@@ -47,6 +50,7 @@ use backoff::*;
 use cases::*;
 use fleet::*;
 use hand_over::*;
+use key_index::*;
 use overrides::*;
 use races::*;
 use shadow::*;
@@ -185,11 +189,13 @@ fn cases() -> Vec<Case> {
         case!(an_override_ends_the_fleets_probe_count),
         case!(a_suspicion_marks_a_closed_circuit_until_it_ends_and_a_trip_drops_it),
         case!(suspicion_reports_add_up_per_slice_or_are_not_kept),
+        case!(a_key_index_names_refreshes_and_removes_keys_by_token),
         case!(race concurrent_elections_have_exactly_one_winner),
         case!(race concurrent_takeovers_of_a_handed_over_probe_have_exactly_one_winner),
         case!(race concurrent_trips_have_exactly_one_winner),
         case!(race close_and_takeover_race_has_exactly_one_winner),
         case!(race reports_add_up_exactly_in_their_own_window_or_are_not_kept),
+        case!(race concurrent_adds_never_pass_the_cap),
     ]
 }
 

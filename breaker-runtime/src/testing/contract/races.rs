@@ -14,6 +14,16 @@ where
     F: Fn(Arc<dyn StateStore>, usize) -> Fut,
     Fut: Future<Output = WriteOutcome> + Send + 'static,
 {
+    race_with(store, write).await
+}
+
+/// Runs `RACERS` writers of any kind at once; returns each one's outcome, in racer order.
+pub(super) async fn race_with<F, Fut, T>(store: &Arc<dyn StateStore>, write: F) -> Vec<T>
+where
+    F: Fn(Arc<dyn StateStore>, usize) -> Fut,
+    Fut: Future<Output = T> + Send + 'static,
+    T: Send + 'static,
+{
     let start = Arc::new(tokio::sync::Barrier::new(RACERS));
     let tasks: Vec<_> = (0..RACERS)
         .map(|i| {

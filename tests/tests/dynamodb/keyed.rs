@@ -1,0 +1,212 @@
+//! Keyed circuits on `DynamoDbStore` (dynalite), two environments on the manual clock: a
+//! key trips and the index item names it; the other environment rejects that key only;
+//! the cap refuses the next trip; a close removes the key; healthy keys cost no reads
+//! beyond the index's; a malformed index item is a clear error and the keys fail open.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use breaker_runtime::store::{DynamoDbStore, StateStore, key_index_id, key_item_id};
+use breaker_runtime::testing::ManualClock;
+use breaker_runtime::{
+    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, KeyedCircuitBreaker,
+    RecoveryBackoff,
+};
+use devstack::circuits::{BoxError, fail, is_rejection};
+use devstack::doubles::{Behaviour, ScriptedStore};
+use devstack::fixtures::local_dynamodb::Emulator;
+use devstack::wall_clock::unix_millis;
+
+use crate::item_layout::{item, n, put_raw, raw, s};
+
+const RECOVERY: Duration = Duration::from_secs(30);
+const CACHE: Duration = Duration::from_secs(5);
+/// A key with every character the ids encode.
+const ODD: &str = "shop #1 ~50%";
+
+fn environment(
+    id: &str,
+    store: Arc<dyn StateStore>,
+    clock: &ManualClock,
+    cap: u32,
+) -> KeyedCircuitBreaker {
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(2)
+        .success_threshold(1)
+        .recovery_timeout(RECOVERY)
+        .recovery_backoff(RecoveryBackoff::none())
+        .local_cache_max_age(CACHE)
+        .environment_id(id)
+        .clock(clock.clone())
+        .build()
+        .expect("valid config");
+    KeyedCircuitBreaker::new("webhooks", store, config).with_max_open_keys(cap)
+}
+
+async fn succeed(keyed: &KeyedCircuitBreaker, key: &str) -> bool {
+    let called = AtomicUsize::new(0);
+    let result: Result<(), BoxError> = keyed
+        .call(key, || async {
+            called.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        })
+        .await;
+    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
+    called.load(Ordering::SeqCst) == 1
+}
+
+async fn trip(keyed: &KeyedCircuitBreaker, key: &str) {
+    for _ in 0..2 {
+        assert!(!is_rejection(&fail(&keyed.breaker(key)).await));
+    }
+}
+
+async fn named(store: &DynamoDbStore) -> Vec<String> {
+    store
+        .read_key_index("webhooks", true)
+        .await
+        .expect("index read")
+        .map(|index| index.keys())
+        .unwrap_or_default()
+}
+
+#[tokio::test]
+async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
+    let (db, store) = crate::simple_table_on(Emulator::Dynalite).await;
+    let clock = ManualClock::at_unix_millis(unix_millis());
+    let shared: Arc<dyn StateStore> = Arc::new(store.clone());
+    let a = environment("env-a", Arc::clone(&shared), &clock, 1);
+    let b = environment("env-b", Arc::clone(&shared), &clock, 1);
+
+    // A key trips in A: its item is written, the index item names it.
+    trip(&a, ODD).await;
+    assert!(!succeed(&a, ODD).await);
+    assert_eq!(named(&store).await, vec![ODD.to_owned()]);
+    let index = raw(
+        &db,
+        "circuits",
+        item(&[("id", s(&key_index_id("webhooks")))]),
+    )
+    .await;
+    assert_eq!(index.get("key_index"), Some(&n(1)));
+    assert_eq!(index.get("open_keys"), Some(&n(1)));
+    assert!(index.contains_key("k:shop %231 %7E50%25"), "{index:?}");
+    assert!(index.contains_key("expiration"), "{index:?}");
+    let key_item = raw(
+        &db,
+        "circuits",
+        item(&[("id", s(&key_item_id("webhooks", ODD)))]),
+    )
+    .await;
+    assert_eq!(key_item.get("state"), Some(&s("OPEN")));
+
+    // B rejects that key only, naming it.
+    let rejected: Result<(), BoxError> = b.call(ODD, || async { Ok(()) }).await;
+    let open = rejected
+        .unwrap_err()
+        .downcast::<CircuitBreakerOpenError>()
+        .expect("a rejection");
+    assert_eq!(
+        (open.circuit.name(), open.circuit.key()),
+        ("webhooks", Some(ODD))
+    );
+    assert!(succeed(&b, "shop-2").await);
+
+    // The cap refuses the next trip: the key keeps running, its item is never written.
+    trip(&b, "shop-2").await;
+    assert!(succeed(&b, "shop-2").await);
+    assert_eq!(b.state("shop-2"), CircuitState::Closed);
+    assert_eq!(named(&store).await, vec![ODD.to_owned()]);
+    assert_eq!(
+        store.read(&key_item_id("webhooks", "shop-2")).await,
+        Ok(None)
+    );
+
+    // A's probe closes the key: the index names nothing, and counts nothing.
+    clock.advance(RECOVERY);
+    assert!(succeed(&a, ODD).await);
+    assert_eq!(a.state(ODD), CircuitState::Closed);
+    assert!(named(&store).await.is_empty());
+    let index = raw(
+        &db,
+        "circuits",
+        item(&[("id", s(&key_index_id("webhooks")))]),
+    )
+    .await;
+    assert_eq!(index.get("open_keys"), Some(&n(0)));
+
+    // B runs the key again once its copies age; the cap has room for shop-2 now.
+    clock.advance(CACHE * 2);
+    let mut ran = false;
+    for _ in 0..3 {
+        ran = succeed(&b, ODD).await;
+    }
+    assert!(ran, "B still rejects the key after its close");
+    trip(&b, "shop-2").await;
+    assert_eq!(b.state("shop-2"), CircuitState::Open);
+    assert_eq!(named(&store).await, vec!["shop-2".to_owned()]);
+}
+
+#[tokio::test]
+async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
+    let (_db, store) = crate::shared_table_on(Emulator::Dynalite).await;
+    let counted = Arc::new(ScriptedStore::wrapping(Arc::new(store), Behaviour::Healthy));
+    let clock = ManualClock::at_unix_millis(unix_millis());
+    let a = environment(
+        "env-a",
+        Arc::clone(&counted) as Arc<dyn StateStore>,
+        &clock,
+        10,
+    );
+    let b = environment(
+        "env-b",
+        Arc::clone(&counted) as Arc<dyn StateStore>,
+        &clock,
+        10,
+    );
+    trip(&a, "sick").await;
+    counted.reset_counts();
+
+    for round in 0..2 {
+        for i in 0..50 {
+            assert!(succeed(&b, &format!("tenant-{i}")).await, "round {round}");
+        }
+    }
+    assert_eq!((counted.reads(), counted.index_reads()), (0, 1));
+    clock.advance(CACHE);
+    for i in 0..50 {
+        assert!(succeed(&b, &format!("tenant-{i}")).await);
+    }
+    assert_eq!((counted.reads(), counted.index_reads()), (0, 2));
+    assert_eq!((counted.writes(), counted.index_writes()), (0, 0));
+    assert!(
+        !succeed(&b, "sick").await,
+        "the named key is read and rejected"
+    );
+    assert_eq!(counted.reads(), 1);
+}
+
+#[tokio::test]
+async fn a_malformed_index_is_a_clear_error_and_the_keys_fail_open() {
+    let (db, store) = crate::simple_table_on(Emulator::Dynalite).await;
+    let broken = item(&[
+        ("id", s(&key_index_id("webhooks"))),
+        ("key_index", n(1)),
+        ("open_keys", n(1)),
+        ("k:x", s("not a token")),
+    ]);
+    put_raw(&db, "circuits", broken).await;
+    let error = store
+        .read_key_index("webhooks", false)
+        .await
+        .expect_err("a malformed index");
+    let message = error.to_string();
+    assert!(message.contains("webhooks#keys"), "{message}");
+    assert!(message.contains("'k:x' is not a number"), "{message}");
+
+    let clock = ManualClock::at_unix_millis(unix_millis());
+    let keyed = environment("env-a", Arc::new(store), &clock, 10);
+    assert!(succeed(&keyed, "x").await, "a key fails open");
+    assert!(succeed(&keyed, "y").await, "and so does every other");
+}
