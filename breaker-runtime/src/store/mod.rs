@@ -246,58 +246,35 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     }
 }
 
+/// Store methods, each `fn name(args) -> T;` answering a `StoreFuture<'a, T>`, that call
+/// the same method of `**self`.
+macro_rules! forward_to_inner {
+    ($(fn $method:ident($($arg:ident: $type:ty),*) -> $answer:ty;)*) => {$(
+        fn $method<'a>(&'a self, $($arg: $type),*) -> StoreFuture<'a, $answer> {
+            (**self).$method($($arg),*)
+        }
+    )*};
+}
+
+/// `Arc<S>` is the store `S`: each method forwards to it. A method added to [`StateStore`]
+/// is one line here.
 impl<S: StateStore + ?Sized> StateStore for Arc<S> {
-    fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        (**self).read(circuit)
+    forward_to_inner! {
+        fn read(circuit: &'a str) -> Option<CircuitRecord>;
+        fn read_consistent(circuit: &'a str) -> Option<CircuitRecord>;
+        fn read_many(circuits: &'a [&'a str]) -> Vec<Option<CircuitRecord>>;
+        fn apply(circuit: &'a str, transition: &'a RecordWrite) -> WriteOutcome;
+        fn report(circuit: &'a str, report: &'a FailureReport) -> Option<FleetTally>;
+        fn report_suspected(circuit: &'a str, report: &'a SuspectReport) -> Option<EpochTally>;
+        fn read_key_index(circuit: &'a str, consistent: bool) -> Option<KeyIndex>;
+        fn apply_key_index(circuit: &'a str, write: &'a KeyIndexWrite) -> KeyIndexOutcome;
     }
-    fn read_consistent<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
-        (**self).read_consistent(circuit)
-    }
-    fn read_many<'a>(
-        &'a self,
-        circuits: &'a [&'a str],
-    ) -> StoreFuture<'a, Vec<Option<CircuitRecord>>> {
-        (**self).read_many(circuits)
-    }
-    fn apply<'a>(
-        &'a self,
-        circuit: &'a str,
-        transition: &'a RecordWrite,
-    ) -> StoreFuture<'a, WriteOutcome> {
-        (**self).apply(circuit, transition)
-    }
+
     fn keeps_fleet_counters(&self) -> bool {
         (**self).keeps_fleet_counters()
     }
-    fn report<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a FailureReport,
-    ) -> StoreFuture<'a, Option<FleetTally>> {
-        (**self).report(circuit, report)
-    }
-    fn report_suspected<'a>(
-        &'a self,
-        circuit: &'a str,
-        report: &'a SuspectReport,
-    ) -> StoreFuture<'a, Option<EpochTally>> {
-        (**self).report_suspected(circuit, report)
-    }
+
     fn keeps_key_index(&self) -> bool {
         (**self).keeps_key_index()
-    }
-    fn read_key_index<'a>(
-        &'a self,
-        circuit: &'a str,
-        consistent: bool,
-    ) -> StoreFuture<'a, Option<KeyIndex>> {
-        (**self).read_key_index(circuit, consistent)
-    }
-    fn apply_key_index<'a>(
-        &'a self,
-        circuit: &'a str,
-        write: &'a KeyIndexWrite,
-    ) -> StoreFuture<'a, KeyIndexOutcome> {
-        (**self).apply_key_index(circuit, write)
     }
 }
