@@ -9,6 +9,8 @@
 //! ...
 //! key payment-backend payment-backend#fleet@*
 //! ```
+//!
+//! `-- --keyed webhooks` prints a keyed circuit's (`webhooks#keys webhooks#key=*`).
 
 use breaker_runtime::store::DynamoDbStore;
 
@@ -18,11 +20,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for action in DynamoDbStore::IAM_ACTIONS {
         println!("action {action}");
     }
+    // `--keyed` makes the circuits after it keyed circuits (`KeyedCircuitBreaker`).
+    let mut keyed = false;
     for circuit in std::env::args().skip(1) {
-        println!(
-            "key {circuit} {}",
-            store.iam_leading_keys(&circuit).join(" ")
-        );
+        if circuit == "--keyed" {
+            keyed = true;
+            continue;
+        }
+        let keys = match keyed {
+            true => store.iam_leading_keys_keyed(&circuit),
+            false => store.iam_leading_keys(&circuit),
+        };
+        println!("key {circuit} {}", keys.join(" "));
     }
     Ok(())
 }
