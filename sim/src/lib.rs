@@ -16,6 +16,7 @@
 //! - [`model`]: DynamoDB's item, limits and client retries;
 //! - [`env_store`]: one environment's `StateStore` over the shared model;
 //! - [`traffic`]: Poisson arrivals, one invocation per environment at a time;
+//! - [`keys`]: a keyed scenario's keys: names, Zipf draws, which fail;
 //! - [`downstream`]: the protected service's latency and health schedule;
 //! - [`scenario`]: the situations the fleet is measured in;
 //! - [`fleet`]: the discrete-event loop that drives the breakers;
@@ -32,6 +33,7 @@ pub mod downstream;
 pub mod env_store;
 pub mod fleet;
 pub mod invocation;
+pub mod keys;
 pub mod metrics;
 pub mod model;
 pub mod report;

@@ -30,6 +30,7 @@
 //! virtual second.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
 
 use breaker_runtime::store::{
     CircuitRecord, EpochTally, FleetTally, RecordWrite, StoreError, WriteOutcome,
@@ -188,6 +189,8 @@ struct Item {
     tally: FleetTally,
     /// A suspicion's counters, for its report item.
     epoch: EpochTally,
+    /// A key index item's history, as `history` (an index item holds no record).
+    index: VecDeque<(u64, Option<Arc<IndexItem>>)>,
 }
 
 impl Item {
@@ -227,7 +230,8 @@ impl Item {
 #[derive(Debug, Clone, Copy)]
 enum Cost {
     ReadHalves(u32),
-    Write,
+    /// Write units: 1 per started KB of the item (the larger of before and after).
+    Write(u32),
 }
 
 /// DynamoDB holding one item per circuit; see the module docs.
@@ -251,6 +255,7 @@ pub struct ItemModel {
     faults: Vec<FaultWindow>,
     items: HashMap<String, Item>,
     rng: Rng,
+    census: KeyCensus,
 }
 
 impl ItemModel {
@@ -261,6 +266,7 @@ impl ItemModel {
             faults: Vec::new(),
             items: HashMap::new(),
             rng: Rng::new(seed, 0x5707e),
+            census: KeyCensus::default(),
         }
     }
 
@@ -278,7 +284,9 @@ impl ItemModel {
     /// Writes `record` unconditionally at `now_ms`, for free: a scenario's starting state.
     pub fn put(&mut self, circuit: &str, record: CircuitRecord, now_ms: u64) {
         let max_lag = self.config.max_lag_ms;
+        let was = self.not_closed_now(circuit);
         self.item(circuit).write(now_ms, record, max_lag);
+        self.record_written(circuit, was);
     }
 
     /// The current record of `circuit`, without a request.
@@ -324,7 +332,8 @@ impl ItemModel {
         now_ms: u64,
     ) -> Served<WriteOutcome> {
         let max_lag = self.config.max_lag_ms;
-        self.request(circuit, now_ms, Cost::Write, |item| {
+        let was = self.not_closed_now(circuit);
+        let served = self.request(circuit, now_ms, Cost::Write(1), |item| {
             let current = item.current();
             if transition.allowed(current) {
                 let next = transition.applied_to(current);
@@ -334,7 +343,11 @@ impl ItemModel {
                 let current = current.cloned();
                 (Ok(WriteOutcome::Lost(current)), RequestOutcome::Lost)
             }
-        })
+        });
+        if served.outcome == RequestOutcome::Won {
+            self.record_written(circuit, was);
+        }
+        served
     }
 
     fn item(&mut self, circuit: &str) -> &mut Item {
@@ -392,7 +405,7 @@ impl ItemModel {
             item.roll(now_ms);
             let fits = match cost {
                 Cost::ReadHalves(halves) => item.read_half_units + halves <= read_limit,
-                Cost::Write => !writes_throttled && item.write_units < write_limit,
+                Cost::Write(units) => !writes_throttled && item.write_units + units <= write_limit,
             };
             if fits {
                 let (read_half_units, write_units) = match cost {
@@ -400,9 +413,9 @@ impl ItemModel {
                         item.read_half_units += halves;
                         (halves, 0)
                     }
-                    Cost::Write => {
-                        item.write_units += 1;
-                        (0, 1)
+                    Cost::Write(units) => {
+                        item.write_units += units;
+                        (0, units)
                     }
                 };
                 let (result, outcome) = op(item);
@@ -439,8 +452,10 @@ impl ItemModel {
     }
 }
 
+mod index;
 mod report;
 
+pub use index::{IndexItem, IndexOutcome, IndexWrite, KeyCensus};
 pub use report::report_key;
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ impl ItemModel {
         now_ms: u64,
     ) -> Served<Option<FleetTally>> {
         let key = report_key(circuit, report.window_start);
-        self.request(&key, now_ms, Cost::Write, |item| {
+        self.request(&key, now_ms, Cost::Write(1), |item| {
             item.tally = item.tally.plus(report);
             (Ok(Some(item.tally)), RequestOutcome::Won)
         })
@@ -32,7 +32,7 @@ impl ItemModel {
         now_ms: u64,
     ) -> Served<Option<EpochTally>> {
         let key = format!("{circuit}#fleet@s{}", report.epoch);
-        self.request(&key, now_ms, Cost::Write, |item| {
+        self.request(&key, now_ms, Cost::Write(1), |item| {
             item.epoch = item.epoch.plus(report);
             (Ok(Some(item.epoch)), RequestOutcome::Won)
         })

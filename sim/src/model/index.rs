@@ -1,0 +1,369 @@
+//! A keyed circuit's index item (`{circuit}#keys`) and the census of its key items.
+//!
+//! The index is one DynamoDB item per keyed circuit naming the keys whose items must be
+//! read: top-level attributes `k:{encoded key}` = token, `open_keys` (their count),
+//! `key_index` = 1 and `expiration`. It is held to one item's limits like any other, and
+//! it is the one item whose size grows with the keys, so its units follow its size as
+//! DynamoDB's do: a write costs 1 WCU per started KB of the larger of the item before and
+//! after it (a write whose condition fails, of the item as it is); a read 1 RCU per started
+//! 4 KB (half for an eventually consistent one).
+//!
+//! Conditions (docs/dynamodb.md): **Add** `attribute_not_exists(k) AND (attribute_not_exists
+//! (open_keys) OR open_keys < cap)`; **Refresh** `attribute_exists(k)`; **Remove**
+//! `k = token`. A failed Add tells the caller why from the old item (ALL_OLD): the key is
+//! there already, or the cap holds.
+//!
+//! The census follows every key item's state as writes land, so a run knows at each
+//! instant how many keys are open or half-open, and whether each of them is named by its
+//! index (the design's invariant: open keys ≤ `open_keys` ≤ cap at every instant).
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
+
+use breaker_runtime::CircuitState;
+use breaker_runtime::store::CircuitRecord;
+
+use super::{Consistency, Cost, Item, ItemModel, RequestOutcome, Served};
+
+#[cfg(test)]
+mod tests;
+
+/// The attribute-name prefix of an index entry.
+const ENTRY_PREFIX: &str = "k:";
+
+/// One index item's content.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IndexItem {
+    /// Encoded key → token (written_at_ms × 1000 + a random 0..1000), in key order.
+    pub entries: BTreeMap<String, u64>,
+    /// The `open_keys` attribute: ADDed with each add and remove.
+    pub open_keys: u32,
+    /// The TTL attribute, unix seconds.
+    pub expiration: u64,
+}
+
+/// Bytes DynamoDB counts for a number: about one per two significant digits, plus one.
+fn number_bytes(n: u64) -> usize {
+    let digits = n.checked_ilog10().map_or(1, |d| d as usize + 1);
+    digits.div_ceil(2) + 1
+}
+
+/// Bytes of one entry: its attribute's name and its token.
+fn entry_bytes(encoded_key: &str, token: u64) -> usize {
+    ENTRY_PREFIX.len() + encoded_key.len() + number_bytes(token)
+}
+
+impl IndexItem {
+    /// The item's size as DynamoDB counts it (attribute names and values), with `id` as its
+    /// key attribute's value.
+    ///
+    /// ```
+    /// use breaker_sim::model::IndexItem;
+    /// let mut index = IndexItem::default();
+    /// let empty = index.size_bytes("downstream#keys");
+    /// index.entries.insert("tenant-0100".into(), 1_700_000_000_000_123);
+    /// index.open_keys = 1;
+    /// // "k:tenant-0100" (13 bytes) and a 16-digit token (9).
+    /// assert_eq!(index.size_bytes("downstream#keys") - empty, 22);
+    /// ```
+    pub fn size_bytes(&self, id: &str) -> usize {
+        let fixed = "id".len()
+            + id.len()
+            + "key_index".len()
+            + number_bytes(1)
+            + "open_keys".len()
+            + number_bytes(u64::from(self.open_keys))
+            + "expiration".len()
+            + number_bytes(self.expiration);
+        fixed
+            + self
+                .entries
+                .iter()
+                .map(|(key, token)| entry_bytes(key, *token))
+                .sum::<usize>()
+    }
+}
+
+/// A conditional write of an index item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexWrite {
+    /// Names `key` with `token` if it is not named yet and fewer than `cap` keys are
+    /// (`None`: no cap, an operator's override).
+    Add {
+        /// The encoded key.
+        key: String,
+        /// The entry's new token.
+        token: u64,
+        /// The most keys the index may name, or none.
+        cap: Option<u32>,
+        /// The item's new TTL.
+        expiration: u64,
+    },
+    /// Rewrites `key`'s token if it is named.
+    Refresh {
+        /// The encoded key.
+        key: String,
+        /// The entry's new token.
+        token: u64,
+        /// The item's new TTL.
+        expiration: u64,
+    },
+    /// Drops `key` if its token is still `token`.
+    Remove {
+        /// The encoded key.
+        key: String,
+        /// The token read.
+        token: u64,
+        /// The item's new TTL.
+        expiration: u64,
+    },
+}
+
+impl IndexWrite {
+    /// The encoded key written.
+    pub fn key(&self) -> &str {
+        match self {
+            Self::Add { key, .. } | Self::Refresh { key, .. } | Self::Remove { key, .. } => key,
+        }
+    }
+}
+
+/// How an index write ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum IndexOutcome {
+    /// The condition held.
+    Won,
+    /// An Add found the key named already, with this token.
+    Exists(u64),
+    /// An Add found the cap reached: this many keys named.
+    CapReached(u32),
+    /// A Refresh found the key not named, or a Remove another token: the item as it is.
+    Lost(Option<IndexItem>),
+}
+
+/// What the model knows about the key items and indexes of every keyed circuit.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KeyCensus {
+    /// Key items OPEN or HALF_OPEN now.
+    pub open_key_items: u32,
+    /// The most at any instant.
+    pub max_open_key_items: u32,
+    /// The largest `open_keys` any index held.
+    pub max_index_open_keys: u32,
+    /// The largest size any index reached, bytes.
+    pub max_index_bytes: usize,
+    /// Writes after which an OPEN or HALF_OPEN key item was not named by its index: the
+    /// design's invariant says 0.
+    pub unindexed_open_keys: u64,
+    /// Ids of the key items OPEN or HALF_OPEN now.
+    open: HashSet<String>,
+}
+
+/// A key item's id split into its index's id and its encoded key.
+fn key_item_parts(id: &str) -> Option<(String, &str)> {
+    let (circuit, encoded) = breaker_runtime::store::split_key_item_id(id)?;
+    Some((breaker_runtime::store::key_index_id(circuit), encoded))
+}
+
+fn not_closed(record: Option<&CircuitRecord>) -> bool {
+    record.is_some_and(|r| r.state != CircuitState::Closed)
+}
+
+impl Item {
+    fn index_as_of(&self, at_ms: u64) -> Option<&Arc<IndexItem>> {
+        self.index
+            .iter()
+            .rev()
+            .find(|(time, _)| *time <= at_ms)
+            .and_then(|(_, index)| index.as_ref())
+    }
+
+    fn current_index(&self) -> Option<&Arc<IndexItem>> {
+        self.index.back().and_then(|(_, index)| index.as_ref())
+    }
+
+    fn write_index(&mut self, now_ms: u64, index: IndexItem, max_lag_ms: u64) {
+        self.index.push_back((now_ms, Some(Arc::new(index))));
+        let horizon = now_ms.saturating_sub(max_lag_ms);
+        while self.index.len() >= 2 && self.index[1].0 <= horizon {
+            self.index.pop_front();
+        }
+    }
+}
+
+impl ItemModel {
+    /// GetItem of `circuit`'s index at `now_ms`, its units by its size.
+    pub fn read_index(
+        &mut self,
+        circuit: &str,
+        now_ms: u64,
+        consistency: Consistency,
+    ) -> Served<Option<IndexItem>> {
+        let id = breaker_runtime::store::key_index_id(circuit);
+        let lag = match consistency {
+            Consistency::Eventual => self.rng.between(0, self.config.max_lag_ms),
+            Consistency::Strong => 0,
+        };
+        let seen = self
+            .items
+            .get(&id)
+            .and_then(|item| item.index_as_of(now_ms.saturating_sub(lag)))
+            .cloned();
+        let quarters =
+            seen.as_ref()
+                .map_or(1, |index| index.size_bytes(&id).div_ceil(4096).max(1)) as u32;
+        let halves = match consistency {
+            Consistency::Eventual => quarters,
+            Consistency::Strong => 2 * quarters,
+        };
+        self.request(&id, now_ms, Cost::ReadHalves(halves), move |_| {
+            (
+                Ok(seen.map(|index| (*index).clone())),
+                RequestOutcome::Served,
+            )
+        })
+    }
+
+    /// A conditional UpdateItem of `circuit`'s index at `now_ms`.
+    pub fn apply_index(
+        &mut self,
+        circuit: &str,
+        write: &IndexWrite,
+        now_ms: u64,
+    ) -> Served<IndexOutcome> {
+        let id = breaker_runtime::store::key_index_id(circuit);
+        let before = self.items.get(&id).and_then(Item::current_index).cloned();
+        let before_bytes = before.as_ref().map_or(0, |index| index.size_bytes(&id));
+        let added_bytes = match write {
+            IndexWrite::Add { key, token, .. } | IndexWrite::Refresh { key, token, .. } => {
+                entry_bytes(key, *token)
+            }
+            IndexWrite::Remove { .. } => 0,
+        };
+        let units = (before_bytes + added_bytes).div_ceil(1024).max(1) as u32;
+        let max_lag = self.config.max_lag_ms;
+        let served = self.request(&id, now_ms, Cost::Write(units), |item| {
+            let current = before.as_deref();
+            let named = current.and_then(|index| index.entries.get(write.key()).copied());
+            let mut next = current.cloned().unwrap_or_default();
+            match write {
+                IndexWrite::Add {
+                    key,
+                    token,
+                    cap,
+                    expiration,
+                } => {
+                    if let Some(token) = named {
+                        return (Ok(IndexOutcome::Exists(token)), RequestOutcome::Lost);
+                    }
+                    let open = current.map_or(0, |index| index.open_keys);
+                    if cap.is_some_and(|cap| current.is_some() && open >= cap) {
+                        return (Ok(IndexOutcome::CapReached(open)), RequestOutcome::Lost);
+                    }
+                    next.entries.insert(key.clone(), *token);
+                    next.open_keys += 1;
+                    next.expiration = *expiration;
+                }
+                IndexWrite::Refresh {
+                    key,
+                    token,
+                    expiration,
+                } => {
+                    if named.is_none() {
+                        let old = current.cloned();
+                        return (Ok(IndexOutcome::Lost(old)), RequestOutcome::Lost);
+                    }
+                    next.entries.insert(key.clone(), *token);
+                    next.expiration = *expiration;
+                }
+                IndexWrite::Remove {
+                    key,
+                    token,
+                    expiration,
+                } => {
+                    if named != Some(*token) {
+                        let old = current.cloned();
+                        return (Ok(IndexOutcome::Lost(old)), RequestOutcome::Lost);
+                    }
+                    next.entries.remove(key);
+                    next.open_keys = next.open_keys.saturating_sub(1);
+                    next.expiration = *expiration;
+                }
+            }
+            item.write_index(now_ms, next, max_lag);
+            (Ok(IndexOutcome::Won), RequestOutcome::Won)
+        });
+        if served.outcome == RequestOutcome::Won {
+            self.index_written(&id, circuit, write);
+        }
+        served
+    }
+
+    /// The census of key items and indexes.
+    pub fn census(&self) -> &KeyCensus {
+        &self.census
+    }
+
+    /// The current index of `circuit`, without a request.
+    pub fn current_index(&self, circuit: &str) -> Option<&IndexItem> {
+        let id = breaker_runtime::store::key_index_id(circuit);
+        self.items
+            .get(&id)
+            .and_then(Item::current_index)
+            .map(|index| &**index)
+    }
+
+    /// An index write landed: its size and count, and the invariant for a removed key.
+    fn index_written(&mut self, id: &str, circuit: &str, write: &IndexWrite) {
+        let (bytes, open_keys) = match self.items.get(id).and_then(Item::current_index) {
+            Some(index) => (index.size_bytes(id), index.open_keys),
+            None => return,
+        };
+        self.census.max_index_bytes = self.census.max_index_bytes.max(bytes);
+        self.census.max_index_open_keys = self.census.max_index_open_keys.max(open_keys);
+        if let IndexWrite::Remove { key, .. } = write {
+            let key_id = format!("{circuit}#key={key}");
+            if self.census.open.contains(&key_id) {
+                self.census.unindexed_open_keys += 1;
+            }
+        }
+    }
+
+    /// A record write landed on `id`: if it is a key item, follow its state and check that
+    /// its index names it while it is not closed.
+    pub(super) fn record_written(&mut self, id: &str, was: bool) {
+        let Some((index_id, encoded)) = key_item_parts(id) else {
+            return;
+        };
+        let is = not_closed(self.items.get(id).and_then(Item::current));
+        let census = &mut self.census;
+        match (was, is) {
+            (false, true) => {
+                census.open.insert(id.to_owned());
+                census.open_key_items += 1;
+                census.max_open_key_items = census.max_open_key_items.max(census.open_key_items);
+            }
+            (true, false) => {
+                census.open.remove(id);
+                census.open_key_items -= 1;
+            }
+            _ => {}
+        }
+        if is {
+            let named = self
+                .items
+                .get(&index_id)
+                .and_then(Item::current_index)
+                .is_some_and(|index| index.entries.contains_key(encoded));
+            if !named {
+                self.census.unindexed_open_keys += 1;
+            }
+        }
+    }
+
+    /// Whether `id`'s record is OPEN or HALF_OPEN now: the state before a write, for
+    /// [`record_written`](Self::record_written).
+    pub(super) fn not_closed_now(&self, id: &str) -> bool {
+        not_closed(self.items.get(id).and_then(Item::current))
+    }
+}
