@@ -21,26 +21,57 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::Arc;
 
-use breaker_runtime::store::CircuitRecord;
+use breaker_runtime::store::{CircuitRecord, key_item_id};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError};
 
 use crate::downstream::Downstream;
 use crate::env_store::{EnvStore, SharedTable, StoreRequest};
 use crate::invocation::{CallError, Flight, Polled};
+use crate::keyed_metrics::{KeyedMetrics, KeyedSummary};
+use crate::keys::{Guarding, KeyDraws, KeySpace};
 use crate::metrics::Metrics;
 use crate::model::ItemModel;
 use crate::rng::Rng;
 use crate::scenario::Scenario;
 use crate::traffic::Traffic;
 
-/// The one circuit every environment protects the downstream with.
+/// The one circuit every environment protects the downstream with (a keyed circuit in a
+/// keyed scenario).
 pub const CIRCUIT: &str = "downstream";
+
+/// The keyed breaker's default `max_open_keys`.
+const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
+
+/// What an environment guards its calls with.
+#[derive(Debug)]
+enum Guard {
+    /// One circuit for every call.
+    Plain(CircuitBreaker),
+}
+
+impl Guard {
+    /// The circuit a call to `key` goes through.
+    fn breaker(&self, _key: Option<u32>) -> CircuitBreaker {
+        match self {
+            Self::Plain(breaker) => breaker.clone(),
+        }
+    }
+
+    /// The one circuit's believed state; `None` for a circuit per key.
+    fn state(&self) -> Option<breaker_runtime::CircuitState> {
+        match self {
+            Self::Plain(breaker) => Some(breaker.state()),
+        }
+    }
+}
 
 /// One execution environment.
 #[derive(Debug)]
 struct Env {
-    breaker: CircuitBreaker,
+    guard: Guard,
+    /// The rank of the key of the invocation in progress (keyed scenarios).
+    key: Option<u32>,
     clock: ManualClock,
     skew_ms: i64,
     /// Cold starts so far: part of the environment id, which is new at each.
@@ -58,6 +89,8 @@ pub struct Run {
     pub scenario: Scenario,
     /// What was measured.
     pub metrics: Metrics,
+    /// A keyed scenario's figures.
+    pub keyed: Option<KeyedSummary>,
 }
 
 /// Runs `scenario` to its end.
@@ -102,6 +135,14 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
     let mut wakes: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
     let mut requests: Vec<StoreRequest> = Vec::with_capacity(16);
     let mut next_second = 0u64;
+    let mut keyed = scenario
+        .keys
+        .as_ref()
+        .map(|keys| KeyedMetrics::new(scenario, keys, max_open_keys(keys)));
+    let mut key_draws = scenario
+        .keys
+        .as_ref()
+        .map(|keys| KeyDraws::new(keys, scenario.envs, scenario.seed));
 
     loop {
         let next_start = traffic.peek();
@@ -131,12 +172,25 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
             continue;
         }
         if env.flight.is_none() {
+            env.key = key_draws.as_mut().map(|draws| draws.next(index));
+            if let (Some(keys), Some(rank)) = (&scenario.keys, env.key)
+                && matches!(keys.guarding, Guarding::OnlyKey(only) if only != rank)
+            {
+                // Another key's call, outside the measured traffic: it keeps the
+                // environment busy as long as a healthy call does.
+                traffic.schedule_next(index, now + scenario.downstream_latency_ms);
+                continue;
+            }
+            let follows_schedule = match (&scenario.keys, env.key) {
+                (Some(keys), Some(rank)) => keys.fails(rank),
+                _ => true,
+            };
             env.flight = Some(Flight::start(
-                &env.breaker,
+                &env.guard.breaker(env.key),
                 scenario,
                 now,
-                epoch_ms,
-                env.skew_ms,
+                (epoch_ms, env.skew_ms),
+                follows_schedule,
             ));
         }
         table.set_now(now);
@@ -148,6 +202,11 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
             .unwrap_or_else(|| unreachable!("started above"));
         let polled = flight.poll(now, &mut downstream, &table);
         table.drain_into(&mut requests);
+        if let Some(keyed) = &mut keyed {
+            for request in &requests {
+                keyed.on_request(request);
+            }
+        }
         match polled {
             Polled::Waiting { until_ms } => {
                 for request in &requests {
@@ -159,7 +218,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
                 let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
                 env.token = env.token.wrapping_add(1);
                 let ended = flight.end_ms(now);
-                metrics.on_call(&flight.call(index, now, ended, result));
+                let call = flight.call(index, now, ended, result);
+                metrics.on_call(&call);
+                on_keyed_call(&mut keyed, env.key, &call);
                 for request in &requests {
                     metrics.on_request(request);
                 }
@@ -169,7 +230,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
                 // Lambda ended the invocation at its function timeout: the process and
                 // everything it counted are gone; the next invocation starts cold.
                 let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
-                metrics.on_call(&flight.call(index, now, now, Err(CallError::Killed)));
+                let call = flight.call(index, now, now, Err(CallError::Killed));
+                metrics.on_call(&call);
+                on_keyed_call(&mut keyed, env.key, &call);
                 for request in &requests {
                     metrics.on_request(request);
                 }
@@ -186,10 +249,27 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         sample(&envs, &mut metrics, next_second);
         next_second += 1;
     }
+    let keyed = keyed.map(|keyed| {
+        keyed.summary(table.model().census(), |rank| {
+            key_item_id(CIRCUIT, &KeySpace::name(rank))
+        })
+    });
     Ok(Run {
         scenario: scenario.clone(),
         metrics,
+        keyed,
     })
+}
+
+/// The keyed breakers' cap on open keys in `keys`'s scenario.
+fn max_open_keys(keys: &KeySpace) -> u32 {
+    keys.max_open_keys.unwrap_or(DEFAULT_MAX_OPEN_KEYS)
+}
+
+fn on_keyed_call(keyed: &mut Option<KeyedMetrics>, key: Option<u32>, call: &crate::metrics::Call) {
+    if let (Some(keyed), Some(rank)) = (keyed, key) {
+        keyed.on_call(rank, call);
+    }
 }
 
 fn pop_wake(wakes: &mut BinaryHeap<Reverse<(u64, u32, u32)>>) -> (u64, u32, Option<u32>) {
@@ -219,7 +299,8 @@ fn new_env(
         .build()?;
     let store = Arc::new(EnvStore::new(index, Arc::clone(table)));
     Ok(Env {
-        breaker: CircuitBreaker::new(CIRCUIT, store, config),
+        guard: Guard::Plain(CircuitBreaker::new(CIRCUIT, store, config)),
+        key: None,
         clock,
         skew_ms,
         incarnation,
@@ -232,10 +313,11 @@ fn new_env(
 fn sample(envs: &[Env], metrics: &mut Metrics, second: u64) {
     let (mut closed, mut open, mut half_open) = (0, 0, 0);
     for env in envs {
-        match env.breaker.state() {
-            breaker_runtime::CircuitState::Closed => closed += 1,
-            breaker_runtime::CircuitState::Open => open += 1,
-            breaker_runtime::CircuitState::HalfOpen => half_open += 1,
+        match env.guard.state() {
+            Some(breaker_runtime::CircuitState::Closed) => closed += 1,
+            Some(breaker_runtime::CircuitState::Open) => open += 1,
+            Some(breaker_runtime::CircuitState::HalfOpen) => half_open += 1,
+            None => {}
         }
     }
     metrics.sample(second, closed, open, half_open);

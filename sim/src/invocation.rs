@@ -179,6 +179,9 @@ pub struct Flight {
     latency_before_admission_ms: u64,
     /// The downstream was unhealthy (down or hanging) when the call was admitted.
     unhealthy: bool,
+    /// The call's downstream follows the scenario's health schedule; otherwise (a healthy
+    /// key's) it is always up.
+    follows_schedule: bool,
 }
 
 impl std::fmt::Debug for Flight {
@@ -192,13 +195,14 @@ impl std::fmt::Debug for Flight {
 
 impl Flight {
     /// Starts an invocation at virtual `now` (unix time `epoch_ms + now + skew` on the
-    /// environment's clock) that calls the downstream through `breaker`.
+    /// environment's clock) that calls the downstream through `breaker`; a downstream that
+    /// `follows_schedule` is as healthy as the scenario says, another one always up.
     pub fn start(
         breaker: &CircuitBreaker,
         scenario: &Scenario,
         now: u64,
-        epoch_ms: u64,
-        skew_ms: i64,
+        (epoch_ms, skew_ms): (u64, i64),
+        follows_schedule: bool,
     ) -> Self {
         let slot = Rc::new(Slot {
             admitted_ms: Cell::new(None),
@@ -254,6 +258,7 @@ impl Flight {
             last_poll_latency_ms: 0,
             latency_before_admission_ms: 0,
             unhealthy: false,
+            follows_schedule,
         }
     }
 
@@ -281,8 +286,12 @@ impl Flight {
         {
             self.latency_before_admission_ms += self.last_poll_latency_ms;
             let at = admitted + self.latency_before_admission_ms;
-            self.unhealthy = matches!(downstream.schedule().at(at), Health::Down | Health::Hang);
-            self.slot.answer.set(match downstream.call(at) {
+            let (health, answer) = match self.follows_schedule {
+                true => (downstream.schedule().at(at), downstream.call(at)),
+                false => (Health::Up, Some(Ok(()))),
+            };
+            self.unhealthy = matches!(health, Health::Down | Health::Hang);
+            self.slot.answer.set(match answer {
                 None => Answer::Never,
                 Some(result) => Answer::At(at + downstream.latency_ms(), result.is_err()),
             });

@@ -22,6 +22,7 @@
 //! - [`fleet`]: the discrete-event loop that drives the breakers;
 //! - [`invocation`]: one invocation in flight: the guarded async call and its downstream;
 //! - [`metrics`]: the measurements and their definitions, collected from a run;
+//! - [`keyed_metrics`]: a keyed scenario's measurements: per key, the index, the cap;
 //! - [`summary`]: the figures of a run: per second, per window, the summary;
 //! - [`report`]: the table, the JSON line and the markdown table;
 //! - [`chart`]: the SVG chart of a run.
@@ -33,6 +34,7 @@ pub mod downstream;
 pub mod env_store;
 pub mod fleet;
 pub mod invocation;
+pub mod keyed_metrics;
 pub mod keys;
 pub mod metrics;
 pub mod model;

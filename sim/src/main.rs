@@ -23,15 +23,18 @@ use breaker_sim::{chart, fleet, report};
 struct Args {
     /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, quiet-errors,
     /// quiet-errors-1k, sparse-10k-noisy, light,
-    /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage), or `all`.
+    /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
+    /// keyed-rank100, keyed-rank100-alone, keyed-rank100-one-circuit, keyed-10pct,
+    /// keyed-90pct, keyed-healthy), `keyed` (the keyed ones) or `all`.
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.
     #[arg(long)]
     envs: Option<u32>,
-    /// Seed of every random draw: the same seed gives the same figures.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
+    /// Seed of every random draw: the same seed gives the same figures. A comma-separated
+    /// list runs each scenario once per seed.
+    #[arg(long = "seed", value_delimiter = ',', default_value = "1")]
+    seeds: Vec<u64>,
     /// Virtual seconds to simulate, instead of the scenario's own.
     #[arg(long)]
     duration: Option<u64>,
@@ -69,8 +72,13 @@ struct Args {
 }
 
 fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
-    let mut scenarios = if args.scenario == "all" {
+    let scenarios = if args.scenario == "all" {
         Scenario::all()
+    } else if args.scenario == "keyed" {
+        Scenario::all()
+            .into_iter()
+            .filter(|s| s.keys.is_some())
+            .collect()
     } else {
         match Scenario::named(&args.scenario) {
             Some(scenario) => vec![scenario],
@@ -81,8 +89,17 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
             ),
         }
     };
+    let mut seeded = Vec::with_capacity(scenarios.len() * args.seeds.len());
+    for scenario in scenarios {
+        for seed in &args.seeds {
+            seeded.push(Scenario {
+                seed: *seed,
+                ..scenario.clone()
+            });
+        }
+    }
+    let mut scenarios = seeded;
     for scenario in &mut scenarios {
-        scenario.seed = args.seed;
         if let Some(envs) = args.envs {
             if envs == 0 || envs >= breaker_sim::traffic::MAX_ENVS {
                 bail!(
@@ -127,6 +144,7 @@ fn main() -> anyhow::Result<()> {
             .with_context(|| format!("creating {}", args.charts.display()))?;
     }
     let mut summaries = Vec::with_capacity(scenarios.len());
+    let mut keyed = Vec::new();
     for scenario in &scenarios {
         let started = Instant::now();
         let run = fleet::run(scenario)
@@ -140,6 +158,15 @@ fn main() -> anyhow::Result<()> {
             scenario.duration_ms / 1000,
             started.elapsed().as_secs_f64()
         );
+        if let Some(figures) = run.keyed {
+            if args.json {
+                println!("{}", serde_json::to_string(&figures)?);
+            } else {
+                println!("{}\n{}\n", scenario.about, report::keyed_table(&figures));
+            }
+            keyed.push(figures);
+            continue;
+        }
         if !args.no_charts {
             let path = args.charts.join(format!("{}.svg", scenario.name));
             chart::write(&run, &path)
@@ -154,7 +181,15 @@ fn main() -> anyhow::Result<()> {
         summaries.push(summary);
     }
     if args.markdown {
-        println!("{}", report::markdown(&summaries));
+        if !summaries.is_empty() {
+            println!("{}", report::markdown(&summaries));
+        }
+        if !keyed.is_empty() {
+            println!("{}", report::keyed_markdown(&keyed));
+        }
+    }
+    for line in report::keyed_comparisons(&keyed) {
+        println!("{line}");
     }
     Ok(())
 }

@@ -320,9 +320,13 @@ impl Metrics {
             RequestKind::Pass => self.pass_writes += attempts,
             RequestKind::Report => self.report_writes += attempts,
             RequestKind::Suspect => self.suspect_writes += attempts,
-            RequestKind::Other => {}
+            RequestKind::IndexRead => self.read_requests += attempts,
+            RequestKind::Other
+            | RequestKind::IndexAdd
+            | RequestKind::IndexRefresh
+            | RequestKind::IndexRemove => {}
         }
-        if r.kind != RequestKind::Read {
+        if !matches!(r.kind, RequestKind::Read | RequestKind::IndexRead) {
             self.write_requests += attempts;
         }
         if r.kind == RequestKind::Trip
@@ -405,7 +409,11 @@ impl Metrics {
             | RequestKind::Report
             | RequestKind::Suspect
             | RequestKind::Pass
-            | RequestKind::Other => {}
+            | RequestKind::Other
+            | RequestKind::IndexRead
+            | RequestKind::IndexAdd
+            | RequestKind::IndexRefresh
+            | RequestKind::IndexRemove => {}
         }
     }
 

@@ -124,6 +124,14 @@ pub enum RequestKind {
     Suspect,
     /// A transition this simulator does not know yet (`RecordWrite` is non-exhaustive).
     Other,
+    /// GetItem of a keyed circuit's index.
+    IndexRead,
+    /// An index entry added (a key's trip or suspicion; the cap's condition).
+    IndexAdd,
+    /// An index entry's token rewritten.
+    IndexRefresh,
+    /// An index entry removed (the key closed).
+    IndexRemove,
 }
 
 impl RequestKind {

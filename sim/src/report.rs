@@ -5,6 +5,7 @@
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use comfy_table::{CellAlignment, Table};
 
+use crate::keyed_metrics::KeyedSummary;
 use crate::metrics::Summary;
 
 fn opt(value: Option<f64>, unit: &str) -> String {
@@ -152,10 +153,14 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
 
 /// A readable table of one scenario's figures.
 pub fn table(s: &Summary) -> String {
+    table_of(&s.scenario, rows(s))
+}
+
+fn table_of(title: &str, rows: Vec<(&'static str, String)>) -> String {
     let mut table = Table::new();
     table.load_style(UTF8_FULL_CONDENSED);
-    table.set_header(vec![s.scenario.as_str(), ""]);
-    for (name, value) in rows(s) {
+    table.set_header(vec![title, ""]);
+    for (name, value) in rows {
         table.add_row(vec![name.to_owned(), value]);
     }
     if let Some(column) = table.column_mut(1) {
@@ -171,14 +176,19 @@ pub fn json_line(s: &Summary) -> Result<String, serde_json::Error> {
 
 /// A markdown table with one column per scenario.
 pub fn markdown(summaries: &[Summary]) -> String {
+    let titles = summaries.iter().map(|s| s.scenario.as_str()).collect();
+    markdown_of(titles, summaries.iter().map(rows).collect())
+}
+
+/// A markdown table with one column of `rows` per title.
+fn markdown_of(titles: Vec<&str>, columns: Vec<Vec<(&'static str, String)>>) -> String {
     let mut out = String::from("| |");
-    for s in summaries {
-        out.push_str(&format!(" `{}` |", s.scenario));
+    for title in &titles {
+        out.push_str(&format!(" `{title}` |"));
     }
     out.push_str("\n|---|");
-    out.push_str(&"---:|".repeat(summaries.len()));
+    out.push_str(&"---:|".repeat(titles.len()));
     out.push('\n');
-    let columns: Vec<_> = summaries.iter().map(rows).collect();
     let Some(first) = columns.first() else {
         return out;
     };
@@ -190,6 +200,137 @@ pub fn markdown(summaries: &[Summary]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// The figures of a keyed run, as (name, value) rows.
+pub fn keyed_rows(s: &KeyedSummary) -> Vec<(&'static str, String)> {
+    vec![
+        ("guarding", s.guarding.clone()),
+        ("seed", s.seed.to_string()),
+        (
+            "envs / keys",
+            format!(
+                "{} / {}",
+                thousands(u64::from(s.envs)),
+                thousands(u64::from(s.keys))
+            ),
+        ),
+        (
+            "failing keys (opened)",
+            format!(
+                "{} ({})",
+                thousands(u64::from(s.failing_keys)),
+                thousands(u64::from(s.failing_keys_opened))
+            ),
+        ),
+        (
+            "calls to failing keys: failed / rejected",
+            format!(
+                "{}: {} / {}",
+                thousands(s.calls_to_failing),
+                thousands(s.failed_calls_to_failing),
+                thousands(s.rejected_calls_to_failing)
+            ),
+        ),
+        (
+            "calls to healthy keys: rejected",
+            format!(
+                "{}: {}",
+                thousands(s.calls_to_healthy),
+                thousands(s.rejected_calls_to_healthy)
+            ),
+        ),
+        (
+            "reads/s: index / items",
+            format!("{:.1} / {:.1}", s.index_reads_per_s, s.item_reads_per_s),
+        ),
+        (
+            "max reads in a second",
+            thousands(u64::from(s.max_reads_in_a_second)),
+        ),
+        (
+            "writes (index / reports)",
+            format!(
+                "{} ({} / {})",
+                thousands(s.writes),
+                thousands(s.index_writes),
+                thousands(s.report_writes)
+            ),
+        ),
+        (
+            "max writes per 10 s window",
+            thousands(s.max_writes_per_window),
+        ),
+        ("throttled attempts", thousands(s.throttled)),
+        (
+            "index's largest size",
+            format!("{} B", thousands(s.max_index_bytes as u64)),
+        ),
+        (
+            "most keys open at once / cap",
+            format!(
+                "{} / {}",
+                thousands(u64::from(s.max_open_keys)),
+                thousands(u64::from(s.cap))
+            ),
+        ),
+        ("adds refused by the cap", thousands(s.cap_refusals)),
+        (
+            "open keys the index did not name",
+            thousands(s.unindexed_open_keys),
+        ),
+    ]
+}
+
+/// A readable table of one keyed run's figures.
+pub fn keyed_table(s: &KeyedSummary) -> String {
+    table_of(&s.scenario, keyed_rows(s))
+}
+
+/// A markdown table with one column per keyed run.
+pub fn keyed_markdown(summaries: &[KeyedSummary]) -> String {
+    let titles = summaries.iter().map(|s| s.scenario.as_str()).collect();
+    markdown_of(titles, summaries.iter().map(keyed_rows).collect())
+}
+
+/// The rank-100 key's comparisons, one line per seed that ran `keyed-rank100` with
+/// `keyed-rank100-alone` (failed calls) or `keyed-rank100-one-circuit` (reads per second).
+pub fn keyed_comparisons(summaries: &[KeyedSummary]) -> Vec<String> {
+    let find = |name: &str, seed: u64| {
+        summaries
+            .iter()
+            .find(|s| s.scenario == name && s.seed == seed)
+    };
+    let mut lines = Vec::new();
+    for keyed in summaries.iter().filter(|s| s.scenario == "keyed-rank100") {
+        let seed = keyed.seed;
+        if let Some(alone) = find("keyed-rank100-alone", seed) {
+            lines.push(format!(
+                "seed {seed}: the rank-100 key's failed calls, keyed {} / alone {} = {:.2}× (target ≤ 2×)",
+                keyed.failed_calls_to_failing,
+                alone.failed_calls_to_failing,
+                ratio(keyed.failed_calls_to_failing as f64, alone.failed_calls_to_failing as f64)
+            ));
+        }
+        if let Some(one) = find("keyed-rank100-one-circuit", seed) {
+            let reads = keyed.index_reads_per_s + keyed.item_reads_per_s;
+            let one_reads = one.index_reads_per_s + one.item_reads_per_s;
+            lines.push(format!(
+                "seed {seed}: reads/s, keyed {reads:.1} / one circuit {one_reads:.1} = {:.2}× (target ≤ 1.2×)",
+                ratio(reads, one_reads)
+            ));
+        }
+    }
+    lines
+}
+
+/// `a / b`, infinite for `a > 0 = b`, 1 for 0 / 0.
+pub fn ratio(a: f64, b: f64) -> f64 {
+    match (a, b) {
+        (a, b) if b > 0.0 => a / b,
+        (a, _) if a > 0.0 => f64::INFINITY,
+        _ => 1.0,
+    }
 }
 
 #[cfg(test)]

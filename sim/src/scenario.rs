@@ -5,6 +5,7 @@
 use std::time::Duration;
 
 use crate::downstream::{Health, HealthSchedule};
+use crate::keys::{FailingKeys, Guarding, KeySpace};
 use crate::model::{FaultWindow, ModelConfig, StoreFault};
 use crate::traffic::Rate;
 
@@ -126,10 +127,13 @@ pub struct Scenario {
     /// The handler passes the invocation deadline on to the breaker
     /// (`breaker_runtime::deadline::scope`), as the sample functions do.
     pub deadline_aware: bool,
+    /// A keyed scenario's keys: each call names one, and only the failing keys' downstream
+    /// follows `health` (the others are always up). `None`: one circuit, one downstream.
+    pub keys: Option<KeySpace>,
 }
 
 /// Every scenario's name, in the order `make sim` runs them.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 20] = [
     "outage",
     "sparse",
     "sparse-10k",
@@ -144,6 +148,12 @@ pub const NAMES: [&str; 14] = [
     "flapping",
     "scale-100k",
     "long-outage",
+    "keyed-rank100",
+    "keyed-rank100-alone",
+    "keyed-rank100-one-circuit",
+    "keyed-10pct",
+    "keyed-90pct",
+    "keyed-healthy",
 ];
 
 impl Scenario {
@@ -166,6 +176,20 @@ impl Scenario {
             model: ModelConfig::default(),
             function_timeout_ms: Some(s(10)),
             deadline_aware: true,
+            keys: None,
+        }
+    }
+
+    /// 1,000 environments at 10 calls/s calling 5,000 keys (Zipf, exponent 1); the
+    /// `failing` keys' downstream is down from 10 s to 130 s.
+    fn keyed(name: &str, about: &str, failing: FailingKeys, guarding: Guarding) -> Self {
+        Self {
+            health: HealthSchedule::new(vec![(s(10), Health::Down), (s(130), Health::Up)]),
+            keys: Some(KeySpace {
+                guarding,
+                ..KeySpace::new(5_000, 1.0, failing)
+            }),
+            ..Self::base(name, about, 1_000, Rate::PerEnv(10.0), 300)
         }
     }
 
@@ -343,6 +367,42 @@ impl Scenario {
                     1500,
                 )
             },
+            "keyed-rank100" => Self::keyed(
+                name,
+                "1,000 environments at 10 calls/s over 5,000 keys (Zipf 1), a circuit per key; the key at rank 100 is down from 10 s to 130 s",
+                FailingKeys::Rank(100),
+                Guarding::Keyed,
+            ),
+            "keyed-rank100-alone" => Self::keyed(
+                name,
+                "as keyed-rank100, only the rank-100 key's calls, guarded by one plain circuit",
+                FailingKeys::Rank(100),
+                Guarding::OnlyKey(100),
+            ),
+            "keyed-rank100-one-circuit" => Self::keyed(
+                name,
+                "as keyed-rank100, every key's calls guarded by one plain circuit",
+                FailingKeys::Rank(100),
+                Guarding::OneCircuit,
+            ),
+            "keyed-10pct" => Self::keyed(
+                name,
+                "as keyed-rank100, 10 % of the keys (every tenth rank) down from 10 s to 130 s",
+                FailingKeys::Share(0.1),
+                Guarding::Keyed,
+            ),
+            "keyed-90pct" => Self::keyed(
+                name,
+                "as keyed-rank100, 90 % of the keys (all but every tenth rank) down from 10 s to 130 s",
+                FailingKeys::Share(0.9),
+                Guarding::Keyed,
+            ),
+            "keyed-healthy" => Self::keyed(
+                name,
+                "as keyed-rank100, every key healthy",
+                FailingKeys::None,
+                Guarding::Keyed,
+            ),
             _ => return None,
         };
         Some(scenario)

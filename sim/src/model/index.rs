@@ -155,8 +155,19 @@ pub struct KeyCensus {
     /// Writes after which an OPEN or HALF_OPEN key item was not named by its index: the
     /// design's invariant says 0.
     pub unindexed_open_keys: u64,
+    /// Adds refused because the cap held.
+    pub cap_refusals: u64,
     /// Ids of the key items OPEN or HALF_OPEN now.
     open: HashSet<String>,
+    /// Ids of the key items that have been OPEN or HALF_OPEN.
+    ever_open: HashSet<String>,
+}
+
+impl KeyCensus {
+    /// Whether the key item `id` has been OPEN or HALF_OPEN at some instant.
+    pub fn ever_open(&self, id: &str) -> bool {
+        self.ever_open.contains(id)
+    }
 }
 
 /// A key item's id split into its index's id and its encoded key.
@@ -293,8 +304,10 @@ impl ItemModel {
             item.write_index(now_ms, next, max_lag);
             (Ok(IndexOutcome::Won), RequestOutcome::Won)
         });
-        if served.outcome == RequestOutcome::Won {
-            self.index_written(&id, circuit, write);
+        match &served.result {
+            Ok(IndexOutcome::Won) => self.index_written(&id, circuit, write),
+            Ok(IndexOutcome::CapReached(_)) => self.census.cap_refusals += 1,
+            _ => {}
         }
         served
     }
@@ -340,6 +353,9 @@ impl ItemModel {
         match (was, is) {
             (false, true) => {
                 census.open.insert(id.to_owned());
+                if !census.ever_open.contains(id) {
+                    census.ever_open.insert(id.to_owned());
+                }
                 census.open_key_items += 1;
                 census.max_open_key_items = census.max_open_key_items.max(census.open_key_items);
             }

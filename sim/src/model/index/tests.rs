@@ -121,7 +121,10 @@ fn an_index_costs_units_by_its_size_and_is_throttled_as_one_item() {
     assert!((22_000..22_100).contains(&bytes), "{bytes}");
     assert_eq!(m.census().max_index_bytes, bytes);
     let read = m.read_index("c", 200_000, Consistency::Eventual);
-    assert_eq!(read.read_half_units, 6, "22 KB: 6 started 4 KB, half a unit each");
+    assert_eq!(
+        read.read_half_units, 6,
+        "22 KB: 6 started 4 KB, half a unit each"
+    );
     assert_eq!(read.result.unwrap().unwrap().entries.len(), 1_000);
     let strong = m.read_index("c", 200_000, Consistency::Strong);
     assert_eq!(strong.read_half_units, 12);
