@@ -40,9 +40,6 @@ use crate::traffic::Traffic;
 /// keyed scenario).
 pub const CIRCUIT: &str = "downstream";
 
-/// The keyed breaker's default `max_open_keys`.
-const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
-
 /// What an environment guards its calls with.
 #[derive(Debug)]
 enum Guard {
@@ -138,7 +135,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
     let mut keyed = scenario
         .keys
         .as_ref()
-        .map(|keys| KeyedMetrics::new(scenario, keys, max_open_keys(keys)));
+        .map(|keys| KeyedMetrics::new(scenario, keys, keys.cap()));
     let mut key_draws = scenario
         .keys
         .as_ref()
@@ -259,11 +256,6 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         metrics,
         keyed,
     })
-}
-
-/// The keyed breakers' cap on open keys in `keys`'s scenario.
-fn max_open_keys(keys: &KeySpace) -> u32 {
-    keys.max_open_keys.unwrap_or(DEFAULT_MAX_OPEN_KEYS)
 }
 
 fn on_keyed_call(keyed: &mut Option<KeyedMetrics>, key: Option<u32>, call: &crate::metrics::Call) {

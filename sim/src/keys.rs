@@ -61,6 +61,9 @@ pub enum Guarding {
     OnlyKey(u32),
 }
 
+/// The keyed breaker's default `max_open_keys`.
+pub const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
+
 /// A keyed scenario's keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct KeySpace {
@@ -87,6 +90,26 @@ impl KeySpace {
             guarding: Guarding::Keyed,
             max_open_keys: None,
         }
+    }
+
+    /// The cap on open keys the keyed breakers are built with.
+    pub fn cap(&self) -> u32 {
+        self.max_open_keys.unwrap_or(DEFAULT_MAX_OPEN_KEYS)
+    }
+
+    /// The same keys scaled by `factor` (a reduced fleet's): the count, and the cap with
+    /// it, so a reduced fleet's cap binds where the full one's does.
+    ///
+    /// ```
+    /// use breaker_sim::keys::{FailingKeys, KeySpace};
+    /// let small = KeySpace::new(5_000, 1.0, FailingKeys::Share(0.9)).scaled(0.1);
+    /// assert_eq!((small.count, small.cap()), (500, 100));
+    /// ```
+    pub fn scaled(mut self, factor: f64) -> Self {
+        let scale = |n: u32| ((f64::from(n) * factor).round() as u32).max(1);
+        self.max_open_keys = Some(scale(self.cap()));
+        self.count = scale(self.count);
+        self
     }
 
     /// The name of the key of `rank`: `tenant-{rank}`, zero-padded to four digits (11

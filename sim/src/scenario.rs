@@ -414,17 +414,22 @@ impl Scenario {
     }
 
     /// The same scenario with `envs` environments and the item's limits scaled by
-    /// `envs / self.envs`, so a small fleet still meets them where the large one does.
+    /// `envs / self.envs`, so a small fleet still meets them where the large one does; a
+    /// keyed scenario's keys and cap are scaled with them.
     ///
     /// ```
     /// let small = breaker_sim::scenario::Scenario::named("outage").unwrap().scaled_to(100);
     /// assert_eq!((small.envs, small.model.write_units_per_s, small.model.read_units_per_s), (100, 10, 30));
+    /// let keyed = breaker_sim::scenario::Scenario::named("keyed-90pct").unwrap().scaled_to(100);
+    /// let keys = keyed.keys.unwrap();
+    /// assert_eq!((keys.count, keys.cap()), (500, 100));
     /// ```
     pub fn scaled_to(mut self, envs: u32) -> Self {
         let factor = f64::from(envs) / f64::from(self.envs.max(1));
         let scale = |limit: u32| ((f64::from(limit) * factor).round() as u32).max(1);
         self.model.read_units_per_s = scale(self.model.read_units_per_s);
         self.model.write_units_per_s = scale(self.model.write_units_per_s);
+        self.keys = self.keys.map(|keys| keys.scaled(factor));
         self.envs = envs;
         self
     }

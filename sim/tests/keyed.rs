@@ -1,0 +1,89 @@
+//! Keyed circuits at fleet scale (issue 34's targets, docs/scale.md), on reduced fleets:
+//! 100 environments calling 500 keys (Zipf 1), the item limits and the cap scaled with
+//! them, over three seeds. The key at rank 100 down: it fails about as often as one circuit
+//! guarding only its calls, no other key is refused, and reads stay those of one plain
+//! circuit; 10 % of the keys down: each opens, no healthy key is refused; 90 % down: open
+//! keys never pass the cap; a healthy fleet writes nothing and reads only the index.
+
+mod support;
+
+use breaker_sim::fleet::run;
+use breaker_sim::keyed_metrics::KeyedSummary;
+use breaker_sim::scenario::Scenario;
+use support::SEEDS;
+
+const ENVS: u32 = 100;
+const DURATION_S: u64 = 200;
+
+fn keyed(name: &str, seed: u64) -> KeyedSummary {
+    let mut scenario = Scenario::named(name).expect("a scenario").scaled_to(ENVS);
+    scenario.duration_ms = DURATION_S * 1000;
+    scenario.seed = seed;
+    run(&scenario)
+        .expect("valid config")
+        .keyed
+        .expect("a keyed scenario")
+}
+
+fn reads_per_s(s: &KeyedSummary) -> f64 {
+    s.index_reads_per_s + s.item_reads_per_s
+}
+
+#[test]
+fn the_rank_100_key_fails_as_one_circuit_of_its_own_would_and_no_other_key_is_refused() {
+    for seed in SEEDS {
+        let keyed = keyed("keyed-rank100", seed);
+        let alone = keyed("keyed-rank100-alone", seed);
+        let one = keyed("keyed-rank100-one-circuit", seed);
+        assert_eq!(keyed.failing_keys_opened, 1, "seed {seed}: {keyed:?}");
+        assert_eq!(keyed.rejected_calls_to_healthy, 0, "seed {seed}: {keyed:?}");
+        assert!(alone.failed_calls_to_failing > 0, "seed {seed}: {alone:?}");
+        assert!(
+            keyed.failed_calls_to_failing <= 2 * alone.failed_calls_to_failing,
+            "seed {seed}: keyed {keyed:?}, alone {alone:?}"
+        );
+        // One plain circuit for every key never trips on one key's failures: the
+        // dilution a circuit per key answers.
+        assert_eq!(one.failing_keys_opened, 0, "seed {seed}: {one:?}");
+        assert!(
+            reads_per_s(&keyed) <= 1.2 * reads_per_s(&one),
+            "seed {seed}: keyed {keyed:?}, one circuit {one:?}"
+        );
+        assert_eq!(keyed.unindexed_open_keys, 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn with_a_tenth_of_the_keys_down_each_opens_and_no_healthy_key_is_refused() {
+    for seed in SEEDS {
+        let s = keyed("keyed-10pct", seed);
+        assert_eq!(s.failing_keys, 50);
+        assert_eq!(s.failing_keys_opened, s.failing_keys, "seed {seed}: {s:?}");
+        assert_eq!(s.rejected_calls_to_healthy, 0, "seed {seed}: {s:?}");
+        assert_eq!(s.unindexed_open_keys, 0, "seed {seed}");
+    }
+}
+
+#[test]
+fn with_most_keys_down_open_keys_never_pass_the_cap() {
+    for seed in SEEDS {
+        let s = keyed("keyed-90pct", seed);
+        assert_eq!((s.failing_keys, s.cap), (450, 100));
+        assert!(s.cap_refusals > 0, "the cap binds: seed {seed}: {s:?}");
+        assert!(s.max_open_keys <= s.cap, "seed {seed}: {s:?}");
+        assert!(s.max_index_open_keys <= s.cap, "seed {seed}: {s:?}");
+        assert_eq!(s.unindexed_open_keys, 0, "seed {seed}");
+        assert_eq!(s.rejected_calls_to_healthy, 0, "seed {seed}: {s:?}");
+    }
+}
+
+#[test]
+fn a_healthy_fleet_writes_nothing_and_reads_only_the_index() {
+    for seed in SEEDS {
+        let s = keyed("keyed-healthy", seed);
+        assert_eq!(s.writes, 0, "seed {seed}: {s:?}");
+        assert_eq!(s.item_reads_per_s, 0.0, "seed {seed}: {s:?}");
+        assert!(s.index_reads_per_s > 0.0, "seed {seed}: {s:?}");
+        assert_eq!(s.rejected_calls_to_healthy, 0, "seed {seed}");
+    }
+}
