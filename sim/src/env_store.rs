@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use breaker_runtime::store::{
-    CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, StateStore, StoreFuture,
-    SuspectReport, WriteOutcome,
+    CircuitRecord, EpochTally, FailureReport, FleetTally, KeyIndex, KeyIndexOutcome, KeyIndexWrite,
+    RecordWrite, StateStore, StoreFuture, SuspectReport, WriteOutcome,
 };
 
 use crate::model::{Consistency, ItemModel, RequestKind, RequestOutcome, Served};
@@ -235,6 +235,45 @@ impl StateStore for EnvStore {
         let now = self.table.now();
         let served = self.table.model().report_suspected(circuit, report, now);
         self.table.log(self.env, now, RequestKind::Report, &served);
+        Box::pin(std::future::ready(served.result))
+    }
+
+    fn keeps_key_index(&self) -> bool {
+        true
+    }
+
+    fn read_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        consistent: bool,
+    ) -> StoreFuture<'a, Option<KeyIndex>> {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let consistency = match consistent {
+            true => Consistency::Strong,
+            false => Consistency::Eventual,
+        };
+        let served = self.table.model().read_index(circuit, now, consistency);
+        self.table
+            .log(self.env, now, RequestKind::IndexRead, &served);
+        Box::pin(std::future::ready(served.result))
+    }
+
+    fn apply_key_index<'a>(
+        &'a self,
+        circuit: &'a str,
+        write: &'a KeyIndexWrite,
+    ) -> StoreFuture<'a, KeyIndexOutcome> {
+        self.writes.fetch_add(1, Ordering::Relaxed);
+        let now = self.table.now();
+        let served = self.table.model().apply_index(circuit, write, now);
+        let kind = match write {
+            KeyIndexWrite::Add { .. } => RequestKind::IndexAdd,
+            KeyIndexWrite::Refresh { .. } => RequestKind::IndexRefresh,
+            KeyIndexWrite::Remove { .. } => RequestKind::IndexRemove,
+            _ => RequestKind::Other,
+        };
+        self.table.log(self.env, now, kind, &served);
         Box::pin(std::future::ready(served.result))
     }
 }

@@ -463,7 +463,7 @@ impl ItemModel {
 mod index;
 mod report;
 
-pub use index::{IndexItem, IndexOutcome, IndexWrite, KeyCensus};
+pub use index::{IndexItem, KeyCensus};
 pub use report::report_key;
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use support::SEEDS;
 const ENVS: u32 = 100;
 const DURATION_S: u64 = 200;
 
-fn keyed(name: &str, seed: u64) -> KeyedSummary {
+fn figures(name: &str, seed: u64) -> KeyedSummary {
     let mut scenario = Scenario::named(name).expect("a scenario").scaled_to(ENVS);
     scenario.duration_ms = DURATION_S * 1000;
     scenario.seed = seed;
@@ -32,9 +32,9 @@ fn reads_per_s(s: &KeyedSummary) -> f64 {
 #[test]
 fn the_rank_100_key_fails_as_one_circuit_of_its_own_would_and_no_other_key_is_refused() {
     for seed in SEEDS {
-        let keyed = keyed("keyed-rank100", seed);
-        let alone = keyed("keyed-rank100-alone", seed);
-        let one = keyed("keyed-rank100-one-circuit", seed);
+        let keyed = figures("keyed-rank100", seed);
+        let alone = figures("keyed-rank100-alone", seed);
+        let one = figures("keyed-rank100-one-circuit", seed);
         assert_eq!(keyed.failing_keys_opened, 1, "seed {seed}: {keyed:?}");
         assert_eq!(keyed.rejected_calls_to_healthy, 0, "seed {seed}: {keyed:?}");
         assert!(alone.failed_calls_to_failing > 0, "seed {seed}: {alone:?}");
@@ -56,7 +56,7 @@ fn the_rank_100_key_fails_as_one_circuit_of_its_own_would_and_no_other_key_is_re
 #[test]
 fn with_a_tenth_of_the_keys_down_each_opens_and_no_healthy_key_is_refused() {
     for seed in SEEDS {
-        let s = keyed("keyed-10pct", seed);
+        let s = figures("keyed-10pct", seed);
         assert_eq!(s.failing_keys, 50);
         assert_eq!(s.failing_keys_opened, s.failing_keys, "seed {seed}: {s:?}");
         assert_eq!(s.rejected_calls_to_healthy, 0, "seed {seed}: {s:?}");
@@ -67,7 +67,7 @@ fn with_a_tenth_of_the_keys_down_each_opens_and_no_healthy_key_is_refused() {
 #[test]
 fn with_most_keys_down_open_keys_never_pass_the_cap() {
     for seed in SEEDS {
-        let s = keyed("keyed-90pct", seed);
+        let s = figures("keyed-90pct", seed);
         assert_eq!((s.failing_keys, s.cap), (450, 100));
         assert!(s.cap_refusals > 0, "the cap binds: seed {seed}: {s:?}");
         assert!(s.max_open_keys <= s.cap, "seed {seed}: {s:?}");
@@ -80,7 +80,7 @@ fn with_most_keys_down_open_keys_never_pass_the_cap() {
 #[test]
 fn a_healthy_fleet_writes_nothing_and_reads_only_the_index() {
     for seed in SEEDS {
-        let s = keyed("keyed-healthy", seed);
+        let s = figures("keyed-healthy", seed);
         assert_eq!(s.writes, 0, "seed {seed}: {s:?}");
         assert_eq!(s.item_reads_per_s, 0.0, "seed {seed}: {s:?}");
         assert!(s.index_reads_per_s > 0.0, "seed {seed}: {s:?}");

@@ -8,20 +8,22 @@
 //! after it (a write whose condition fails, of the item as it is); a read 1 RCU per started
 //! 4 KB (half for an eventually consistent one).
 //!
-//! Conditions (docs/dynamodb.md): **Add** `attribute_not_exists(k) AND (attribute_not_exists
-//! (open_keys) OR open_keys < cap)`; **Refresh** `attribute_exists(k)`; **Remove**
-//! `k = token`. A failed Add tells the caller why from the old item (ALL_OLD): the key is
-//! there already, or the cap holds.
+//! The conditions are the runtime's ([`KeyIndexWrite::apply`], docs/dynamodb.md): **Add**
+//! `attribute_not_exists(k) AND (attribute_not_exists(open_keys) OR open_keys < cap)`;
+//! **Refresh** `attribute_exists(k)`; **Remove** `k = token`. A failed Add tells the caller
+//! why from the old item (ALL_OLD): the key is there already, or the cap holds.
 //!
 //! The census follows every key item's state as writes land, so a run knows at each
 //! instant how many keys are open or half-open, and whether each of them is named by its
 //! index (the design's invariant: open keys ≤ `open_keys` ≤ cap at every instant).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use breaker_runtime::CircuitState;
-use breaker_runtime::store::CircuitRecord;
+use breaker_runtime::store::{
+    CircuitRecord, KeyIndex, KeyIndexOutcome, KeyIndexWrite, key_index_id, split_key_item_id,
+};
 
 use super::{Consistency, Cost, Item, ItemModel, RequestOutcome, Served};
 
@@ -31,13 +33,11 @@ mod tests;
 /// The attribute-name prefix of an index entry.
 const ENTRY_PREFIX: &str = "k:";
 
-/// One index item's content.
+/// One index item as stored: the index and its TTL attribute.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexItem {
-    /// Encoded key → token (written_at_ms × 1000 + a random 0..1000), in key order.
-    pub entries: BTreeMap<String, u64>,
-    /// The `open_keys` attribute: ADDed with each add and remove.
-    pub open_keys: u32,
+    /// The entries and their count.
+    pub index: KeyIndex,
     /// The TTL attribute, unix seconds.
     pub expiration: u64,
 }
@@ -59,12 +59,12 @@ impl IndexItem {
     ///
     /// ```
     /// use breaker_sim::model::IndexItem;
-    /// let mut index = IndexItem::default();
-    /// let empty = index.size_bytes("downstream#keys");
-    /// index.entries.insert("tenant-0100".into(), 1_700_000_000_000_123);
-    /// index.open_keys = 1;
+    /// let mut item = IndexItem::default();
+    /// let empty = item.size_bytes("downstream#keys");
+    /// item.index.entries.insert("tenant-0100".into(), 1_700_000_000_000_123);
+    /// item.index.open_keys = 1;
     /// // "k:tenant-0100" (13 bytes) and a 16-digit token (9).
-    /// assert_eq!(index.size_bytes("downstream#keys") - empty, 22);
+    /// assert_eq!(item.size_bytes("downstream#keys") - empty, 22);
     /// ```
     pub fn size_bytes(&self, id: &str) -> usize {
         let fixed = "id".len()
@@ -72,11 +72,12 @@ impl IndexItem {
             + "key_index".len()
             + number_bytes(1)
             + "open_keys".len()
-            + number_bytes(u64::from(self.open_keys))
+            + number_bytes(u64::from(self.index.open_keys))
             + "expiration".len()
             + number_bytes(self.expiration);
         fixed
             + self
+                .index
                 .entries
                 .iter()
                 .map(|(key, token)| entry_bytes(key, *token))
@@ -84,61 +85,23 @@ impl IndexItem {
     }
 }
 
-/// A conditional write of an index item.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IndexWrite {
-    /// Names `key` with `token` if it is not named yet and fewer than `cap` keys are
-    /// (`None`: no cap, an operator's override).
-    Add {
-        /// The encoded key.
-        key: String,
-        /// The entry's new token.
-        token: u64,
-        /// The most keys the index may name, or none.
-        cap: Option<u32>,
-        /// The item's new TTL.
-        expiration: u64,
-    },
-    /// Rewrites `key`'s token if it is named.
-    Refresh {
-        /// The encoded key.
-        key: String,
-        /// The entry's new token.
-        token: u64,
-        /// The item's new TTL.
-        expiration: u64,
-    },
-    /// Drops `key` if its token is still `token`.
-    Remove {
-        /// The encoded key.
-        key: String,
-        /// The token read.
-        token: u64,
-        /// The item's new TTL.
-        expiration: u64,
-    },
-}
-
-impl IndexWrite {
-    /// The encoded key written.
-    pub fn key(&self) -> &str {
-        match self {
-            Self::Add { key, .. } | Self::Refresh { key, .. } | Self::Remove { key, .. } => key,
+/// The TTL a write sets, and the bytes it may add to the item.
+fn expiration_and_growth(write: &KeyIndexWrite) -> (Option<u64>, usize) {
+    match write {
+        KeyIndexWrite::Add {
+            key,
+            token,
+            expiration,
+            ..
         }
+        | KeyIndexWrite::Refresh {
+            key,
+            token,
+            expiration,
+        } => (Some(*expiration), entry_bytes(key, *token)),
+        KeyIndexWrite::Remove { expiration, .. } => (Some(*expiration), 0),
+        _ => (None, 0),
     }
-}
-
-/// How an index write ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum IndexOutcome {
-    /// The condition held.
-    Won,
-    /// An Add found the key named already, with this token.
-    Exists(u64),
-    /// An Add found the cap reached: this many keys named.
-    CapReached(u32),
-    /// A Refresh found the key not named, or a Remove another token: the item as it is.
-    Lost(Option<IndexItem>),
 }
 
 /// What the model knows about the key items and indexes of every keyed circuit.
@@ -172,8 +135,8 @@ impl KeyCensus {
 
 /// A key item's id split into its index's id and its encoded key.
 fn key_item_parts(id: &str) -> Option<(String, &str)> {
-    let (circuit, encoded) = breaker_runtime::store::split_key_item_id(id)?;
-    Some((breaker_runtime::store::key_index_id(circuit), encoded))
+    let (circuit, encoded) = split_key_item_id(id)?;
+    Some((key_index_id(circuit), encoded))
 }
 
 fn not_closed(record: Option<&CircuitRecord>) -> bool {
@@ -209,8 +172,8 @@ impl ItemModel {
         circuit: &str,
         now_ms: u64,
         consistency: Consistency,
-    ) -> Served<Option<IndexItem>> {
-        let id = breaker_runtime::store::key_index_id(circuit);
+    ) -> Served<Option<KeyIndex>> {
+        let id = key_index_id(circuit);
         let lag = match consistency {
             Consistency::Eventual => self.rng.between(0, self.config.max_lag_ms),
             Consistency::Strong => 0,
@@ -222,91 +185,51 @@ impl ItemModel {
             .cloned();
         let quarters =
             seen.as_ref()
-                .map_or(1, |index| index.size_bytes(&id).div_ceil(4096).max(1)) as u32;
+                .map_or(1, |item| item.size_bytes(&id).div_ceil(4096).max(1)) as u32;
         let halves = match consistency {
             Consistency::Eventual => quarters,
             Consistency::Strong => 2 * quarters,
         };
         self.request(&id, now_ms, Cost::ReadHalves(halves), move |_| {
             (
-                Ok(seen.map(|index| (*index).clone())),
+                Ok(seen.map(|item| item.index.clone())),
                 RequestOutcome::Served,
             )
         })
     }
 
-    /// A conditional UpdateItem of `circuit`'s index at `now_ms`.
+    /// A conditional UpdateItem of `circuit`'s index at `now_ms`, applied as the runtime's
+    /// [`KeyIndexWrite::apply`] says (so the model cannot disagree with the protocol).
     pub fn apply_index(
         &mut self,
         circuit: &str,
-        write: &IndexWrite,
+        write: &KeyIndexWrite,
         now_ms: u64,
-    ) -> Served<IndexOutcome> {
-        let id = breaker_runtime::store::key_index_id(circuit);
+    ) -> Served<KeyIndexOutcome> {
+        let id = key_index_id(circuit);
         let before = self.items.get(&id).and_then(Item::current_index).cloned();
-        let before_bytes = before.as_ref().map_or(0, |index| index.size_bytes(&id));
-        let added_bytes = match write {
-            IndexWrite::Add { key, token, .. } | IndexWrite::Refresh { key, token, .. } => {
-                entry_bytes(key, *token)
-            }
-            IndexWrite::Remove { .. } => 0,
-        };
-        let units = (before_bytes + added_bytes).div_ceil(1024).max(1) as u32;
+        let before_bytes = before.as_ref().map_or(0, |item| item.size_bytes(&id));
+        let (expiration, growth) = expiration_and_growth(write);
+        let units = (before_bytes + growth).div_ceil(1024).max(1) as u32;
         let max_lag = self.config.max_lag_ms;
         let served = self.request(&id, now_ms, Cost::Write(units), |item| {
-            let current = before.as_deref();
-            let named = current.and_then(|index| index.entries.get(write.key()).copied());
-            let mut next = current.cloned().unwrap_or_default();
-            match write {
-                IndexWrite::Add {
-                    key,
-                    token,
-                    cap,
-                    expiration,
-                } => {
-                    if let Some(token) = named {
-                        return (Ok(IndexOutcome::Exists(token)), RequestOutcome::Lost);
-                    }
-                    let open = current.map_or(0, |index| index.open_keys);
-                    if cap.is_some_and(|cap| current.is_some() && open >= cap) {
-                        return (Ok(IndexOutcome::CapReached(open)), RequestOutcome::Lost);
-                    }
-                    next.entries.insert(key.clone(), *token);
-                    next.open_keys += 1;
-                    next.expiration = *expiration;
-                }
-                IndexWrite::Refresh {
-                    key,
-                    token,
-                    expiration,
-                } => {
-                    if named.is_none() {
-                        let old = current.cloned();
-                        return (Ok(IndexOutcome::Lost(old)), RequestOutcome::Lost);
-                    }
-                    next.entries.insert(key.clone(), *token);
-                    next.expiration = *expiration;
-                }
-                IndexWrite::Remove {
-                    key,
-                    token,
-                    expiration,
-                } => {
-                    if named != Some(*token) {
-                        let old = current.cloned();
-                        return (Ok(IndexOutcome::Lost(old)), RequestOutcome::Lost);
-                    }
-                    next.entries.remove(key);
-                    next.open_keys = next.open_keys.saturating_sub(1);
-                    next.expiration = *expiration;
-                }
+            let mut index = before.as_ref().map(|item| item.index.clone());
+            let outcome = write.apply(&mut index);
+            if outcome != KeyIndexOutcome::Won {
+                return (Ok(outcome), RequestOutcome::Lost);
             }
-            item.write_index(now_ms, next, max_lag);
-            (Ok(IndexOutcome::Won), RequestOutcome::Won)
+            let written = IndexItem {
+                index: index.unwrap_or_default(),
+                expiration: expiration
+                    .or(before.as_ref().map(|item| item.expiration))
+                    .unwrap_or(0),
+            };
+            item.write_index(now_ms, written, max_lag);
+            (Ok(KeyIndexOutcome::Won), RequestOutcome::Won)
         });
         match &served.result {
-            Ok(IndexOutcome::Won) => self.index_written(&id, circuit, write),
-            Ok(IndexOutcome::CapReached(_)) => self.census.cap_refusals += 1,
+            Ok(KeyIndexOutcome::Won) => self.index_written(&id, circuit, write),
+            Ok(KeyIndexOutcome::CapReached(_)) => self.census.cap_refusals += 1,
             _ => {}
         }
         served
@@ -319,22 +242,21 @@ impl ItemModel {
 
     /// The current index of `circuit`, without a request.
     pub fn current_index(&self, circuit: &str) -> Option<&IndexItem> {
-        let id = breaker_runtime::store::key_index_id(circuit);
         self.items
-            .get(&id)
+            .get(&key_index_id(circuit))
             .and_then(Item::current_index)
-            .map(|index| &**index)
+            .map(|item| &**item)
     }
 
     /// An index write landed: its size and count, and the invariant for a removed key.
-    fn index_written(&mut self, id: &str, circuit: &str, write: &IndexWrite) {
+    fn index_written(&mut self, id: &str, circuit: &str, write: &KeyIndexWrite) {
         let (bytes, open_keys) = match self.items.get(id).and_then(Item::current_index) {
-            Some(index) => (index.size_bytes(id), index.open_keys),
+            Some(item) => (item.size_bytes(id), item.index.open_keys),
             None => return,
         };
         self.census.max_index_bytes = self.census.max_index_bytes.max(bytes);
         self.census.max_index_open_keys = self.census.max_index_open_keys.max(open_keys);
-        if let IndexWrite::Remove { key, .. } = write {
+        if let KeyIndexWrite::Remove { key, .. } = write {
             let key_id = format!("{circuit}#key={key}");
             if self.census.open.contains(&key_id) {
                 self.census.unindexed_open_keys += 1;
@@ -370,7 +292,7 @@ impl ItemModel {
                 .items
                 .get(&index_id)
                 .and_then(Item::current_index)
-                .is_some_and(|index| index.entries.contains_key(encoded));
+                .is_some_and(|item| item.index.entries.contains_key(encoded));
             if !named {
                 self.census.unindexed_open_keys += 1;
             }

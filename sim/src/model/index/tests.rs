@@ -8,8 +8,8 @@ fn model() -> ItemModel {
     ItemModel::new(ModelConfig::default(), 3)
 }
 
-fn add(key: &str, token: u64, cap: u32) -> IndexWrite {
-    IndexWrite::Add {
+fn add(key: &str, token: u64, cap: u32) -> KeyIndexWrite {
+    KeyIndexWrite::Add {
         key: key.into(),
         token,
         cap: Some(cap),
@@ -48,61 +48,61 @@ use breaker_runtime::store::RecordWrite;
 #[test]
 fn adds_are_capped_and_conditional_and_removes_need_the_token() {
     let mut m = model();
-    let won = |s: Served<IndexOutcome>| s.result.unwrap();
+    let won = |s: Served<KeyIndexOutcome>| s.result.unwrap();
     assert_eq!(
         won(m.apply_index("c", &add("a", 11, 2), 0)),
-        IndexOutcome::Won
+        KeyIndexOutcome::Won
     );
     assert_eq!(
         won(m.apply_index("c", &add("a", 12, 2), 0)),
-        IndexOutcome::Exists(11)
+        KeyIndexOutcome::Exists(Some(11))
     );
     assert_eq!(
         won(m.apply_index("c", &add("b", 21, 2), 0)),
-        IndexOutcome::Won
+        KeyIndexOutcome::Won
     );
     assert_eq!(
         won(m.apply_index("c", &add("x", 31, 2), 0)),
-        IndexOutcome::CapReached(2)
+        KeyIndexOutcome::CapReached(2)
     );
-    let refresh = IndexWrite::Refresh {
+    let refresh = KeyIndexWrite::Refresh {
         key: "x".into(),
         token: 32,
         expiration: 1,
     };
     assert!(matches!(
         won(m.apply_index("c", &refresh, 0)),
-        IndexOutcome::Lost(Some(_))
+        KeyIndexOutcome::Lost(Some(_))
     ));
-    let stale = IndexWrite::Remove {
+    let stale = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 10,
         expiration: 1,
     };
     assert!(matches!(
         won(m.apply_index("c", &stale, 0)),
-        IndexOutcome::Lost(Some(_))
+        KeyIndexOutcome::Lost(Some(_))
     ));
-    let remove = IndexWrite::Remove {
+    let remove = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 11,
         expiration: 1,
     };
-    assert_eq!(won(m.apply_index("c", &remove, 0)), IndexOutcome::Won);
-    let index = m.current_index("c").expect("written");
+    assert_eq!(won(m.apply_index("c", &remove, 0)), KeyIndexOutcome::Won);
+    let index = &m.current_index("c").expect("written").index;
     assert_eq!(index.open_keys, 1);
     assert_eq!(index.entries.keys().collect::<Vec<_>>(), ["b"]);
     // Without a cap (an operator's override) the count may pass it.
-    let forced = IndexWrite::Add {
+    let forced = KeyIndexWrite::Add {
         key: "y".into(),
         token: 41,
         cap: None,
         expiration: 1,
     };
-    assert_eq!(won(m.apply_index("c", &forced, 0)), IndexOutcome::Won);
+    assert_eq!(won(m.apply_index("c", &forced, 0)), KeyIndexOutcome::Won);
     assert_eq!(
         won(m.apply_index("c", &add("z", 51, 2), 0)),
-        IndexOutcome::CapReached(2)
+        KeyIndexOutcome::CapReached(2)
     );
     assert_eq!(m.census().max_index_open_keys, 2);
 }
@@ -129,7 +129,7 @@ fn an_index_costs_units_by_its_size_and_is_throttled_as_one_item() {
     let strong = m.read_index("c", 200_000, Consistency::Strong);
     assert_eq!(strong.read_half_units, 12);
     // A write of a 22 KB item costs 22 or 23 WCU: 43 of them fill a second's 1,000.
-    let refresh = |token| IndexWrite::Refresh {
+    let refresh = |token| KeyIndexWrite::Refresh {
         key: "tenant-0000".into(),
         token,
         expiration: 1,
@@ -155,7 +155,7 @@ fn the_census_counts_open_key_items_and_flags_one_the_index_does_not_name() {
     let (a, b) = (key_item_id("c", "a"), key_item_id("c", "b"));
     assert_eq!(
         m.apply_index("c", &add("a", 7, 10), 0).result.unwrap(),
-        IndexOutcome::Won
+        KeyIndexOutcome::Won
     );
     assert_eq!(m.apply(&a, &trip(), 0).result, Ok(WriteOutcome::Won));
     assert_eq!(
@@ -169,7 +169,7 @@ fn the_census_counts_open_key_items_and_flags_one_the_index_does_not_name() {
         (2, 1)
     );
     // Removing a's entry while a is open breaks it too.
-    let remove = IndexWrite::Remove {
+    let remove = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 7,
         expiration: 1,
