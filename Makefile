@@ -93,6 +93,7 @@ bench-user:
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores.
 sim:
 	$(CARGO) run --release -p breaker-sim -- --markdown
+	$(CARGO) run --release -p breaker-sim -- --scenario keyed --seed 1,2,3 --markdown --no-charts
 
 # The protocol's model checker at its deeper horizons (docs/design.md): sizes, times, and
 # any counterexample's trace. `make test` runs the shorter horizons (model/tests).

@@ -4,6 +4,7 @@
 //! breaker-sim                                   # every scenario: tables, charts in docs/scale/
 //! breaker-sim --scenario outage --envs 1000     # one scenario, another fleet size
 //! breaker-sim --json                            # one JSON object per scenario per line
+//! breaker-sim --scenario keyed --seed 1,2,3     # the keyed scenarios, three seeds each
 //! ```
 #![forbid(unsafe_code)]
 
@@ -13,7 +14,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use breaker_sim::scenario::{NAMES, Scenario};
+use breaker_sim::scenario::{KEYED_NAMES, NAMES, Scenario};
 use breaker_sim::{chart, fleet, report};
 
 /// A deterministic fleet simulator: real circuit breakers, one virtual clock, DynamoDB's
@@ -25,7 +26,8 @@ struct Args {
     /// quiet-errors-1k, sparse-10k-noisy, light,
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
     /// keyed-rank100, keyed-rank100-alone, keyed-rank100-one-circuit, keyed-10pct,
-    /// keyed-90pct, keyed-healthy), `keyed` (the keyed ones) or `all`.
+    /// keyed-90pct, keyed-healthy), `all` (every scenario of one circuit) or `keyed` (every
+    /// keyed one).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.
@@ -75,17 +77,15 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
     let scenarios = if args.scenario == "all" {
         Scenario::all()
     } else if args.scenario == "keyed" {
-        Scenario::all()
-            .into_iter()
-            .filter(|s| s.keys.is_some())
-            .collect()
+        Scenario::all_keyed()
     } else {
         match Scenario::named(&args.scenario) {
             Some(scenario) => vec![scenario],
             None => bail!(
-                "unknown scenario '{}': one of {} or all",
+                "unknown scenario '{}': one of {}, {}, all or keyed",
                 args.scenario,
-                NAMES.join(", ")
+                NAMES.join(", "),
+                KEYED_NAMES.join(", ")
             ),
         }
     };

@@ -132,8 +132,8 @@ pub struct Scenario {
     pub keys: Option<KeySpace>,
 }
 
-/// Every scenario's name, in the order `make sim` runs them.
-pub const NAMES: [&str; 20] = [
+/// Every scenario of one circuit, in the order `make sim` runs them.
+pub const NAMES: [&str; 14] = [
     "outage",
     "sparse",
     "sparse-10k",
@@ -148,6 +148,11 @@ pub const NAMES: [&str; 20] = [
     "flapping",
     "scale-100k",
     "long-outage",
+];
+
+/// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`
+/// runs them.
+pub const KEYED_NAMES: [&str; 6] = [
     "keyed-rank100",
     "keyed-rank100-alone",
     "keyed-rank100-one-circuit",
@@ -408,9 +413,17 @@ impl Scenario {
         Some(scenario)
     }
 
-    /// Every scenario, in [`NAMES`] order.
+    /// Every scenario of one circuit, in [`NAMES`] order.
     pub fn all() -> Vec<Self> {
         NAMES.iter().filter_map(|name| Self::named(name)).collect()
+    }
+
+    /// Every keyed scenario, in [`KEYED_NAMES`] order.
+    pub fn all_keyed() -> Vec<Self> {
+        KEYED_NAMES
+            .iter()
+            .filter_map(|name| Self::named(name))
+            .collect()
     }
 
     /// The same scenario with `envs` environments and the item's limits scaled by
