@@ -18,12 +18,14 @@
 //! arrival order by at most one call's store latency.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
 use breaker_runtime::store::{CircuitRecord, key_item_id};
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError, KeyedCircuitBreaker,
+};
 
 use crate::downstream::Downstream;
 use crate::env_store::{EnvStore, SharedTable, StoreRequest};
@@ -45,13 +47,41 @@ pub const CIRCUIT: &str = "downstream";
 enum Guard {
     /// One circuit for every call.
     Plain(CircuitBreaker),
+    /// A circuit per key.
+    Keyed(KeyedCircuitBreaker),
+    /// A plain circuit per key, built on the key's first call, kept.
+    PlainPerKey(Box<PlainPerKey>),
+}
+
+/// An environment's plain circuits, one per key, and what it builds them with.
+#[derive(Debug)]
+struct PlainPerKey {
+    circuits: HashMap<u32, CircuitBreaker>,
+    store: Arc<EnvStore>,
+    config: CircuitBreakerConfig,
 }
 
 impl Guard {
-    /// The circuit a call to `key` goes through.
-    fn breaker(&self, _key: Option<u32>) -> CircuitBreaker {
+    /// The circuit a call to the key of `rank` goes through.
+    fn breaker(&mut self, rank: Option<u32>) -> CircuitBreaker {
+        let key = KeySpace::name(rank.unwrap_or(0));
         match self {
             Self::Plain(breaker) => breaker.clone(),
+            Self::Keyed(keyed) => keyed.breaker(&key),
+            Self::PlainPerKey(per_key) => {
+                let PlainPerKey {
+                    circuits,
+                    store,
+                    config,
+                } = &mut **per_key;
+                circuits
+                    .entry(rank.unwrap_or(0))
+                    .or_insert_with(|| {
+                        let item = key_item_id(CIRCUIT, &key);
+                        CircuitBreaker::new(item, Arc::clone(store) as _, config.clone())
+                    })
+                    .clone()
+            }
         }
     }
 
@@ -59,6 +89,7 @@ impl Guard {
     fn state(&self) -> Option<breaker_runtime::CircuitState> {
         match self {
             Self::Plain(breaker) => Some(breaker.state()),
+            Self::Keyed(_) | Self::PlainPerKey(_) => None,
         }
     }
 }
@@ -290,8 +321,25 @@ fn new_env(
         .clock(clock.clone())
         .build()?;
     let store = Arc::new(EnvStore::new(index, Arc::clone(table)));
+    let guard = match &scenario.keys {
+        Some(keys) if keys.guarding == Guarding::Keyed => {
+            let keyed = KeyedCircuitBreaker::new(CIRCUIT, store, config);
+            Guard::Keyed(match keys.max_open_keys {
+                Some(cap) => keyed.with_max_open_keys(cap),
+                None => keyed,
+            })
+        }
+        Some(keys) if keys.guarding == Guarding::PlainPerKey => {
+            Guard::PlainPerKey(Box::new(PlainPerKey {
+                circuits: HashMap::new(),
+                store,
+                config,
+            }))
+        }
+        _ => Guard::Plain(CircuitBreaker::new(CIRCUIT, store, config)),
+    };
     Ok(Env {
-        guard: Guard::Plain(CircuitBreaker::new(CIRCUIT, store, config)),
+        guard,
         key: None,
         clock,
         skew_ms,

@@ -70,6 +70,11 @@ pub struct KeyedSummary {
     pub failing_keys: u32,
     /// Of them, those whose circuit opened at some instant.
     pub failing_keys_opened: u32,
+    /// The most called failing key that never opened: its rank.
+    pub first_failing_rank_not_opened: Option<u32>,
+    /// The ranks of the failing keys that opened.
+    #[serde(skip)]
+    pub opened_failing_ranks: Vec<u32>,
     /// Calls to failing keys.
     pub calls_to_failing: u64,
     /// Downstream calls to failing keys that failed.
@@ -191,15 +196,16 @@ impl KeyedMetrics {
     /// of a rank (for keyed runs).
     pub fn summary(&self, census: &KeyCensus, key_item_id: impl Fn(u32) -> String) -> KeyedSummary {
         let failing = self.keys.failing_ranks();
-        let failing_keys_opened = match self.keys.guarding {
-            Guarding::Keyed => failing
+        let opened: Vec<u32> = match self.keys.guarding {
+            Guarding::Keyed | Guarding::PlainPerKey => failing
                 .iter()
-                .filter(|rank| census.ever_open(&key_item_id(**rank)))
-                .count() as u32,
+                .copied()
+                .filter(|rank| census.ever_open(&key_item_id(*rank)))
+                .collect(),
             Guarding::OneCircuit | Guarding::OnlyKey(_) if self.plain_circuit_opened => {
-                failing.len() as u32
+                failing.clone()
             }
-            Guarding::OneCircuit | Guarding::OnlyKey(_) => 0,
+            Guarding::OneCircuit | Guarding::OnlyKey(_) => Vec::new(),
         };
         let seconds = self.duration_ms as f64 / 1000.0;
         KeyedSummary {
@@ -208,13 +214,19 @@ impl KeyedMetrics {
                 Guarding::Keyed => "keyed".to_owned(),
                 Guarding::OneCircuit => "one-circuit".to_owned(),
                 Guarding::OnlyKey(rank) => format!("only-key-{rank}"),
+                Guarding::PlainPerKey => "plain-per-key".to_owned(),
             },
             envs: self.envs,
             keys: self.keys.count,
             seed: self.seed,
             duration_s: self.duration_ms / 1000,
             failing_keys: failing.len() as u32,
-            failing_keys_opened,
+            failing_keys_opened: opened.len() as u32,
+            first_failing_rank_not_opened: failing
+                .iter()
+                .copied()
+                .find(|rank| !opened.contains(rank)),
+            opened_failing_ranks: opened,
             calls_to_failing: self.calls_to_failing,
             failed_calls_to_failing: self.failed_calls_to_failing,
             rejected_calls_to_failing: self.rejected_calls_to_failing,

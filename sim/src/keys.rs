@@ -59,9 +59,21 @@ pub enum Guarding {
     /// One plain circuit for the calls to the key of this rank; the other keys' calls run
     /// unguarded and are not measured: the same traffic restricted to that key.
     OnlyKey(u32),
+    /// A plain `CircuitBreaker` per key on the key's item, kept for the whole run, without
+    /// an index or a cap: what a user builds by hand today, and what each key would do on
+    /// a circuit of its own.
+    PlainPerKey,
 }
 
 /// The keyed breaker's default `max_open_keys`.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+/// # use breaker_runtime::store::InMemoryStore;
+/// let keyed = KeyedCircuitBreaker::new("k", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+/// assert_eq!(keyed.max_open_keys(), breaker_sim::keys::DEFAULT_MAX_OPEN_KEYS);
+/// ```
 pub const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
 
 /// A keyed scenario's keys.

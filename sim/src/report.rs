@@ -224,6 +224,11 @@ pub fn keyed_rows(s: &KeyedSummary) -> Vec<(&'static str, String)> {
             ),
         ),
         (
+            "most called failing key not opened",
+            s.first_failing_rank_not_opened
+                .map_or_else(|| "–".to_owned(), |rank| format!("rank {rank}")),
+        ),
+        (
             "calls to failing keys: failed / rejected",
             format!(
                 "{}: {} / {}",
@@ -318,6 +323,20 @@ pub fn keyed_comparisons(summaries: &[KeyedSummary]) -> Vec<String> {
             lines.push(format!(
                 "seed {seed}: reads/s, keyed {reads:.1} / one circuit {one_reads:.1} = {:.2}× (target ≤ 1.2×)",
                 ratio(reads, one_reads)
+            ));
+        }
+    }
+    for keyed in summaries.iter().filter(|s| s.scenario == "keyed-10pct") {
+        let seed = keyed.seed;
+        if let Some(plain) = find("keyed-10pct-plain-per-key", seed) {
+            let missing = plain
+                .opened_failing_ranks
+                .iter()
+                .filter(|rank| !keyed.opened_failing_ranks.contains(rank))
+                .count();
+            lines.push(format!(
+                "seed {seed}: failing keys opened, keyed {} / a plain circuit per key {} of {}; opened by a plain circuit but not keyed: {missing}",
+                keyed.failing_keys_opened, plain.failing_keys_opened, keyed.failing_keys
             ));
         }
     }

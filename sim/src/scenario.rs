@@ -152,11 +152,12 @@ pub const NAMES: [&str; 14] = [
 
 /// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`
 /// runs them.
-pub const KEYED_NAMES: [&str; 6] = [
+pub const KEYED_NAMES: [&str; 7] = [
     "keyed-rank100",
     "keyed-rank100-alone",
     "keyed-rank100-one-circuit",
     "keyed-10pct",
+    "keyed-10pct-plain-per-key",
     "keyed-90pct",
     "keyed-healthy",
 ];
@@ -395,6 +396,12 @@ impl Scenario {
                 "as keyed-rank100, 10 % of the keys (every tenth rank) down from 10 s to 130 s",
                 FailingKeys::Share(0.1),
                 Guarding::Keyed,
+            ),
+            "keyed-10pct-plain-per-key" => Self::keyed(
+                name,
+                "as keyed-10pct, each key guarded by a plain circuit of its own (no index, no cap, none forgotten)",
+                FailingKeys::Share(0.1),
+                Guarding::PlainPerKey,
             ),
             "keyed-90pct" => Self::keyed(
                 name,
