@@ -1,6 +1,8 @@
 //! Helpers of the in-process circuit tests (`tests/tests/runtime`, `tests/tests/macros`): a
 //! config on a manual clock, a failing call, a counted succeeding call, and whether a result
-//! is the breaker's rejection.
+//! is the breaker's rejection; [`keyed`], the same for keyed circuits.
+
+pub mod keyed;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;

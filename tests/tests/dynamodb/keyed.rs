@@ -4,63 +4,20 @@
 //! beyond the index's; a malformed index item is a clear error and the keys fail open.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use breaker_runtime::store::{DynamoDbStore, StateStore, key_index_id, key_item_id};
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, KeyedCircuitBreaker,
-    RecoveryBackoff,
-};
-use devstack::circuits::{BoxError, fail, is_rejection};
+use breaker_runtime::{CircuitBreakerOpenError, CircuitState};
+use devstack::circuits::BoxError;
+use devstack::circuits::keyed::{CACHE, RECOVERY, environment, succeed, trip};
 use devstack::doubles::{Behaviour, ScriptedStore};
 use devstack::fixtures::local_dynamodb::Emulator;
 use devstack::wall_clock::unix_millis;
 
 use crate::item_layout::{item, n, put_raw, raw, s};
 
-const RECOVERY: Duration = Duration::from_secs(30);
-const CACHE: Duration = Duration::from_secs(5);
 /// A key with every character the ids encode.
 const ODD: &str = "shop #1 ~50%";
-
-fn environment(
-    id: &str,
-    store: Arc<dyn StateStore>,
-    clock: &ManualClock,
-    cap: u32,
-) -> KeyedCircuitBreaker {
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(2)
-        .success_threshold(1)
-        .recovery_timeout(RECOVERY)
-        .recovery_backoff(RecoveryBackoff::none())
-        .local_cache_max_age(CACHE)
-        .environment_id(id)
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
-    KeyedCircuitBreaker::new("webhooks", store, config).with_max_open_keys(cap)
-}
-
-async fn succeed(keyed: &KeyedCircuitBreaker, key: &str) -> bool {
-    let called = AtomicUsize::new(0);
-    let result: Result<(), BoxError> = keyed
-        .call(key, || async {
-            called.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-        .await;
-    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
-    called.load(Ordering::SeqCst) == 1
-}
-
-async fn trip(keyed: &KeyedCircuitBreaker, key: &str) {
-    for _ in 0..2 {
-        assert!(!is_rejection(&fail(&keyed.breaker(key)).await));
-    }
-}
 
 async fn named(store: &DynamoDbStore) -> Vec<String> {
     store

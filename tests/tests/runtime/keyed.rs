@@ -3,69 +3,20 @@
 //! next trip; a close removes the key; healthy keys cost no reads beyond the index's; a key
 //! evicted from memory is read again from its item.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use breaker_runtime::store::{InMemoryStore, KeyIndex, StateStore, key_item_id};
 use breaker_runtime::testing::ManualClock;
-use breaker_runtime::{
-    CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, CircuitTransition,
-    KeyedCircuitBreaker, RecoveryBackoff,
-};
-use devstack::circuits::{BoxError, fail, is_rejection};
+use breaker_runtime::{CircuitBreakerOpenError, CircuitState, CircuitTransition};
+use devstack::circuits::BoxError;
+use devstack::circuits::keyed::{CACHE, RECOVERY, environment, succeed, trip};
 use devstack::doubles::{Behaviour, ScriptedStore};
-
-const RECOVERY: Duration = Duration::from_secs(30);
-const CACHE: Duration = Duration::from_secs(5);
-
-/// Environment `id`'s keyed circuit "webhooks" on `store`: 2 failures open a key, one
-/// probe success closes it, at most `cap` keys open.
-fn environment(
-    id: &str,
-    store: &Arc<ScriptedStore>,
-    clock: &ManualClock,
-    cap: u32,
-) -> KeyedCircuitBreaker {
-    let config = CircuitBreakerConfig::builder()
-        .failure_threshold(2)
-        .success_threshold(1)
-        .recovery_timeout(RECOVERY)
-        .recovery_backoff(RecoveryBackoff::none())
-        .local_cache_max_age(CACHE)
-        .environment_id(id)
-        .clock(clock.clone())
-        .build()
-        .expect("valid config");
-    let store: Arc<dyn StateStore> = Arc::clone(store) as Arc<dyn StateStore>;
-    KeyedCircuitBreaker::new("webhooks", store, config).with_max_open_keys(cap)
-}
 
 fn shared_store() -> Arc<ScriptedStore> {
     Arc::new(ScriptedStore::wrapping(
         Arc::new(InMemoryStore::new()),
         Behaviour::Healthy,
     ))
-}
-
-/// One call of `key` whose downstream answers; whether the downstream was called.
-async fn succeed(keyed: &KeyedCircuitBreaker, key: &str) -> bool {
-    let called = AtomicUsize::new(0);
-    let result: Result<(), BoxError> = keyed
-        .call(key, || async {
-            called.fetch_add(1, Ordering::SeqCst);
-            Ok(())
-        })
-        .await;
-    assert!(result.is_ok() || is_rejection(&result), "{result:?}");
-    called.load(Ordering::SeqCst) == 1
-}
-
-async fn trip(keyed: &KeyedCircuitBreaker, key: &str) {
-    for _ in 0..2 {
-        let failed = fail(&keyed.breaker(key)).await;
-        assert!(!is_rejection(&failed), "{key} rejected before it tripped");
-    }
 }
 
 async fn stored_index(store: &ScriptedStore) -> KeyIndex {
@@ -80,8 +31,8 @@ async fn stored_index(store: &ScriptedStore) -> KeyIndex {
 async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", &store, &clock, 1);
-    let b = environment("env-b", &store, &clock, 1);
+    let a = environment("env-a", store.clone(), &clock, 1);
+    let b = environment("env-b", store.clone(), &clock, 1);
     let seen = Arc::new(Mutex::new(Vec::<CircuitTransition>::new()));
     let a = {
         let seen = Arc::clone(&seen);
@@ -155,8 +106,8 @@ async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
 async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", &store, &clock, 10);
-    let b = environment("env-b", &store, &clock, 10);
+    let a = environment("env-a", store.clone(), &clock, 10);
+    let b = environment("env-b", store.clone(), &clock, 10);
     trip(&a, "sick").await;
     store.reset_counts();
 
@@ -186,7 +137,7 @@ async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
 async fn a_key_evicted_from_memory_reads_its_item_again() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", &store, &clock, 10).with_max_keys_in_memory(2);
+    let a = environment("env-a", store.clone(), &clock, 10).with_max_keys_in_memory(2);
     trip(&a, "sick").await;
     for key in ["k1", "k2", "k3"] {
         assert!(succeed(&a, key).await);
