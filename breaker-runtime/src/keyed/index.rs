@@ -25,6 +25,11 @@ pub(crate) const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
 /// the index is read: its key's item is read, and the entry removed or refreshed.
 const STALE_ENTRY_MILLIS: u64 = 3_600_000;
 
+/// The index item's TTL after a write (on top of the longest recovery wait): an hour past
+/// the stale age, so the refresh of a stale entry (any environment's next index read)
+/// comes long before the TTL could remove entries of keys still open.
+const INDEX_TTL_SECS: u64 = 7_200;
+
 /// How a key's trip went with the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Naming {
@@ -134,7 +139,7 @@ impl IndexCopy {
             grace_millis: grace_millis(config),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
             error_backoff_millis: millis(config.store_error_backoff),
-            ttl_secs: 3_600 + longest_wait.as_secs(),
+            ttl_secs: INDEX_TTL_SECS + longest_wait.as_secs(),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
             believed: Mutex::default(),
             reading: tokio::sync::Mutex::const_new(()),

@@ -5,7 +5,10 @@
 
 use std::sync::{Arc, Mutex};
 
-use breaker_runtime::store::{InMemoryStore, KeyIndex, StateStore, key_item_id};
+use breaker_runtime::store::{
+    InMemoryStore, KeyIndex, KeyIndexOutcome, KeyIndexWrite, RecordWrite, StateStore, WriteOutcome,
+    key_item_id,
+};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreakerOpenError, CircuitState, CircuitTransition};
 use devstack::circuits::BoxError;
@@ -153,4 +156,61 @@ async fn a_key_evicted_from_memory_reads_its_item_again() {
     assert!(!succeed(&a, "sick").await, "its item says open");
     assert_eq!(store.reads(), 1);
     assert_eq!(a.state("sick"), CircuitState::Open);
+}
+
+#[tokio::test]
+async fn a_reader_unnames_a_key_it_finds_closed_and_an_index_read_clears_a_stale_entry() {
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", &store, &clock, 10);
+    trip(&a, "healed").await;
+    // The key's item is closed behind the index's back (an operator's reset).
+    let now = clock.unix_millis() / 1000;
+    let reset = RecordWrite::Reset {
+        now,
+        expiration: now + 3_600,
+    };
+    let item = key_item_id("webhooks", "healed");
+    assert_eq!(store.apply(&item, &reset).await, Ok(WriteOutcome::Won));
+    // An entry nobody touched for two hours, of a key with no item.
+    let old = clock.unix_millis() - 2 * 3_600_000;
+    let forgotten = KeyIndexWrite::Add {
+        key: "forgotten".into(),
+        token: old * 1000,
+        cap: None,
+        expiration: now + 3_600,
+    };
+    let added = store.apply_key_index("webhooks", &forgotten).await;
+    assert_eq!(added, Ok(KeyIndexOutcome::Won));
+
+    // Within the grace a reader leaves the entry (a re-trip may be on its way); its index
+    // read checks the stale entry, whose key has no item: it goes.
+    let early = environment("env-c", &store, &clock, 10);
+    assert!(succeed(&early, "healed").await, "its item says closed");
+    assert_eq!(stored_index(&store).await.keys(), vec!["healed".to_owned()]);
+
+    // Past the grace, the next reader of the key removes its entry.
+    clock.advance(CACHE);
+    let b = environment("env-b", &store, &clock, 10);
+    assert!(succeed(&b, "healed").await, "its item says closed");
+    let index = stored_index(&store).await;
+    assert_eq!((index.keys(), index.open_keys), (Vec::<String>::new(), 0));
+}
+
+#[tokio::test]
+async fn a_copy_that_shows_the_cap_reached_refuses_without_a_write() {
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", &store, &clock, 1);
+    trip(&a, "first").await;
+    trip(&a, "second").await;
+    assert_eq!(
+        a.state("second"),
+        CircuitState::Closed,
+        "refused by the cap"
+    );
+    store.reset_counts();
+    trip(&a, "third").await;
+    assert_eq!(a.state("third"), CircuitState::Closed);
+    assert_eq!((store.writes(), store.index_writes()), (0, 0));
 }
