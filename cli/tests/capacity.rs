@@ -230,9 +230,9 @@ fn bad_input_names_the_flag() {
 
 #[test]
 fn a_keyed_circuit_reads_its_index_like_one_circuit_and_named_keys_only() {
-    let base = ["--envs", "1000", "--calls-per-second", "10000", "--json"];
+    let fleet = ["--envs", "1000", "--calls-per-second", "10000"];
     let keyed = |extra: &[&str]| {
-        let (code, stdout, stderr) = breaker_capacity(&[&base[..], extra].concat());
+        let (code, stdout, stderr) = breaker_capacity(&[&fleet[..], extra, &["--json"]].concat());
         assert_eq!(code, 0, "{stderr}");
         serde_json::from_str::<serde_json::Value>(&stdout).expect("one JSON object")
     };
@@ -251,28 +251,18 @@ fn a_keyed_circuit_reads_its_index_like_one_circuit_and_named_keys_only() {
     // 2 calls/s per key over the fleet, each environment's rare call to it a read.
     assert!((19.0..20.0).contains(&named_reads), "{named_reads}");
 
-    let past_cap = keyed(&[
+    let past_cap = [
         "--keys",
         "5000",
         "--open-keys",
         "4500",
         "--max-open-keys",
         "100",
-    ]);
-    assert_eq!(number(&past_cap, &["keyed", "named_keys"]), 100.0);
+    ];
+    assert_eq!(number(&keyed(&past_cap), &["keyed", "named_keys"]), 100.0);
 
-    let (code, stdout, _) = breaker_capacity(&[
-        "--envs",
-        "1000",
-        "--calls-per-second",
-        "10000",
-        "--keys",
-        "5000",
-        "--open-keys",
-        "4500",
-        "--max-open-keys",
-        "100",
-    ]);
+    // The same fleet and keys, as text.
+    let (code, stdout, _) = breaker_capacity(&[&fleet[..], &past_cap].concat());
     assert_eq!(code, 0);
     for expected in [
         "healthy keys cost no reads",
