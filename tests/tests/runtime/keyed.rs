@@ -162,7 +162,7 @@ async fn a_key_evicted_from_memory_reads_its_item_again() {
 async fn a_reader_unnames_a_key_it_finds_closed_and_an_index_read_clears_a_stale_entry() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", &store, &clock, 10);
+    let a = environment("env-a", store.clone(), &clock, 10);
     trip(&a, "healed").await;
     // The key's item is closed behind the index's back (an operator's reset).
     let now = clock.unix_millis() / 1000;
@@ -185,13 +185,13 @@ async fn a_reader_unnames_a_key_it_finds_closed_and_an_index_read_clears_a_stale
 
     // Within the grace a reader leaves the entry (a re-trip may be on its way); its index
     // read checks the stale entry, whose key has no item: it goes.
-    let early = environment("env-c", &store, &clock, 10);
+    let early = environment("env-c", store.clone(), &clock, 10);
     assert!(succeed(&early, "healed").await, "its item says closed");
     assert_eq!(stored_index(&store).await.keys(), vec!["healed".to_owned()]);
 
     // Past the grace, the next reader of the key removes its entry.
     clock.advance(CACHE);
-    let b = environment("env-b", &store, &clock, 10);
+    let b = environment("env-b", store.clone(), &clock, 10);
     assert!(succeed(&b, "healed").await, "its item says closed");
     let index = stored_index(&store).await;
     assert_eq!((index.keys(), index.open_keys), (Vec::<String>::new(), 0));
@@ -201,7 +201,7 @@ async fn a_reader_unnames_a_key_it_finds_closed_and_an_index_read_clears_a_stale
 async fn a_copy_that_shows_the_cap_reached_refuses_without_a_write() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", &store, &clock, 1);
+    let a = environment("env-a", store.clone(), &clock, 1);
     trip(&a, "first").await;
     trip(&a, "second").await;
     assert_eq!(
