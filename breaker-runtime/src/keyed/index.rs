@@ -7,7 +7,7 @@
 //! undo it, or the key's next read would take an open key for a closed one.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::clock::Clock;
@@ -29,6 +29,9 @@ const STALE_ENTRY_MILLIS: u64 = 3_600_000;
 /// the stale age, so the refresh of a stale entry (any environment's next index read)
 /// comes long before the TTL could remove entries of keys still open.
 const INDEX_TTL_SECS: u64 = 7_200;
+
+/// At most one WARN log of the cap per this long per environment (the rest at DEBUG).
+const WARN_INTERVAL_MILLIS: u64 = 10_000;
 
 /// How a key's trip went with the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -105,6 +108,10 @@ pub(crate) struct IndexCopy {
     ttl_secs: u64,
     cap: AtomicU32,
     metrics: KeyedMetrics,
+    /// When (unix millis) the cap was last logged at WARN; 0: never.
+    last_warning: AtomicU64,
+    /// Refusals since that log.
+    refused_since_warning: AtomicU64,
     believed: Mutex<Believed>,
     /// One task at a time reads the index; the others wait for its answer.
     reading: tokio::sync::Mutex<()>,
@@ -141,6 +148,8 @@ impl IndexCopy {
             error_backoff_millis: millis(config.store_error_backoff),
             ttl_secs: INDEX_TTL_SECS + longest_wait.as_secs(),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
+            last_warning: AtomicU64::new(0),
+            refused_since_warning: AtomicU64::new(0),
             believed: Mutex::default(),
             reading: tokio::sync::Mutex::const_new(()),
         }
@@ -363,16 +372,40 @@ impl IndexCopy {
         )))
     }
 
-    /// The cap refused `encoded`'s trip: a metric and a WARN log say so.
+    /// The cap refused `encoded`'s trip: the metric counts it, and a WARN log says so,
+    /// at most once per [`WARN_INTERVAL_MILLIS`] per environment (naming this key and how
+    /// many were refused since the last one): with most keys failing, every failing key
+    /// would log at each of its trips. The others log at DEBUG.
     fn refused(&self, encoded: &str, open_keys: u32) -> Naming {
         self.metrics.refused_by_cap();
-        tracing::warn!(
-            circuit = %self.circuit,
-            key = %decode_key(encoded),
-            open_keys,
-            max_open_keys = self.cap(),
-            "key not opened: max_open_keys reached"
-        );
+        let refused = self.refused_since_warning.fetch_add(1, Ordering::Relaxed) + 1;
+        let now = self.now();
+        let last = self.last_warning.load(Ordering::Relaxed);
+        let due = last == 0 || now.saturating_sub(last) >= WARN_INTERVAL_MILLIS;
+        if due
+            && self
+                .last_warning
+                .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+                .is_ok()
+        {
+            self.refused_since_warning
+                .fetch_sub(refused, Ordering::Relaxed);
+            tracing::warn!(
+                circuit = %self.circuit,
+                key = %decode_key(encoded),
+                open_keys,
+                max_open_keys = self.cap(),
+                refused,
+                "key not opened: max_open_keys reached"
+            );
+        } else {
+            tracing::debug!(
+                circuit = %self.circuit,
+                key = %decode_key(encoded),
+                open_keys,
+                "key not opened: max_open_keys reached"
+            );
+        }
         Naming::Refused(open_keys)
     }
 
@@ -495,4 +528,86 @@ pub(crate) fn needs_reading(record: Option<&CircuitRecord>, now: u64) -> bool {
 fn new_token(now: u64) -> u64 {
     let random = (uuid::Uuid::new_v4().as_u128() % 1000) as u64;
     now.saturating_mul(1000).saturating_add(random)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use tracing::field::{Field, Visit};
+    use tracing::{Event, Level, Metadata, Subscriber, span};
+
+    use super::*;
+    use crate::store::InMemoryStore;
+    use crate::testing::ManualClock;
+
+    /// Every event at `level` or above, its fields as text.
+    #[derive(Clone, Default)]
+    struct Logs(Arc<Mutex<Vec<(Level, String)>>>);
+
+    struct Text(String);
+
+    impl Visit for Text {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            let _ = write!(self.0, "{}={:?} ", field.name(), value);
+        }
+    }
+
+    impl Subscriber for Logs {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
+            span::Id::from_u64(1)
+        }
+        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
+        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut text = Text(String::new());
+            event.record(&mut text);
+            let level = *event.metadata().level();
+            self.0.lock().unwrap().push((level, text.0));
+        }
+        fn enter(&self, _: &span::Id) {}
+        fn exit(&self, _: &span::Id) {}
+    }
+
+    impl Logs {
+        fn warnings(&self) -> Vec<String> {
+            let logs = self.0.lock().unwrap();
+            logs.iter()
+                .filter(|(level, _)| *level == Level::WARN)
+                .map(|(_, text)| text.clone())
+                .collect()
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_cap_warns_once_per_interval_with_the_refusals_since() {
+        let clock = ManualClock::new();
+        let config = CircuitBreakerConfig::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let copy = IndexCopy::new("webhooks".into(), Arc::new(InMemoryStore::new()), &config);
+        copy.set_cap(1);
+        let logs = Logs::default();
+        let _guard = tracing::subscriber::set_default(logs.clone());
+
+        assert_eq!(copy.name("a").await, Ok(Naming::Named));
+        for key in ["b", "c", "d"] {
+            assert_eq!(copy.name(key).await, Ok(Naming::Refused(1)), "{key}");
+        }
+        let warnings = logs.warnings();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("key=b") && warnings[0].contains("refused=1"));
+
+        clock.advance(Duration::from_millis(WARN_INTERVAL_MILLIS));
+        assert_eq!(copy.name("e").await, Ok(Naming::Refused(1)));
+        let warnings = logs.warnings();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(warnings[1].contains("key=e") && warnings[1].contains("refused=3"));
+    }
 }
