@@ -1,7 +1,11 @@
 //! A keyed circuit as a whole: `breaker show NAME --keys` reads its index item (the keys
-//! the fleet reads, because they are or were lately not closed) and each named key's item.
+//! the fleet reads, because they are or were lately not closed) and each named key's item;
+//! an override of one key names it in the index, so that every environment reads it.
 
-use anyhow::Context as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use anyhow::{Context as _, bail};
+use breaker_runtime::store::{KeyIndexOutcome, KeyIndexWrite, StateStore as _};
 use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit, StoredKeyIndex};
 use comfy_table::Table as TextTable;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -10,8 +14,67 @@ use serde_json::json;
 use crate::args::Output;
 use crate::commands::now;
 use crate::table::Table;
-use crate::target::Target;
+use crate::target::{KeyOf, Target};
 use crate::view::{self, Row};
+
+/// Adds and refreshes tried before giving up, when other writers keep changing the entry.
+const INDEX_ATTEMPTS: usize = 3;
+
+/// Names `key` in its circuit's index (an add, or a refresh of its entry if it has one),
+/// without the cap: an operator's override of a key must reach every environment, and
+/// environments read only the keys the index names. Never removes an entry: a reader does
+/// once the key reads closed again. `expiration`: the index's TTL from this write.
+pub(crate) async fn name_in_index(
+    table: &Table,
+    key: &KeyOf,
+    expiration: u64,
+) -> anyhow::Result<()> {
+    for _ in 0..INDEX_ATTEMPTS {
+        let add = KeyIndexWrite::Add {
+            key: key.encoded.clone(),
+            token: token(),
+            cap: None,
+            expiration,
+        };
+        let refresh = match table.store.apply_key_index(&key.circuit, &add).await? {
+            KeyIndexOutcome::Won => return Ok(()),
+            KeyIndexOutcome::Exists(_) => KeyIndexWrite::Refresh {
+                key: key.encoded.clone(),
+                token: token(),
+                expiration,
+            },
+            other => bail!(
+                "the index of '{}' answered {other:?} to an add without a cap",
+                key.circuit
+            ),
+        };
+        match table.store.apply_key_index(&key.circuit, &refresh).await? {
+            KeyIndexOutcome::Won => return Ok(()),
+            // Removed since the add met it: add it again.
+            KeyIndexOutcome::Lost(_) => continue,
+            other => bail!(
+                "the index of '{}' answered {other:?} to a refresh",
+                key.circuit
+            ),
+        }
+    }
+    bail!(
+        "the index of '{}' kept changing while naming key '{}' in it; nothing was written, \
+         run the command again",
+        view::printable(&key.circuit),
+        view::printable(&key.key)
+    )
+}
+
+/// A new entry token: unix milliseconds, then three digits that tell apart two writes of
+/// one millisecond.
+fn token() -> u64 {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let millis = u64::try_from(since.as_millis()).unwrap_or(u64::MAX / 1000);
+    millis.saturating_mul(1000) + u64::from(since.subsec_nanos() % 1000)
+}
 
 /// One key the index names, with its item as read (`None`: it has none).
 struct NamedKey {

@@ -251,3 +251,63 @@ async fn commands_given_an_index_items_id_refuse_it_and_write_nothing() {
     assert_eq!(Some(&after), before.as_ref(), "the index is untouched");
     assert_eq!(n(&after, "open_keys"), Some(1));
 }
+
+#[tokio::test]
+async fn an_override_of_a_key_names_it_in_the_index_past_the_cap_and_a_close_keeps_it() {
+    let table = Table::new().await;
+    // An index at a cap of 2, full: a breaker's add of a third key would be refused.
+    index(&table, "webhooks", &["shop-1", "shop-2"]).await;
+    let index_id = key_index_id("webhooks");
+    let entry = format!(
+        "k:{}",
+        &key_item_id("webhooks", ODD_KEY)["webhooks#key=".len()..]
+    );
+
+    let opened = table
+        .breaker(&[
+            "open", "webhooks", "--key", ODD_KEY, "--create", "--by", "alice",
+        ])
+        .await;
+    opened.ok();
+    let after_open = table.raw(&index_id).await.expect("the index");
+    let token = n(&after_open, &entry).expect("the key is named");
+    assert_eq!(
+        n(&after_open, "open_keys"),
+        Some(3),
+        "an operator is not capped"
+    );
+    let ttl = n(&after_open, "expiration").expect("a TTL");
+    assert!(
+        ttl >= unix_secs() + 86_000,
+        "kept a day past the override: {ttl}"
+    );
+
+    // Another override of the key refreshes its entry: a new token, the same count.
+    table
+        .breaker(&["disable", "webhooks", "--key", ODD_KEY, "--by", "bob"])
+        .await
+        .ok();
+    let after_disable = table.raw(&index_id).await.expect("the index");
+    assert_ne!(n(&after_disable, &entry), Some(token), "refreshed");
+    assert_eq!(n(&after_disable, "open_keys"), Some(3));
+
+    // Release and close leave the entry to a reader, who drops it once the key reads closed.
+    table
+        .breaker(&["release", "webhooks", "--key", ODD_KEY])
+        .await
+        .ok();
+    table
+        .breaker(&["close", "webhooks", "--key", ODD_KEY])
+        .await
+        .ok();
+    let after_close = table.raw(&index_id).await.expect("the index");
+    assert!(after_close.contains_key(&entry), "{after_close:?}");
+
+    // A plain circuit's override writes no index.
+    table.trip("payments", 5).await;
+    table
+        .breaker(&["open", "payments", "--by", "alice"])
+        .await
+        .ok();
+    assert!(table.raw(&key_index_id("payments")).await.is_none());
+}
