@@ -2,8 +2,12 @@
 //! shows a keyed circuit as one row with its open-key count and its keys' items under it;
 //! `show NAME --keys` lists the open keys; an index item is no circuit to act on.
 
+use std::sync::Arc;
+
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{key_index_id, key_item_id};
+use breaker_runtime::store::{StateStore, key_index_id, key_item_id};
+use breaker_runtime::testing::ManualClock;
+use devstack::circuits::keyed::{environment, succeed, trip};
 use devstack::wall_clock::unix_secs;
 
 use crate::support::{Table, n, s};
@@ -310,4 +314,45 @@ async fn an_override_of_a_key_names_it_in_the_index_past_the_cap_and_a_close_kee
         .await
         .ok();
     assert!(table.raw(&key_index_id("payments")).await.is_none());
+}
+
+#[tokio::test]
+async fn the_cli_reads_what_keyed_breakers_write_and_a_keys_override_reaches_them() {
+    let table = Table::new().await;
+    let store: Arc<dyn StateStore> = table.store.clone();
+    let clock = ManualClock::new();
+    let first = environment("env-1", Arc::clone(&store), &clock, 10);
+    trip(&first, "shop-17").await;
+
+    let json = table.breaker(&["list", "--json"]).await.json();
+    let rows = json.as_array().expect("an array");
+    assert_eq!(rows.len(), 2, "{json:#}");
+    assert_eq!(
+        (rows[0]["name"].as_str(), rows[0]["keyed"].as_bool()),
+        (Some("webhooks"), Some(true))
+    );
+    assert_eq!(rows[0]["open_keys"], 1);
+    assert_eq!(rows[0]["keys"], serde_json::json!(["shop-17"]));
+    assert_eq!(
+        (rows[1]["key"].as_str(), rows[1]["state"].as_str()),
+        (Some("shop-17"), Some("OPEN"))
+    );
+
+    // An operator forces a healthy key open: an environment that never saw it rejects it.
+    table
+        .breaker(&[
+            "open", "webhooks", "--key", "shop-18", "--create", "--by", "alice",
+        ])
+        .await
+        .ok();
+    let second = environment("env-2", Arc::clone(&store), &clock, 10);
+    assert!(
+        !succeed(&second, "shop-18").await,
+        "the override reaches the fleet"
+    );
+    assert!(
+        !succeed(&second, "shop-17").await,
+        "the tripped key is open there too"
+    );
+    assert!(succeed(&second, "shop-19").await, "other keys run");
 }
