@@ -16,7 +16,7 @@ use breaker_runtime::store::{
     RecordWrite, StateStore, StoreFuture, SuspectReport, WriteOutcome,
 };
 
-use crate::model::{Consistency, ItemModel, RequestKind, RequestOutcome, Served};
+use crate::model::{Consistency, ItemModel, RequestCost, RequestKind, RequestOutcome, Served};
 
 /// One store request as the metrics see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -29,16 +29,8 @@ pub struct StoreRequest {
     pub kind: RequestKind,
     /// How it ended.
     pub outcome: RequestOutcome,
-    /// Attempts sent.
-    pub attempts: u32,
-    /// Attempts throttled.
-    pub throttled_attempts: u32,
-    /// Time until the answer, ms.
-    pub latency_ms: u64,
-    /// Read units consumed, in halves.
-    pub read_half_units: u32,
-    /// Write units consumed.
-    pub write_units: u32,
+    /// What it cost.
+    pub cost: RequestCost,
     /// A trip's or reopen's opening: its `opened_at` (unix s) and the reopens it counts.
     pub opening: Option<(u64, u32)>,
 }
@@ -88,7 +80,7 @@ impl SharedTable {
     /// Total latency of the requests logged since the last drain, ms.
     pub fn pending_latency_ms(&self) -> u64 {
         let log = self.log.lock().unwrap_or_else(PoisonError::into_inner);
-        log.iter().map(|r| r.latency_ms).sum()
+        log.iter().map(|r| r.cost.latency_ms).sum()
     }
 
     /// The request just logged carried this opening (a trip or a reopen).
@@ -105,11 +97,7 @@ impl SharedTable {
             env,
             kind,
             outcome: served.outcome,
-            attempts: served.attempts,
-            throttled_attempts: served.throttled_attempts,
-            latency_ms: served.latency_ms,
-            read_half_units: served.read_half_units,
-            write_units: served.write_units,
+            cost: served.cost,
             opening: None,
         };
         self.log

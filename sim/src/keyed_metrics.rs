@@ -159,21 +159,21 @@ impl KeyedMetrics {
         if r.outcome == RequestOutcome::Unreachable {
             return;
         }
-        let attempts = u64::from(r.attempts);
-        self.throttled += u64::from(r.throttled_attempts);
+        let attempts = u64::from(r.cost.attempts);
+        self.throttled += u64::from(r.cost.throttled_attempts);
         let second = self.reads_per_second.get_mut((r.time_ms / 1000) as usize);
         match r.kind {
             RequestKind::IndexRead => {
                 self.index_reads += attempts;
                 if let Some((index, _)) = second {
-                    *index += r.attempts;
+                    *index += r.cost.attempts;
                 }
                 return;
             }
             RequestKind::Read => {
                 self.item_reads += attempts;
                 if let Some((_, items)) = second {
-                    *items += r.attempts;
+                    *items += r.cost.attempts;
                 }
                 return;
             }

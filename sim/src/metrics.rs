@@ -309,7 +309,7 @@ impl Metrics {
             self.unreachable += 1;
             0
         } else {
-            r.attempts
+            r.cost.attempts
         };
         let attempts = u64::from(sent);
         match r.kind {
@@ -336,20 +336,20 @@ impl Metrics {
             self.burst_until_ms = Some(t + self.burst_ms);
             self.bursts.push((t, t + self.burst_ms));
         }
-        self.throttled += u64::from(r.throttled_attempts);
-        if r.throttled_attempts > 0 {
-            self.throttles.push((t, r.throttled_attempts));
+        self.throttled += u64::from(r.cost.throttled_attempts);
+        if r.cost.throttled_attempts > 0 {
+            self.throttles.push((t, r.cost.throttled_attempts));
         }
-        self.read_half_units += u64::from(r.read_half_units);
-        self.write_units += u64::from(r.write_units);
+        self.read_half_units += u64::from(r.cost.read_half_units);
+        self.write_units += u64::from(r.cost.write_units);
         if let Some(s) = self.second(t) {
             s.store_requests += sent;
-            s.read_half_units += r.read_half_units;
-            s.throttled += r.throttled_attempts;
+            s.read_half_units += r.cost.read_half_units;
+            s.throttled += r.cost.throttled_attempts;
             // The circuit's item and the report items have budgets of their own.
             match r.kind {
-                RequestKind::Report => s.report_write_units += r.write_units,
-                _ => s.write_units += r.write_units,
+                RequestKind::Report => s.report_write_units += r.cost.write_units,
+                _ => s.write_units += r.cost.write_units,
             }
         }
         match r.kind {

@@ -171,6 +171,13 @@ pub struct Served<T> {
     pub result: Result<T, StoreError>,
     /// How it ended.
     pub outcome: RequestOutcome,
+    /// What it cost.
+    pub cost: RequestCost,
+}
+
+/// What one request cost, over all its attempts: what the metrics count of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RequestCost {
     /// Attempts sent (each one a DynamoDB request).
     pub attempts: u32,
     /// Attempts that were throttled.
@@ -390,11 +397,13 @@ impl ItemModel {
                     "dispatch failure: the store is unreachable (simulated)",
                 )),
                 outcome: RequestOutcome::Unreachable,
-                attempts: 1,
-                throttled_attempts: 0,
-                latency_ms: self.config.unreachable_ms,
-                read_half_units: 0,
-                write_units: 0,
+                cost: RequestCost {
+                    attempts: 1,
+                    throttled_attempts: 0,
+                    latency_ms: self.config.unreachable_ms,
+                    read_half_units: 0,
+                    write_units: 0,
+                },
             };
         }
         let writes_throttled = fault == Some(StoreFault::WritesThrottled);
@@ -430,11 +439,13 @@ impl ItemModel {
                 return Served {
                     result,
                     outcome,
-                    attempts: attempt,
-                    throttled_attempts,
-                    latency_ms,
-                    read_half_units,
-                    write_units,
+                    cost: RequestCost {
+                        attempts: attempt,
+                        throttled_attempts,
+                        latency_ms,
+                        read_half_units,
+                        write_units,
+                    },
                 };
             }
             throttled_attempts += 1;
@@ -451,11 +462,13 @@ impl ItemModel {
                  throughput for the table was exceeded (simulated)",
             )),
             outcome: RequestOutcome::Throttled,
-            attempts,
-            throttled_attempts,
-            latency_ms,
-            read_half_units: 0,
-            write_units: 0,
+            cost: RequestCost {
+                attempts,
+                throttled_attempts,
+                latency_ms,
+                read_half_units: 0,
+                write_units: 0,
+            },
         }
     }
 }

@@ -1,4 +1,5 @@
 use super::*;
+use crate::model::RequestCost;
 
 fn request(kind: RequestKind, outcome: RequestOutcome, t: u64) -> StoreRequest {
     StoreRequest {
@@ -6,11 +7,13 @@ fn request(kind: RequestKind, outcome: RequestOutcome, t: u64) -> StoreRequest {
         env: 0,
         kind,
         outcome,
-        attempts: 1,
-        throttled_attempts: 0,
-        latency_ms: 10,
-        read_half_units: 0,
-        write_units: 1,
+        cost: RequestCost {
+            attempts: 1,
+            throttled_attempts: 0,
+            latency_ms: 10,
+            read_half_units: 0,
+            write_units: 1,
+        },
         opening: None,
     }
 }
@@ -40,7 +43,7 @@ fn windows_count_elections_and_propagation_is_measured_from_landings() {
     m.on_request(&request(RequestKind::Elect, RequestOutcome::Won, 31_000));
     m.on_request(&request(RequestKind::Elect, RequestOutcome::Lost, 31_000));
     let mut throttled = request(RequestKind::Elect, RequestOutcome::Throttled, 31_000);
-    (throttled.attempts, throttled.throttled_attempts) = (2, 2);
+    (throttled.cost.attempts, throttled.cost.throttled_attempts) = (2, 2);
     m.on_request(&throttled);
     m.on_request(&request(RequestKind::Close, RequestOutcome::Won, 45_000));
     m.on_call(&admitted(2, 46_000));
@@ -61,10 +64,10 @@ fn windows_count_elections_and_propagation_is_measured_from_landings() {
 fn throttles_inside_the_trip_burst_are_counted_apart() {
     let mut m = Metrics::new("t", 1, 1, 100_000, 6_000, None);
     let mut trip = request(RequestKind::Trip, RequestOutcome::Throttled, 10_000);
-    trip.throttled_attempts = 2;
+    trip.cost.throttled_attempts = 2;
     m.on_request(&trip);
     let mut read = request(RequestKind::Read, RequestOutcome::Throttled, 16_000);
-    read.throttled_attempts = 1;
+    read.cost.throttled_attempts = 1;
     m.on_request(&read);
     read.time_ms = 16_001;
     m.on_request(&read);

@@ -30,10 +30,11 @@ impl Metrics {
     pub(super) fn count_election(&mut self, r: &StoreRequest) {
         let Some(window) = self.open_window() else {
             let answered = r.outcome != RequestOutcome::Unreachable;
-            self.election_writes_outside_windows += u64::from(r.attempts) * u64::from(answered);
+            self.election_writes_outside_windows +=
+                u64::from(r.cost.attempts) * u64::from(answered);
             return;
         };
-        window.elections_throttled += r.throttled_attempts;
+        window.elections_throttled += r.cost.throttled_attempts;
         match r.outcome {
             RequestOutcome::Won => window.elections_won += 1,
             RequestOutcome::Lost => window.elections_lost += 1,
@@ -48,7 +49,7 @@ impl Metrics {
             return;
         }
         if let Some(window) = self.open_window() {
-            window.pass_writes += r.attempts;
+            window.pass_writes += r.cost.attempts;
         }
     }
 

@@ -40,7 +40,10 @@ fn three_eventually_consistent_reads_cost_one_and_a_half_rcu() {
     let mut m = model();
     for _ in 0..3 {
         let r = m.read("c", 1_500, Consistency::Eventual);
-        assert_eq!((r.read_half_units, r.outcome), (1, RequestOutcome::Served));
+        assert_eq!(
+            (r.cost.read_half_units, r.outcome),
+            (1, RequestOutcome::Served)
+        );
     }
     assert_eq!(m.consumed("c", 1_999), (3, 0), "3 halves = 1.5 RCU");
     assert_eq!(m.consumed("c", 2_000), (0, 0), "a new second starts empty");
@@ -52,7 +55,7 @@ fn a_lost_write_costs_one_wcu_and_returns_the_current_item() {
     assert_eq!(m.apply("c", &trip(100), 0).result, Ok(WriteOutcome::Won));
     let lost = m.apply("c", &trip(101), 0);
     assert_eq!(lost.outcome, RequestOutcome::Lost);
-    assert_eq!(lost.write_units, 1);
+    assert_eq!(lost.cost.write_units, 1);
     assert_eq!(
         lost.result,
         Ok(WriteOutcome::Lost(Some(CircuitRecord::open(100, 5))))
@@ -70,8 +73,11 @@ fn the_1001st_write_in_a_second_is_throttled_and_consumes_nothing() {
     assert_eq!(m.consumed("c", 3_000), (0, 1000));
     let throttled = m.apply("c", &trip(100), 3_999);
     assert_eq!(throttled.outcome, RequestOutcome::Throttled);
-    assert_eq!((throttled.attempts, throttled.throttled_attempts), (2, 2));
-    assert_eq!(throttled.write_units, 0);
+    assert_eq!(
+        (throttled.cost.attempts, throttled.cost.throttled_attempts),
+        (2, 2)
+    );
+    assert_eq!(throttled.cost.write_units, 0);
     let message = throttled.result.unwrap_err().to_string();
     assert!(message.starts_with("ProvisionedThroughputExceededException"));
     assert_eq!(
@@ -80,7 +86,7 @@ fn the_1001st_write_in_a_second_is_throttled_and_consumes_nothing() {
         "throttled attempts are free"
     );
     assert!(
-        throttled.latency_ms >= 5 + 20 + 5,
+        throttled.cost.latency_ms >= 5 + 20 + 5,
         "two attempts and a back-off"
     );
     // The next second has capacity again.
@@ -130,9 +136,12 @@ fn a_throttled_first_attempt_is_retried_and_both_are_counted() {
         ..ModelConfig::default()
     };
     let mut m = ItemModel::new(config, 1);
-    assert_eq!(m.apply("c", &trip(1), 0).attempts, 1);
+    assert_eq!(m.apply("c", &trip(1), 0).cost.attempts, 1);
     let second = m.apply("c", &trip(1), 10);
-    assert_eq!((second.attempts, second.throttled_attempts), (2, 2));
+    assert_eq!(
+        (second.cost.attempts, second.cost.throttled_attempts),
+        (2, 2)
+    );
 }
 
 #[test]
@@ -209,7 +218,11 @@ fn faults_follow_their_windows() {
     );
     let down = m.read("c", 2_000, Consistency::Eventual);
     assert_eq!(
-        (down.outcome, down.latency_ms, down.read_half_units),
+        (
+            down.outcome,
+            down.cost.latency_ms,
+            down.cost.read_half_units
+        ),
         (RequestOutcome::Unreachable, 1_000, 0)
     );
     assert_eq!(trip_outcome(&mut m, 3, 3_000), RequestOutcome::Won);

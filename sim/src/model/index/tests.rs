@@ -122,12 +122,12 @@ fn an_index_costs_units_by_its_size_and_is_throttled_as_one_item() {
     assert_eq!(m.census().max_index_bytes, bytes);
     let read = m.read_index("c", 200_000, Consistency::Eventual);
     assert_eq!(
-        read.read_half_units, 6,
+        read.cost.read_half_units, 6,
         "22 KB: 6 started 4 KB, half a unit each"
     );
     assert_eq!(read.result.unwrap().unwrap().entries.len(), 1_000);
     let strong = m.read_index("c", 200_000, Consistency::Strong);
-    assert_eq!(strong.read_half_units, 12);
+    assert_eq!(strong.cost.read_half_units, 12);
     // A write of a 22 KB item costs 22 or 23 WCU: 43 of them fill a second's 1,000.
     let refresh = |token| KeyIndexWrite::Refresh {
         key: "tenant-0000".into(),
@@ -137,13 +137,14 @@ fn an_index_costs_units_by_its_size_and_is_throttled_as_one_item() {
     let mut landed = 0;
     for i in 0..60 {
         let served = m.apply_index("c", &refresh(token + i), 300_000);
-        assert!((22..=23).contains(&served.write_units) || served.write_units == 0);
+        assert!((22..=23).contains(&served.cost.write_units) || served.cost.write_units == 0);
         landed += u32::from(served.outcome == RequestOutcome::Won);
     }
     assert!((43..=45).contains(&landed), "{landed}");
     // An absent index costs half a unit to find absent.
     assert_eq!(
         m.read_index("other", 0, Consistency::Eventual)
+            .cost
             .read_half_units,
         1
     );
