@@ -37,6 +37,8 @@ mod observe;
 mod policy;
 mod protocol;
 mod store_runtime;
+#[cfg(test)]
+mod test_logs;
 mod timer;
 mod warm_up;
 

@@ -1,10 +1,8 @@
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
-
-use tracing::{Level, Metadata, Subscriber, span};
+use tracing::Level;
 
 use super::*;
+use crate::test_logs::Logs;
 
 /// An environment holding only `pairs`.
 fn vars(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
@@ -91,37 +89,14 @@ fn outside_lambda_an_unset_table_is_the_in_memory_store_as_before() {
     assert!(problem(&[("CIRCUIT_BREAKER_STORE", "dynamodb")]).is_some());
 }
 
-/// Counts the ERROR events it sees.
-#[derive(Debug, Default)]
-struct ErrorCounter(Arc<AtomicUsize>);
-
-impl Subscriber for ErrorCounter {
-    fn enabled(&self, _: &Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-        span::Id::from_u64(1)
-    }
-    fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-    fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        if *event.metadata().level() == Level::ERROR {
-            self.0.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-    fn enter(&self, _: &span::Id) {}
-    fn exit(&self, _: &span::Id) {}
-}
-
 #[test]
 fn a_problem_is_logged_at_error_once_and_a_sound_store_not_at_all() {
-    let count = Arc::new(AtomicUsize::new(0));
-    let subscriber = ErrorCounter(Arc::clone(&count));
-    tracing::subscriber::with_default(subscriber, || {
+    let logs = Logs::default();
+    tracing::subscriber::with_default(logs.clone(), || {
         let _ = resolve(vars(&[LAMBDA]));
-        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert_eq!(logs.at(Level::ERROR).len(), 1);
         let _ = resolve(vars(&[LAMBDA, ("CIRCUIT_BREAKER_STORE", "memory")]));
         let _ = resolve(vars(&[LAMBDA, ("CIRCUIT_BREAKER_TABLE", "circuits")]));
-        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert_eq!(logs.at(Level::ERROR).len(), 1);
     });
 }

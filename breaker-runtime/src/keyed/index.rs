@@ -532,57 +532,14 @@ fn new_token(now: u64) -> u64 {
 
 #[cfg(test)]
 mod tests {
-    use std::fmt::Write as _;
-    use std::sync::Mutex;
     use std::time::Duration;
 
-    use tracing::field::{Field, Visit};
-    use tracing::{Event, Level, Metadata, Subscriber, span};
+    use tracing::Level;
 
     use super::*;
     use crate::store::InMemoryStore;
+    use crate::test_logs::Logs;
     use crate::testing::ManualClock;
-
-    /// Every event at `level` or above, its fields as text.
-    #[derive(Clone, Default)]
-    struct Logs(Arc<Mutex<Vec<(Level, String)>>>);
-
-    struct Text(String);
-
-    impl Visit for Text {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            let _ = write!(self.0, "{}={:?} ", field.name(), value);
-        }
-    }
-
-    impl Subscriber for Logs {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &span::Attributes<'_>) -> span::Id {
-            span::Id::from_u64(1)
-        }
-        fn record(&self, _: &span::Id, _: &span::Record<'_>) {}
-        fn record_follows_from(&self, _: &span::Id, _: &span::Id) {}
-        fn event(&self, event: &Event<'_>) {
-            let mut text = Text(String::new());
-            event.record(&mut text);
-            let level = *event.metadata().level();
-            self.0.lock().unwrap().push((level, text.0));
-        }
-        fn enter(&self, _: &span::Id) {}
-        fn exit(&self, _: &span::Id) {}
-    }
-
-    impl Logs {
-        fn warnings(&self) -> Vec<String> {
-            let logs = self.0.lock().unwrap();
-            logs.iter()
-                .filter(|(level, _)| *level == Level::WARN)
-                .map(|(_, text)| text.clone())
-                .collect()
-        }
-    }
 
     #[tokio::test(flavor = "current_thread")]
     async fn the_cap_warns_once_per_interval_with_the_refusals_since() {
@@ -600,13 +557,13 @@ mod tests {
         for key in ["b", "c", "d"] {
             assert_eq!(copy.name(key).await, Ok(Naming::Refused(1)), "{key}");
         }
-        let warnings = logs.warnings();
+        let warnings = logs.at(Level::WARN);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].contains("key=b") && warnings[0].contains("refused=1"));
 
         clock.advance(Duration::from_millis(WARN_INTERVAL_MILLIS));
         assert_eq!(copy.name("e").await, Ok(Naming::Refused(1)));
-        let warnings = logs.warnings();
+        let warnings = logs.at(Level::WARN);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
         assert!(warnings[1].contains("key=e") && warnings[1].contains("refused=3"));
     }
