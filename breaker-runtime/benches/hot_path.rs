@@ -13,8 +13,8 @@ use std::hint::black_box;
 use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
-use breaker_runtime::CircuitBreaker;
 use breaker_runtime::store::InMemoryStore;
+use breaker_runtime::{CircuitBreaker, KeyedCircuitBreaker};
 use criterion::measurement::WallTime;
 use criterion::{BenchmarkGroup, Criterion, criterion_group, criterion_main};
 
@@ -422,6 +422,39 @@ fn metrics_rows(c: &mut Criterion) {
     group.finish();
 }
 
+/// A keyed circuit's closed path: the key's circuit looked up in the environment's map, then
+/// the plain closed path. One key called over and over, and 1,000 keys called in turn
+/// (each key's circuit exists and is cached closed).
+fn keyed_path(c: &mut Criterion) {
+    let mut group = c.benchmark_group("keyed_path");
+    let keyed = KeyedCircuitBreaker::new("keyed", Arc::new(InMemoryStore::new()), config());
+    let keys: Vec<String> = (0..1_000).map(|i| format!("tenant-{i}")).collect();
+    for key in &keys {
+        let _: Result<(), Failure> = keyed.call_blocking(key, || Ok(()));
+    }
+    group.bench_function("KeyedCircuitBreaker::call_blocking, one key", |b| {
+        b.iter(|| black_box(keyed.call_blocking(black_box("tenant-7"), || Ok::<u64, Failure>(7))))
+    });
+    group.bench_function("KeyedCircuitBreaker::call, one key", |b| {
+        b.iter(|| {
+            black_box(ready(
+                keyed.call(black_box("tenant-7"), || async { Ok::<u64, Failure>(7) }),
+            ))
+        })
+    });
+    let mut turn = 0;
+    group.bench_function(
+        "KeyedCircuitBreaker::call_blocking, 1,000 keys in turn",
+        |b| {
+            b.iter(|| {
+                turn = (turn + 1) % keys.len();
+                black_box(keyed.call_blocking(&keys[turn], || Ok::<u64, Failure>(7)))
+            })
+        },
+    );
+    group.finish();
+}
+
 /// The tower layer's groups, with feature `tower`.
 fn tower_groups(c: &mut Criterion) {
     #[cfg(feature = "tower")]
@@ -440,6 +473,7 @@ criterion_group!(
     contended,
     macro_path,
     trip_policies,
+    keyed_path,
     tower_groups,
     metrics_rows
 );

@@ -115,8 +115,9 @@ pub enum KeyIndexOutcome {
     Exists(Option<u64>),
     /// An add met the cap: the index holds this many entries.
     CapReached(u32),
-    /// A refresh met no entry of its key, or a remove another token: the index as it is
-    /// (`None`: there is none).
+    /// A refresh met no entry of its key, or a remove another token (or an add lost to an
+    /// index that changed before the store could say why): the index as it is (`None`:
+    /// there is none).
     Lost(Option<KeyIndex>),
 }
 

@@ -163,15 +163,20 @@ impl Shared {
     }
 }
 
-/// What a write that lost met, given the index as it is (`None`: no item).
+/// What a write that lost met, given the index as it is (`None`: no item). The index is
+/// the one that beat the write, or (without `ALL_OLD`) one read after it: an add that
+/// meets neither its key nor the cap there lost to an index that changed since, and says
+/// so (`Lost`), so the breaker tries again rather than take a cap that no longer holds.
 fn lost(write: &KeyIndexWrite, index: Option<KeyIndex>) -> KeyIndexOutcome {
     match write {
-        KeyIndexWrite::Add { .. } => match &index {
+        KeyIndexWrite::Add { cap, .. } => match index {
             Some(index) => match index.token(write.key()) {
                 Some(token) => KeyIndexOutcome::Exists(Some(token)),
-                None => KeyIndexOutcome::CapReached(index.open_keys),
+                None if cap.is_some_and(|cap| index.open_keys >= cap) => {
+                    KeyIndexOutcome::CapReached(index.open_keys)
+                }
+                None => KeyIndexOutcome::Lost(Some(index)),
             },
-            // Gone between the write and the read: nothing to name it against.
             None => KeyIndexOutcome::Lost(None),
         },
         KeyIndexWrite::Refresh { .. } | KeyIndexWrite::Remove { .. } => {
@@ -355,6 +360,12 @@ mod tests {
         assert_eq!(
             lost(&add, Some(index.clone())),
             KeyIndexOutcome::CapReached(1)
+        );
+        let emptier = KeyIndex::default();
+        assert_eq!(
+            lost(&add, Some(emptier.clone())),
+            KeyIndexOutcome::Lost(Some(emptier)),
+            "an index read after a remove: try again"
         );
         index.entries.insert("a".into(), 4);
         assert_eq!(lost(&add, Some(index)), KeyIndexOutcome::Exists(Some(4)));
