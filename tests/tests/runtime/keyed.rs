@@ -1,7 +1,8 @@
 //! Keyed circuits on the manual clock, two environments sharing one store: a key trips and
 //! the index names it; the other environment rejects that key only; the cap refuses the
 //! next trip; a close removes the key; healthy keys cost no reads beyond the index's; a key
-//! evicted from memory is read again from its item.
+//! evicted from memory is read again from its item; concurrent trips of many keys from
+//! several environments never leave an open key unnamed nor pass the cap.
 
 use std::sync::{Arc, Mutex};
 
@@ -213,4 +214,77 @@ async fn a_copy_that_shows_the_cap_reached_refuses_without_a_write() {
     trip(&a, "third").await;
     assert_eq!(a.state("third"), CircuitState::Closed);
     assert_eq!((store.writes(), store.index_writes()), (0, 0));
+}
+
+/// Every key item that is open or half-open is named by the index, and the index names no
+/// more keys than the cap, counting them right.
+async fn assert_the_index_covers_every_open_key(store: &ScriptedStore, keys: &[String], cap: u32) {
+    let index = stored_index(store).await;
+    assert_eq!(index.open_keys as usize, index.entries.len(), "{index:?}");
+    assert!(index.open_keys <= cap, "{index:?}");
+    for key in keys {
+        let record = store
+            .read(&key_item_id("webhooks", key))
+            .await
+            .expect("read");
+        if record.is_some_and(|r| r.state != CircuitState::Closed) {
+            assert!(
+                index.keys().contains(key),
+                "{key} is open but not named: {index:?}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_trips_across_environments_never_pass_the_cap() {
+    const CAP: u32 = 5;
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let envs: Vec<_> = (0..4)
+        .map(|i| environment(&format!("env-{i}"), store.clone(), &clock, CAP))
+        .collect();
+    let keys: Vec<String> = (0..30).map(|i| format!("key-{i}")).collect();
+    for round in 0..6 {
+        let mut calls = Vec::new();
+        for env in &envs {
+            for (i, key) in keys.iter().enumerate() {
+                let (env, key) = (env.clone(), key.clone());
+                // From round 3 on, the even keys' downstreams are back: their probes close
+                // them and unname them, and the cap has room for others.
+                let healthy = round >= 3 && i % 2 == 0;
+                calls.push(tokio::spawn(async move {
+                    for _ in 0..2 {
+                        match healthy {
+                            true => drop(succeed(&env, &key).await),
+                            false => drop(devstack::circuits::fail(&env.breaker(&key)).await),
+                        }
+                    }
+                }));
+            }
+        }
+        for call in calls {
+            call.await.expect("the calls end");
+        }
+        assert_the_index_covers_every_open_key(&store, &keys, CAP).await;
+        if round == 0 {
+            assert_eq!(
+                stored_index(&store).await.open_keys,
+                CAP,
+                "the cap is reached"
+            );
+        }
+        // Recovery windows pass: probes fail and reopen, refused keys trip again.
+        clock.advance(RECOVERY + CACHE);
+    }
+    let named = stored_index(&store).await.keys();
+    assert!(!named.is_empty(), "failing keys hold the cap");
+    for key in &named {
+        let i: usize = key.trim_start_matches("key-").parse().unwrap();
+        assert_eq!(
+            i % 2,
+            1,
+            "{key} is healthy again, yet still named: {named:?}"
+        );
+    }
 }
