@@ -378,3 +378,51 @@ impl KeyedCircuitBreaker {
         self.inner.index.named_keys()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{CircuitRecord, RecordWrite, WriteOutcome};
+    use crate::store::{InMemoryStore, StoreFuture, key_item_id};
+
+    /// A store that keeps no key index: the trait's defaults.
+    #[derive(Debug, Default)]
+    struct NoIndex(InMemoryStore);
+
+    impl StateStore for NoIndex {
+        fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+            self.0.read(circuit)
+        }
+        fn apply<'a>(
+            &'a self,
+            circuit: &'a str,
+            transition: &'a RecordWrite,
+        ) -> StoreFuture<'a, WriteOutcome> {
+            self.0.apply(circuit, transition)
+        }
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_store_without_an_index_reads_every_key_and_caps_nothing() {
+        let store = Arc::new(NoIndex::default());
+        let config = CircuitBreakerConfig::builder()
+            .failure_threshold(1)
+            .build()
+            .unwrap();
+        let keyed = KeyedCircuitBreaker::new("hosts", store.clone(), config).with_max_open_keys(1);
+        for key in ["a", "b"] {
+            let failed: Result<(), anyhow::Error> = keyed
+                .call(key, || async { Err(anyhow::anyhow!("503")) })
+                .await;
+            assert!(failed.is_err());
+            assert_eq!(
+                keyed.state(key),
+                CircuitState::Open,
+                "{key}: no cap without an index"
+            );
+            let item = store.read(&key_item_id("hosts", key)).await.unwrap();
+            assert_eq!(item.map(|r| r.state), Some(CircuitState::Open));
+        }
+        assert!(keyed.open_keys().is_empty(), "no index to name them");
+    }
+}
