@@ -62,6 +62,12 @@ pub(crate) async fn set_override(
     if args.by.as_ref().is_some_and(|by| by.trim().is_empty()) {
         bail!("--by must not be empty");
     }
+    let command = match kind {
+        OverrideKind::ForcedOpen => "open",
+        OverrideKind::Disabled => "disable",
+        OverrideKind::Shadow => "shadow",
+    };
+    keyed::refuse_whole_circuit(table, &target, command).await?;
     let before = table.store.inspect(&target.id).await?;
     let replaces = match before.as_ref().map(|c| &c.record) {
         Some(Ok(record)) => record.operator_override.clone(),
@@ -124,6 +130,7 @@ pub(crate) async fn set_override(
 pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
     let target = Target::new(&args.name, args.key.as_deref())?;
     let (name, output) = (target.label(), &args.output);
+    keyed::refuse_whole_circuit(table, &target, "close").await?;
     let circuit = existing(table, &target).await?;
     if let Err(problem) = &circuit.record
         && let Some(flag) = table.renamed_attribute_missing(problem)
@@ -164,6 +171,7 @@ pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<(
 pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result<()> {
     let target = Target::new(&args.name, args.key.as_deref())?;
     let (name, output) = (target.label(), &args.output);
+    keyed::refuse_whole_circuit(table, &target, "release").await?;
     let circuit = existing(table, &target).await?;
     let record = circuit.record.as_ref().map_err(|problem| {
         anyhow!(

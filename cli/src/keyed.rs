@@ -20,6 +20,37 @@ use crate::view::{self, Row};
 /// Adds and refreshes tried before giving up, when other writers keep changing the entry.
 const INDEX_ATTEMPTS: usize = 3;
 
+/// Refuses a whole-circuit `command` (no `--key`) on a keyed circuit's name: its keys'
+/// circuits read their own items and never one named after the circuit, so the write would
+/// print a fleet-wide override that no key obeys. A name is a keyed circuit's when its
+/// index item (`{name}#keys`) exists.
+pub(crate) async fn refuse_whole_circuit(
+    table: &Table,
+    target: &Target,
+    command: &str,
+) -> anyhow::Result<()> {
+    if target.key.is_some() {
+        return Ok(());
+    }
+    let index = table
+        .store
+        .inspect_key_index(&target.id)
+        .await
+        .with_context(|| format!("checking whether '{}' is a keyed circuit", target.label()))?;
+    if index.is_none() {
+        return Ok(());
+    }
+    let name = Target::new(&target.id, None)?.args();
+    bail!(
+        "'{}' is a keyed circuit: each key has a circuit of its own, and none of them reads \
+         an item named '{}', so a whole-circuit {command} would reach no key; nothing was \
+         written. Name the key: breaker {command} {name} --key KEY (breaker show {name} \
+         --keys lists the open keys)",
+        target.label(),
+        target.label()
+    )
+}
+
 /// Names `key` in its circuit's index (an add, or a refresh of its entry if it has one),
 /// without the cap: an operator's override of a key must reach every environment, and
 /// environments read only the keys the index names. Never removes an entry: a reader does

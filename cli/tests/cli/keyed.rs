@@ -356,3 +356,55 @@ async fn the_cli_reads_what_keyed_breakers_write_and_a_keys_override_reaches_the
     );
     assert!(succeed(&second, "shop-19").await, "other keys run");
 }
+
+#[tokio::test]
+async fn whole_circuit_commands_on_a_keyed_circuit_are_refused_and_point_at_key() {
+    let table = Table::new().await;
+    index(&table, "webhooks", &["shop-17"]).await;
+    // A plain item of the name, left from before the circuit was keyed: no key reads it.
+    table.trip("webhooks", 5).await;
+    let (index_before, item_before) = (
+        table.raw(&key_index_id("webhooks")).await,
+        table.raw("webhooks").await,
+    );
+    for args in [
+        vec!["open", "webhooks", "--create", "--by", "alice"],
+        vec!["open", "webhooks", "--for", "5m"],
+        vec!["disable", "webhooks", "--create"],
+        vec!["shadow", "webhooks", "--create", "--for", "5m"],
+        vec!["close", "webhooks"],
+        vec!["release", "webhooks"],
+    ] {
+        let run = table.breaker(&args).await;
+        run.failed(1, "'webhooks' is a keyed circuit");
+        for words in [
+            "nothing was written",
+            "--key KEY",
+            "breaker show webhooks --keys",
+        ] {
+            assert!(run.stderr.contains(words), "{words:?}: {run:?}");
+        }
+    }
+    assert_eq!(
+        table.raw("webhooks").await,
+        item_before,
+        "the item is untouched"
+    );
+    assert_eq!(
+        table.raw(&key_index_id("webhooks")).await,
+        index_before,
+        "the index is untouched"
+    );
+    // A key's own commands still work, and so do a plain circuit's.
+    table
+        .breaker(&[
+            "open", "webhooks", "--key", "shop-17", "--create", "--by", "alice",
+        ])
+        .await
+        .ok();
+    table.trip("payments", 5).await;
+    table
+        .breaker(&["open", "payments", "--by", "alice"])
+        .await
+        .ok();
+}
