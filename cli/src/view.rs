@@ -69,7 +69,7 @@ impl<'a> Row<'a> {
         }
     }
 
-    /// The row as JSON: a circuit's item as [`json`], a key's with `key` and `id`
+    /// The row as JSON: a circuit's item as [`json()`], a key's with `key` and `id`
     /// besides; a keyed circuit's index with its open keys, decoded.
     pub(crate) fn json(&self, now: u64) -> Value {
         match self {
