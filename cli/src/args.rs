@@ -110,7 +110,8 @@ pub(crate) enum Command {
 /// One existing circuit.
 #[derive(Debug, Args)]
 pub(crate) struct CircuitArgs {
-    /// The circuit's name.
+    /// The circuit's name, or a key's item id (`NAME#key=...`, as `list` shows a key too
+    /// long to be in its id).
     pub(crate) name: String,
     /// A keyed circuit's key: act on that key's circuit only.
     #[arg(long, value_name = "KEY")]
@@ -138,7 +139,8 @@ pub(crate) struct Output {
 
 #[derive(Debug, Args)]
 pub(crate) struct OverrideArgs {
-    /// The circuit's name.
+    /// The circuit's name, or a key's item id (`NAME#key=...`, as `list` shows a key too
+    /// long to be in its id).
     pub(crate) name: String,
     /// A keyed circuit's key: override that key's circuit only (its item, and an entry in
     /// the circuit's index so every environment reads it; the index's cap does not apply

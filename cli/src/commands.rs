@@ -258,7 +258,7 @@ fn missing(table: &Table, target: &Target, create: bool) -> String {
         Some(key) => format!(
             "no item for key '{}' of circuit '{}' in table '{table_name}': a key that \
              never failed has none (breaker show {} --keys lists the open keys)",
-            view::printable(&key.key),
+            key.shown(),
             view::printable(&key.circuit),
             Target::new(&key.circuit, None).map_or_else(|_| String::new(), |t| t.args())
         ),

@@ -93,7 +93,7 @@ pub(crate) async fn name_in_index(
         "the index of '{}' kept changing while naming key '{}' in it; nothing was written, \
          run the command again",
         view::printable(&key.circuit),
-        view::printable(&key.key)
+        key.shown()
     )
 }
 
@@ -136,7 +136,7 @@ pub(crate) async fn show_keys(table: &Table, name: &str, output: &Output) -> any
     };
     let mut keys = Vec::with_capacity(index.entries.len());
     for (encoded, indexed_at_ms) in &index.entries {
-        let target = Target::new(&format!("{name}#key={encoded}"), None)?;
+        let target = Target::of_entry(name, encoded);
         let item = table
             .store
             .inspect(&target.id)
@@ -208,7 +208,7 @@ fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
         };
         let indexed_secs = named.indexed_at_ms / 1000;
         table.add_row([
-            view::printable(&key.key),
+            key.shown(),
             state,
             record.map_or("-".into(), |r| view::since(r, now)),
             record.map_or("-".into(), |r| r.failure_count.to_string()),

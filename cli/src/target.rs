@@ -22,8 +22,10 @@ pub(crate) struct KeyOf {
     pub(crate) circuit: String,
     /// The key as encoded in its item's id and in the index.
     pub(crate) encoded: String,
-    /// The key as given (`--key`), or decoded from an item id for display.
-    pub(crate) key: String,
+    /// The key as given (`--key`), or decoded from an item id; `None` for a long key read
+    /// from an id, which holds only a prefix of it and a hash: such a key is named by its
+    /// item's id, which every command takes back.
+    pub(crate) key: Option<String>,
 }
 
 impl Target {
@@ -37,7 +39,7 @@ impl Target {
             let key = split_key_item_id(name).map(|(circuit, encoded)| KeyOf {
                 circuit: circuit.to_owned(),
                 encoded: encoded.to_owned(),
-                key: decode_key(encoded),
+                key: (!is_hashed(encoded)).then(|| decode_key(encoded)),
             });
             return Ok(Self {
                 id: name.to_owned(),
@@ -52,10 +54,23 @@ impl Target {
             key: Some(KeyOf {
                 circuit: name.to_owned(),
                 encoded,
-                key: key.to_owned(),
+                key: Some(key.to_owned()),
             }),
             id,
         })
+    }
+
+    /// The key an index of `circuit` names by `encoded` (an entry's attribute without `k:`).
+    pub(crate) fn of_entry(circuit: &str, encoded: &str) -> Self {
+        let key = KeyOf {
+            circuit: circuit.to_owned(),
+            encoded: encoded.to_owned(),
+            key: (!is_hashed(encoded)).then(|| decode_key(encoded)),
+        };
+        Self {
+            id: key.id(),
+            key: Some(key),
+        }
     }
 
     /// `webhooks[shop-17]` for a key, else the circuit's name; printable.
@@ -66,22 +81,46 @@ impl Target {
         }
     }
 
-    /// The command-line arguments that name it again: `webhooks --key shop-17`.
+    /// The command-line arguments that name it again: `webhooks --key shop-17`, or a
+    /// hashed key's item id.
     pub(crate) fn args(&self) -> String {
         match &self.key {
-            Some(KeyOf { circuit, key, .. }) => {
-                format!("{} --key {}", quoted(circuit), quoted(key))
-            }
+            Some(KeyOf {
+                circuit,
+                key: Some(key),
+                ..
+            }) => format!("{} --key {}", quoted(circuit), quoted(key)),
+            Some(key) => quoted(&key.id()),
             None => quoted(&self.id),
         }
     }
 }
 
 impl KeyOf {
-    /// `webhooks[shop-17]`, printable.
+    /// `webhooks[shop-17]`, or a hashed key's item id; printable.
     pub(crate) fn label(&self) -> String {
-        format!("{}[{}]", printable(&self.circuit), printable(&self.key))
+        match &self.key {
+            Some(key) => format!("{}[{}]", printable(&self.circuit), printable(key)),
+            None => printable(&self.id()),
+        }
     }
+
+    /// The key as a command takes it back: the key, or a hashed key's item id (the key
+    /// itself is not in the table); printable.
+    pub(crate) fn shown(&self) -> String {
+        printable(self.key.as_deref().unwrap_or(&self.id()))
+    }
+
+    /// The key's item id.
+    pub(crate) fn id(&self) -> String {
+        format!("{}#key={}", self.circuit, self.encoded)
+    }
+}
+
+/// Whether an encoded key is the hashed form of a long key: `~` is always escaped in a key,
+/// so one in the encoded form marks the hash.
+fn is_hashed(encoded: &str) -> bool {
+    encoded.contains('~')
 }
 
 /// `text` as a shell word: as is when it is plain, else in single quotes.
@@ -113,11 +152,29 @@ mod tests {
         let target = Target::new("webhooks#key=shop%2317", None).unwrap();
         let key = target.key.as_ref().expect("a key");
         assert_eq!(
-            (key.circuit.as_str(), key.key.as_str()),
-            ("webhooks", "shop#17")
+            (key.circuit.as_str(), key.key.as_deref()),
+            ("webhooks", Some("shop#17"))
         );
         assert_eq!(target.id, "webhooks#key=shop%2317");
         assert_eq!(Target::new("payments", None).unwrap().key, None);
+    }
+
+    #[test]
+    fn a_hashed_key_is_named_by_its_item_id() {
+        let long = "k".repeat(100);
+        let id = key_item_id("webhooks", &long);
+        let target = Target::new(&id, None).unwrap();
+        let key = target.key.as_ref().expect("a key");
+        assert_eq!(key.key, None, "the id does not hold the key");
+        assert_eq!(
+            (target.label(), key.shown(), key.id()),
+            (id.clone(), id.clone(), id.clone())
+        );
+        assert_eq!(target.args(), format!("'{id}'"));
+        // Given whole, the key names itself.
+        let given = Target::new("webhooks", Some(&long)).unwrap();
+        assert_eq!(given.id, id);
+        assert_eq!(given.args(), format!("webhooks --key {long}"));
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use breaker_runtime::store::{CircuitRecord, Override, OverrideKind, decode_key};
+use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
 use breaker_runtime::unstable::{Listing, OPENED_AT_UNTIL_RELEASED, StoredCircuit, StoredKeyIndex};
 use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
@@ -47,7 +47,7 @@ impl<'a> Row<'a> {
     fn order(&self) -> (&str, u8, String) {
         match self {
             Row::Circuit { circuit, key: None } => (&circuit.name, 0, String::new()),
-            Row::Circuit { key: Some(key), .. } => (&key.circuit, 1, key.key.clone()),
+            Row::Circuit { key: Some(key), .. } => (&key.circuit, 1, key.shown()),
             Row::Keyed(index) => (&index.circuit, 0, String::new()),
         }
     }
@@ -86,7 +86,8 @@ impl<'a> Row<'a> {
                 "name": index.circuit,
                 "keyed": true,
                 "open_keys": index.open_keys,
-                "keys": index.entries.iter().map(|(encoded, _)| decode_key(encoded)).collect::<Vec<_>>(),
+                "keys": index.entries.iter().map(|(encoded, _)| Target::of_entry(&index.circuit, encoded).key.and_then(|k| k.key)).collect::<Vec<_>>(),
+                "ids": index.entries.iter().map(|(encoded, _)| Target::of_entry(&index.circuit, encoded).id).collect::<Vec<_>>(),
                 "expiration": index.expiration,
             }),
         }
@@ -181,7 +182,13 @@ pub(crate) fn details(circuit: &StoredCircuit, target: &Target, now: u64) -> Str
         None => vec![("circuit", printable(&circuit.name))],
         Some(key) => vec![
             ("circuit", printable(&key.circuit)),
-            ("key", printable(&key.key)),
+            (
+                "key",
+                key.key.as_deref().map_or_else(
+                    || "(longer than its id holds: named by the item's id)".to_owned(),
+                    printable,
+                ),
+            ),
             ("item", printable(&circuit.name)),
         ],
     };

@@ -107,7 +107,7 @@ async fn read(table: &Table, target: Option<&Target>) -> anyhow::Result<Listing>
         return Ok(listing);
     };
     for (encoded, _) in &index.entries {
-        let id = format!("{}#key={encoded}", target.id);
+        let id = Target::of_entry(&target.id, encoded).id;
         listing.circuits.extend(table.store.inspect(&id).await?);
     }
     listing.key_indexes.push(index);

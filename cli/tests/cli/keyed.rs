@@ -408,3 +408,65 @@ async fn whole_circuit_commands_on_a_keyed_circuit_are_refused_and_point_at_key(
         .await
         .ok();
 }
+
+/// A key longer than its id can hold: its id has a prefix and a hash, not the key.
+fn long_key() -> String {
+    format!("https://hooks.example.com/{}", "x".repeat(80))
+}
+
+#[tokio::test]
+async fn a_hashed_key_is_shown_by_its_item_id_which_commands_take_back() {
+    let table = Table::new().await;
+    let long = long_key();
+    let id = key_item_id("webhooks", &long);
+    assert!(id.contains('~'), "hashed: {id}");
+    table.trip(&id, 5).await;
+    index(&table, "webhooks", &[&long]).await;
+
+    let text = table.breaker(&["list"]).await.ok().to_owned();
+    assert!(text.contains(&id), "{id} missing from\n{text}");
+    assert!(
+        !text.contains('…'),
+        "no display form that names nothing: {text}"
+    );
+    let keys = table
+        .breaker(&["show", "webhooks", "--keys"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(keys.contains(&id) && !keys.contains('…'), "{keys}");
+
+    // What the listing gives names the key's item again: list -> command.
+    let json = table.breaker(&["list", "--json"]).await.json();
+    let rows = json.as_array().expect("an array");
+    assert_eq!(rows[0]["ids"], serde_json::json!([id]));
+    assert_eq!(
+        rows[0]["keys"],
+        serde_json::json!([null]),
+        "the key is not known"
+    );
+    assert_eq!(rows[1]["id"], id.as_str());
+    assert_eq!(rows[1]["key"], serde_json::Value::Null);
+    let listed = rows[1]["id"].as_str().expect("an id").to_owned();
+    let opened = table
+        .breaker(&["open", &listed, "--for", "5m", "--by", "alice"])
+        .await;
+    assert!(opened.ok().contains(&id), "{opened:?}");
+    let item = table.raw(&id).await.expect("the key's item");
+    assert_eq!(s(&item, "override").as_deref(), Some("OPEN"));
+
+    let shown = table
+        .breaker(&["show", "webhooks", "--keys", "--json"])
+        .await
+        .json();
+    let listed = shown["keys"][0]["id"].as_str().expect("an id").to_owned();
+    assert_eq!(listed, id);
+    assert_eq!(shown["keys"][0]["key"], serde_json::Value::Null);
+    // A refusal names the command that works: the id, not the display form.
+    let refused = table.breaker(&["close", &listed]).await;
+    refused.failed(1, &format!("release it first: breaker release '{id}'"));
+    table.breaker(&["release", &listed]).await.ok();
+    table.breaker(&["close", &listed]).await.ok();
+    let item = table.raw(&id).await.expect("the key's item");
+    assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"));
+}
