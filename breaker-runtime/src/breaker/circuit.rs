@@ -4,7 +4,7 @@
 //! record is adopted into the cache, then published to the closed and open paths.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Instant;
 
 use super::cache::RecordCache;
@@ -25,6 +25,17 @@ use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
 use crate::store::StateStore;
+
+/// The key a keyed circuit's key's circuit is of.
+pub(crate) struct KeyOf {
+    /// The key as the user named it.
+    pub(crate) key: Arc<str>,
+    /// The key's item id: the circuit the key reports to the fleet's counters as.
+    pub(crate) item: Arc<str>,
+    /// The store holding the key's item (not the key's view of it): with `item`, who
+    /// reports, the same for every circuit of the key this environment makes.
+    pub(crate) table: Weak<dyn StateStore>,
+}
 
 /// One circuit in this process: its config, its cached copy of the shared record, its
 /// counters and hooks. Public in name only, for [`super::permit::CircuitHandle`]: the module is private.
@@ -73,7 +84,7 @@ impl Circuit {
     /// this is (its store maps the name to the key's item).
     pub(super) fn new(
         name: Arc<str>,
-        key: Option<Arc<str>>,
+        key: Option<KeyOf>,
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
@@ -116,21 +127,29 @@ impl Circuit {
             backoff: config.recovery_backoff.clone(),
         };
         let metrics = CircuitMetrics::new(&name, &config);
+        let reporter = match &key {
+            Some(key) => Reporter {
+                environment: Arc::clone(&environment_id),
+                circuit: Arc::clone(&key.item),
+                store: Weak::clone(&key.table),
+            },
+            None => Reporter {
+                environment: Arc::clone(&environment_id),
+                circuit: Arc::clone(&name),
+                store: Arc::downgrade(&store),
+            },
+        };
         Self {
             counts: ClosedCounts::new(&config),
             reports: FleetReports::new(
                 config
                     .fleet_policy()
                     .filter(|_| store.keeps_fleet_counters()),
-                Reporter {
-                    environment: Arc::clone(&environment_id),
-                    circuit: Arc::clone(&name),
-                    store: Arc::downgrade(&store),
-                },
+                reporter,
             ),
             call_timeout_millis: config.call_timeout.map_or(0, millis),
             deadline_margin_millis: millis(config.deadline_margin()),
-            access: StoreAccess::new(store, name, key, &config),
+            access: StoreAccess::new(store, name, key.map(|key| key.key), &config),
             cache: Mutex::new(RecordCache::new(millis(config.local_cache_max_age))),
             environment_id,
             probe_owner,

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-use breaker_rules::TTL_GRACE_SECS;
+use breaker_rules::{MAX_FLEET_WINDOW_SECS, TTL_GRACE_SECS};
 
 use crate::config::{FleetPolicy, millis};
 use crate::environment::spread;
@@ -38,8 +38,13 @@ use crate::store::StateStore;
 
 /// Who reports: one environment's breakers of one circuit on one store, however many
 /// breaker values the process holds for it. They count as one reporter per window.
+///
+/// A keyed circuit's key reports as its own circuit: `circuit` is the key's item id (each
+/// key has counters of its own), and `store` the store holding the item, not the key's
+/// view of it, so a key's circuit evicted and made again still counts as the same reporter.
 pub(super) struct Reporter {
     pub(super) environment: Arc<str>,
+    /// The circuit's name, or a key's item id.
     pub(super) circuit: Arc<str>,
     /// Weak, so the registry keeps no store alive; it keeps the store's address from being
     /// reused while its entry exists, so the address identifies the store.
@@ -56,9 +61,35 @@ pub(super) enum Report {
     Epoch(SuspectReport),
 }
 
+/// A reporter's environment and circuit.
+type ReporterId = (Arc<str>, Arc<str>);
+
 /// The last fleet window each reporter reported in, process-wide.
-type Windows = HashMap<(Arc<str>, Arc<str>), (Weak<dyn StateStore>, u64)>;
+#[derive(Default)]
+struct Windows {
+    last: HashMap<ReporterId, (Weak<dyn StateStore>, u64)>,
+    /// At this many entries, those whose window is long past go (keys come and go).
+    prune_at: usize,
+}
+
 static LAST_WINDOWS: LazyLock<Mutex<Windows>> = LazyLock::new(Mutex::default);
+
+/// The fewest entries [`Windows`] prunes at.
+const PRUNE_AT_LEAST: usize = 1024;
+
+impl Windows {
+    /// Forgets the reporters whose last window or epoch is more than the longest fleet
+    /// window before `window` (no report can be in it any more), or whose store is gone;
+    /// the next prune comes when the entries left have doubled.
+    fn prune(&mut self, window: u64) {
+        let now = window & !EPOCH_MARK;
+        self.last.retain(|_, (store, last)| {
+            store.strong_count() > 0
+                && (*last & !EPOCH_MARK).saturating_add(2 * MAX_FLEET_WINDOW_SECS) >= now
+        });
+        self.prune_at = (self.last.len() * 2).max(PRUNE_AT_LEAST);
+    }
+}
 
 impl Reporter {
     /// Marks `window` as reported in; whether this is the reporter's first report in it.
@@ -68,14 +99,17 @@ impl Reporter {
         let same_store = |other: &Weak<dyn StateStore>| {
             other.as_ptr().cast::<()>() == self.store.as_ptr().cast::<()>()
         };
-        match windows.get_mut(&key) {
+        match windows.last.get_mut(&key) {
             Some((store, last)) if same_store(store) => {
                 let first = *last != window;
                 *last = window;
                 first
             }
             _ => {
-                windows.insert(key, (Weak::clone(&self.store), window));
+                if windows.last.len() >= windows.prune_at {
+                    windows.prune(window);
+                }
+                windows.last.insert(key, (Weak::clone(&self.store), window));
                 true
             }
         }
@@ -599,6 +633,30 @@ mod tests {
         );
         assert_eq!(new(&elsewhere, 100_600), 1, "another store counts apart");
         assert_eq!(new(&second, 110_000), 1, "a new window");
+    }
+
+    #[test]
+    fn pruning_forgets_reporters_of_windows_long_past_and_of_dropped_stores() {
+        let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let dropped: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
+        let mut windows = Windows::default();
+        let now = 1_000_000;
+        let long_past = now - 2 * MAX_FLEET_WINDOW_SECS - 1;
+        for (circuit, store, last) in [
+            ("recent", &store, now - 10),
+            ("recent-epoch", &store, (now + 10) | EPOCH_MARK),
+            ("long-past", &store, long_past),
+            ("dropped", &dropped, now - 10),
+        ] {
+            let key = (Arc::from("env"), Arc::from(circuit));
+            windows.last.insert(key, (Arc::downgrade(store), last));
+        }
+        drop(dropped);
+        windows.prune(now);
+        let mut left: Vec<_> = windows.last.keys().map(|(_, c)| c.to_string()).collect();
+        left.sort();
+        assert_eq!(left, ["recent", "recent-epoch"]);
+        assert_eq!(windows.prune_at, PRUNE_AT_LEAST);
     }
 
     #[test]

@@ -56,6 +56,7 @@ mod would_be;
 pub use admission::{fast_permit, request_permit, request_permit_blocking};
 pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, Stopped, guarded_call};
+pub(crate) use circuit::KeyOf;
 pub(crate) use hooks::Hooks;
 #[cfg(feature = "tower")]
 pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
@@ -131,7 +132,7 @@ impl CircuitBreaker {
     /// keyed circuit's index says so.
     pub(crate) fn for_key(
         name: Arc<str>,
-        key: Arc<str>,
+        key: KeyOf,
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
         closed_until: Option<u64>,

@@ -55,6 +55,11 @@ impl KeyStore {
         &self.encoded
     }
 
+    /// The key's item id.
+    pub(crate) fn item(&self) -> &str {
+        &self.item
+    }
+
     fn store(&self) -> &dyn StateStore {
         &**self.index.store()
     }

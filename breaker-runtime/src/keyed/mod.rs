@@ -15,7 +15,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use crate::breaker::{CircuitBreaker, Hooks};
+use crate::breaker::{CircuitBreaker, Hooks, KeyOf};
 use crate::config::CircuitBreakerConfig;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::CircuitTransition;
@@ -243,9 +243,14 @@ impl KeyedCircuitBreaker {
         let closed_until = inner.index.closed_until(store.encoded());
         let hooks = Arc::clone(&inner.hooks);
         let name = Arc::clone(inner.index.circuit());
+        let key = KeyOf {
+            key: key.into(),
+            item: store.item().into(),
+            table: Arc::downgrade(inner.index.store()),
+        };
         CircuitBreaker::for_key(
             Arc::clone(inner.index.circuit()),
-            key.into(),
+            key,
             Arc::new(store),
             inner.config.clone(),
             closed_until,

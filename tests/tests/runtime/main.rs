@@ -16,6 +16,7 @@ mod fleet_half_open;
 mod fleet_rules;
 mod freeze;
 mod keyed;
+mod keyed_fleet;
 mod model;
 mod one_process;
 mod policies;
