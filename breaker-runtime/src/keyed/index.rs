@@ -15,7 +15,8 @@ use crate::config::{CircuitBreakerConfig, millis};
 use crate::observe::KeyedMetrics;
 use crate::protocol::{CircuitRecord, CircuitState};
 use crate::store::{
-    KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreError, decode_key, key_item_id,
+    KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreError, decode_key,
+    key_item_id_encoded,
 };
 
 /// The cap on open keys unless the user sets one.
@@ -300,7 +301,7 @@ impl IndexCopy {
     /// all evicted or frozen): the key's item decides, read consistently: closed, it goes;
     /// else it is refreshed, so the next read does not check it again.
     async fn check_stale_entry(&self, encoded: &str, token: u64) {
-        let item = key_item_id(&self.circuit, &decode_key(encoded));
+        let item = key_item_id_encoded(&self.circuit, encoded);
         let Ok(record) = self.store.read_consistent(&item).await else {
             return;
         };

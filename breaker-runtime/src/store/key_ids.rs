@@ -43,10 +43,17 @@ const HASH_MARK: char = '~';
 /// assert_eq!(key_item_id("webhooks", ""), "webhooks#key=");
 /// ```
 pub fn key_item_id(circuit: &str, key: &str) -> String {
-    let mut id = String::with_capacity(circuit.len() + KEY_SEPARATOR.len() + MAX_KEY_BYTES);
+    key_item_id_encoded(circuit, &encode_key(key))
+}
+
+/// The id of the key item whose key encodes to `encoded` (an index entry's key): not
+/// [`key_item_id`] of its [`decode_key`], which for a hashed key is a display form that
+/// encodes to another id.
+pub(crate) fn key_item_id_encoded(circuit: &str, encoded: &str) -> String {
+    let mut id = String::with_capacity(circuit.len() + KEY_SEPARATOR.len() + encoded.len());
     id.push_str(circuit);
     id.push_str(KEY_SEPARATOR);
-    id.push_str(&encode_key(key));
+    id.push_str(encoded);
     id
 }
 

@@ -17,6 +17,7 @@ mod fleet_rules;
 mod freeze;
 mod keyed;
 mod keyed_fleet;
+mod keyed_index;
 mod model;
 mod one_process;
 mod policies;
