@@ -10,4 +10,6 @@
 pub use crate::log_line::{LOG_LEVEL, rfc3339_millis};
 pub use crate::protocol::OPENED_AT_UNTIL_RELEASED;
 #[cfg(feature = "dynamodb")]
-pub use crate::store::dynamodb::{Listing, OperatorReads, StoredCircuit, StoredKeyIndex};
+pub use crate::store::dynamodb::{
+    IndexProblem, Listing, OperatorReads, OperatorWrites, StoredCircuit, StoredKeyIndex,
+};

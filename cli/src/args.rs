@@ -99,6 +99,11 @@ pub(crate) enum Command {
     Close(CircuitArgs),
     /// End a circuit's override: back to normal operation.
     Release(CircuitArgs),
+    /// Set a keyed circuit's open-key count to the entries its index holds, after a hand edit.
+    ///
+    /// The count (`open_keys`, which the cap compares) drifts from the entries only when an
+    /// entry is added or deleted by hand; the write is conditional on the count as read.
+    Reconcile(ReconcileArgs),
     /// A live view, refreshed every `--interval`; changes are marked and logged.
     Watch(WatchArgs),
     /// The read and write units one circuit's item takes from a fleet, healthy and open,
@@ -128,6 +133,15 @@ pub(crate) struct ShowArgs {
     /// A keyed circuit's open keys: the keys its index names, each with its state.
     #[arg(long, conflicts_with = "key")]
     pub(crate) keys: bool,
+}
+
+/// `reconcile`: one keyed circuit.
+#[derive(Debug, Args)]
+pub(crate) struct ReconcileArgs {
+    /// The keyed circuit's name.
+    pub(crate) name: String,
+    #[command(flatten)]
+    pub(crate) output: Output,
 }
 
 #[derive(Debug, Args)]

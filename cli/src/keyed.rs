@@ -6,16 +6,21 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
 use breaker_runtime::store::{KeyIndexOutcome, KeyIndexWrite, StateStore as _};
-use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit, StoredKeyIndex};
+use breaker_runtime::unstable::{
+    OperatorReads as _, OperatorWrites as _, StoredCircuit, StoredKeyIndex,
+};
 use comfy_table::Table as TextTable;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::json;
 
-use crate::args::Output;
+use crate::args::{Output, ReconcileArgs};
 use crate::commands::now;
 use crate::table::Table;
 use crate::target::{KeyOf, Target};
 use crate::view::{self, Row};
+
+/// The index item's count of its entries.
+const OPEN_KEYS: &str = "open_keys";
 
 /// Adds and refreshes tried before giving up, when other writers keep changing the entry.
 const INDEX_ATTEMPTS: usize = 3;
@@ -173,10 +178,16 @@ fn to_json(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> serde_json::V
             })
         })
         .collect();
+    let malformed: Vec<_> = (index.malformed.iter())
+        .map(|m| json!({ "attribute": m.attribute, "problem": m.problem, "unreadable": m.unreadable }))
+        .collect();
     json!({
         "name": index.circuit,
         "keyed": true,
         "open_keys": index.open_keys,
+        "entries": index.entry_attributes,
+        "malformed": malformed,
+        "warnings": view::index_warnings(index),
         "expiration": index.expiration,
         "keys": keys,
     })
@@ -192,8 +203,11 @@ fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
         "index ttl",
         view::ttl(index.expiration, now),
     );
+    let warnings: String = (view::index_warnings(index).iter())
+        .map(|warning| format!("\nwarning: {warning}"))
+        .collect();
     if keys.is_empty() {
-        return format!("{head}\nno key is named in its index");
+        return format!("{head}\nno key is named in its index{warnings}");
     }
     let mut table = TextTable::new();
     table.load_style(UTF8_FULL_CONDENSED);
@@ -216,5 +230,54 @@ fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
             format!("{} ago", view::span(now.saturating_sub(indexed_secs))),
         ]);
     }
-    format!("{head}\n{table}")
+    format!("{head}\n{table}{warnings}")
+}
+
+/// `breaker reconcile NAME`: sets the index's count to its entries, if it disagrees and
+/// nobody changed the count since it was read.
+pub(crate) async fn reconcile(table: &Table, args: &ReconcileArgs) -> anyhow::Result<()> {
+    let name = &args.name;
+    let Some(index) = table.store.inspect_key_index(name).await? else {
+        bail!(
+            "no key index for '{}' in table '{}' (breaker list shows every circuit)",
+            view::printable(name),
+            table.store.table_name()
+        );
+    };
+    if let Some(problem) = index.malformed.iter().find(|p| p.attribute == OPEN_KEYS) {
+        bail!(
+            "the index of '{}' has no count to reconcile ({}); nothing was written: set \
+             open_keys to {} by hand",
+            view::printable(name),
+            view::printable(&problem.problem),
+            index.entry_attributes
+        );
+    }
+    let (seen, entries) = (index.open_keys, index.entry_attributes);
+    let summary = json!({ "name": name, "open_keys_before": seen, "open_keys": entries });
+    if seen == entries {
+        match args.output.json {
+            true => println!("{summary:#}"),
+            false => println!(
+                "{}: open_keys {seen} matches its {entries} entries; nothing to do",
+                view::printable(name)
+            ),
+        }
+        return Ok(());
+    }
+    if !table.store.reconcile_key_index(name, seen, entries).await? {
+        bail!(
+            "the index of '{}' changed while reconciling (a key was added or removed); \
+             nothing was written, run the command again",
+            view::printable(name)
+        );
+    }
+    match args.output.json {
+        true => println!("{summary:#}"),
+        false => println!(
+            "{}: open_keys {seen} -> {entries} (the index's entries)",
+            view::printable(name)
+        ),
+    }
+    Ok(())
 }

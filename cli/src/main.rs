@@ -10,6 +10,7 @@
 //! breaker close payment-backend                       # closed now
 //! breaker open webhooks --key shop-17 --for 10m       # one key of a keyed circuit
 //! breaker show webhooks --keys                        # a keyed circuit's open keys
+//! breaker reconcile webhooks                          # its open_keys count = its entries
 //! breaker watch                                       # live view during an incident
 //! breaker capacity --envs 10000 --calls-per-second 100000   # the item's load and cost
 //! ```
@@ -75,6 +76,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Close(circuit) => commands::close(&table, circuit).await,
         Command::Shadow(args) => commands::set_override(&table, OverrideKind::Shadow, args).await,
         Command::Release(circuit) => commands::release(&table, circuit).await,
+        Command::Reconcile(args) => keyed::reconcile(&table, args).await,
         Command::Watch(args) => watch::run(&table, args).await,
         Command::Capacity(_) => unreachable!("answered without a table"),
     };

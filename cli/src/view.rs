@@ -163,17 +163,62 @@ pub(crate) fn table(rows: &[Row<'_>], now: u64, marked: Option<&[String]>) -> St
     }
     let mut text = table.to_string();
     for row in rows {
-        if let Row::Circuit { circuit, .. } = row
-            && let Err(problem) = &circuit.record
-        {
-            text.push_str(&format!(
-                "\nwarning: {}: {}",
-                row.label(),
-                printable(problem)
-            ));
+        match row {
+            Row::Circuit { circuit, .. } => {
+                if let Err(problem) = &circuit.record {
+                    text.push_str(&format!(
+                        "\nwarning: {}: {}",
+                        row.label(),
+                        printable(problem)
+                    ));
+                }
+            }
+            Row::Keyed(index) => {
+                for warning in index_warnings(index) {
+                    text.push_str(&format!("\nwarning: {}: {warning}", row.label()));
+                }
+            }
         }
     }
     text
+}
+
+/// What is wrong with a keyed circuit's index, and what an operator can do: attributes the
+/// breaker does not write, and a count that disagrees with the entries.
+pub(crate) fn index_warnings(index: &StoredKeyIndex) -> Vec<String> {
+    let mut warnings = Vec::new();
+    for problem in &index.malformed {
+        let effect = match problem.unreadable {
+            true => {
+                "; the breaker cannot read this index: every read of its keys fails (each \
+                 key keeps what its environment last believed, and a trip opens in that \
+                 environment only) until the attribute is fixed or removed"
+            }
+            false => "; it counts against the cap: remove it, then run breaker reconcile",
+        };
+        warnings.push(format!("{}{effect}", printable(&problem.problem)));
+    }
+    let (count, entries) = (index.open_keys, index.entry_attributes);
+    if count != entries && !index.malformed.iter().any(|p| p.attribute == "open_keys") {
+        let effect = match count > entries {
+            true => format!(
+                "the cap counts {} more key(s) than the index names, and no close gives \
+                 those slots back",
+                count - entries
+            ),
+            false => format!(
+                "the cap counts {} fewer key(s) than the index names, so as many more may open",
+                entries - count
+            ),
+        };
+        warnings.push(format!(
+            "open_keys is {count} but the index has {entries} entries: {effect} (an entry \
+             added or deleted by hand?); breaker reconcile {} sets the count to the entries",
+            Target::new(&index.circuit, None)
+                .map_or_else(|_| printable(&index.circuit), |t| t.args())
+        ));
+    }
+    warnings
 }
 
 /// One circuit (or one key's circuit) in full, one field a line.

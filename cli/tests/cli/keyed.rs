@@ -7,6 +7,7 @@ use std::sync::Arc;
 use aws_sdk_dynamodb::types::AttributeValue;
 use breaker_runtime::store::{StateStore, key_index_id, key_item_id};
 use breaker_runtime::testing::ManualClock;
+use breaker_runtime::unstable::OperatorWrites as _;
 use devstack::circuits::keyed::{environment, succeed, trip};
 use devstack::wall_clock::unix_secs;
 
@@ -469,4 +470,91 @@ async fn a_hashed_key_is_shown_by_its_item_id_which_commands_take_back() {
     table.breaker(&["close", &listed]).await.ok();
     let item = table.raw(&id).await.expect("the key's item");
     assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"));
+}
+
+#[tokio::test]
+async fn show_keys_reports_malformed_entries_and_a_count_that_disagrees() {
+    let table = Table::new().await;
+    table.trip(&key_item_id("webhooks", "shop-17"), 5).await;
+    let now_ms = unix_secs() * 1000;
+    table
+        .put_raw(
+            &key_index_id("webhooks"),
+            &[
+                ("key_index", AttributeValue::N("1".into())),
+                ("open_keys", AttributeValue::N("5".into())),
+                ("k:shop-17", AttributeValue::N(format!("{now_ms}123"))),
+                ("k:shop-18", AttributeValue::S("soon".into())),
+                ("k:a#b", AttributeValue::N(format!("{now_ms}123"))),
+            ],
+        )
+        .await;
+
+    let text = table
+        .breaker(&["show", "webhooks", "--keys"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(text.contains("shop-17") && text.contains("OPEN"), "{text}");
+    for words in [
+        "'k:shop-18' is not a number (N)",
+        "'k:a#b'",
+        "the breaker cannot read this index",
+        "open_keys is 5 but the index has 3 entries",
+        "breaker reconcile webhooks",
+    ] {
+        assert!(text.contains(words), "{words:?} missing from\n{text}");
+    }
+    let json = table
+        .breaker(&["show", "webhooks", "--keys", "--json"])
+        .await
+        .json();
+    assert_eq!(json["open_keys"], 5);
+    assert_eq!(json["entries"], 3);
+    let malformed = json["malformed"].as_array().expect("malformed entries");
+    let attributes: Vec<_> = malformed.iter().map(|m| m["attribute"].as_str()).collect();
+    assert_eq!(attributes, [Some("k:a#b"), Some("k:shop-18")], "{json:#}");
+    // `list` says so too, under its table.
+    let listed = table.breaker(&["list"]).await.ok().to_owned();
+    assert!(
+        listed.contains("warning: webhooks: open_keys is 5 but the index has 3 entries"),
+        "{listed}"
+    );
+}
+
+#[tokio::test]
+async fn reconcile_sets_open_keys_to_the_entries_counted_if_unchanged() {
+    let table = Table::new().await;
+    let id = key_index_id("webhooks");
+    // An entry deleted by hand: the count keeps a slot nobody holds.
+    index(&table, "webhooks", &["shop-17", "shop-18"]).await;
+    let mut item = table.raw(&id).await.expect("the index");
+    item.remove("k:shop-18");
+    let attributes: Vec<(&str, AttributeValue)> = item
+        .iter()
+        .filter(|(name, _)| name.as_str() != "id")
+        .map(|(name, value)| (name.as_str(), value.clone()))
+        .collect();
+    table.put_raw(&id, &attributes).await;
+
+    // A count that changed since it was read is left alone.
+    let stale = table.store.reconcile_key_index("webhooks", 7, 1).await;
+    assert_eq!(stale, Ok(false));
+    assert_eq!(
+        n(&table.raw(&id).await.expect("the index"), "open_keys"),
+        Some(2)
+    );
+
+    let run = table.breaker(&["reconcile", "webhooks"]).await;
+    assert!(run.ok().contains("open_keys 2 -> 1"), "{run:?}");
+    let after = table.raw(&id).await.expect("the index");
+    assert_eq!(n(&after, "open_keys"), Some(1));
+    assert!(after.contains_key("k:shop-17"));
+    // Agreeing already: nothing to do, nothing written.
+    let again = table.breaker(&["reconcile", "webhooks"]).await;
+    assert!(again.ok().contains("nothing to do"), "{again:?}");
+    table
+        .breaker(&["reconcile", "ledger"])
+        .await
+        .failed(1, "no key index for 'ledger'");
 }

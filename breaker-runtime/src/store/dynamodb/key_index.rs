@@ -208,7 +208,7 @@ fn decode_index(item: &Item) -> Result<KeyIndex, String> {
 
 /// The `open_keys` count: a non-negative number that fits (concurrent removes of entries
 /// gone already could take it below 0 only if a store broke the conditions).
-fn count(attribute: &str, value: &AttributeValue) -> Result<u32, String> {
+pub(super) fn count(attribute: &str, value: &AttributeValue) -> Result<u32, String> {
     let AttributeValue::N(number) = value else {
         return Err(format!("attribute '{attribute}' is not a number (N)"));
     };
@@ -218,7 +218,7 @@ fn count(attribute: &str, value: &AttributeValue) -> Result<u32, String> {
 }
 
 /// An entry's token: a non-negative integer.
-fn token(attribute: &str, value: &AttributeValue) -> Result<u64, String> {
+pub(super) fn token(attribute: &str, value: &AttributeValue) -> Result<u64, String> {
     let AttributeValue::N(number) = value else {
         return Err(format!("attribute '{attribute}' is not a number (N)"));
     };

@@ -7,9 +7,9 @@ use std::future::Future;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::Item;
-use super::key_index::{ENTRY_PREFIX, KEY_INDEX, OPEN_KEYS};
+use super::key_index::{ENTRY_PREFIX, KEY_INDEX, OPEN_KEYS, count, token};
 use super::report::is_report_item;
-use super::{DynamoDbStore, Shared};
+use super::{DynamoDbStore, Shared, update_failed};
 use crate::protocol::CircuitRecord;
 use crate::store::StoreError;
 
@@ -58,10 +58,32 @@ pub struct StoredKeyIndex {
     /// The item's count of its entries (`open_keys`), which the cap is checked against.
     pub open_keys: u64,
     /// Each entry: the encoded key (decode it with [`decode_key`](crate::store::decode_key))
-    /// and when it was written (unix milliseconds, from its token), sorted by key.
+    /// and when it was written (unix milliseconds, from its token), sorted by key. Entries
+    /// listed in `malformed` are not among them.
     pub entries: Vec<(String, u64)>,
+    /// The attributes that are not what the breaker writes (an entry or the count edited
+    /// by hand), sorted by attribute: `open_keys` reads as 0 when it is one of them.
+    pub malformed: Vec<IndexProblem>,
+    /// How many entry attributes (`k:...`) the item holds, malformed ones included: what
+    /// `open_keys` should equal.
+    pub entry_attributes: u64,
     /// The TTL attribute (unix seconds); `None`: the item does not expire.
     pub expiration: Option<u64>,
+}
+
+/// An attribute of an index item that is not what the breaker writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct IndexProblem {
+    /// The attribute's name (`k:...` or `open_keys`).
+    pub attribute: String,
+    /// What is wrong with it.
+    pub problem: String,
+    /// Whether the breaker fails to read the whole index because of it (then every key's
+    /// read fails, and the keys keep what their environments last believed); `false`: an
+    /// entry whose key part no key encodes to, which the breaker reads and counts but
+    /// which names no key's item.
+    pub unreadable: bool,
 }
 
 /// Every item of a table an operator lists: the circuits (plain circuits and keyed
@@ -141,6 +163,64 @@ pub trait OperatorReads {
         &self,
         circuit: &str,
     ) -> impl Future<Output = Result<Option<StoredCircuit>, StoreError>> + Send;
+}
+
+/// The one repair an operator makes of a [`DynamoDbStore`] that the breaker never makes:
+/// the `breaker` CLI's.
+pub trait OperatorWrites {
+    /// Sets the `open_keys` count of `circuit`'s index to `entries` if it still is `seen`
+    /// (one conditional `UpdateItem`); `false` if it is not (or the index is gone). The
+    /// count drifts from the entries only by hand edits: every add and remove changes both
+    /// by one, so a count still at `seen` still differs from the entries as read.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+    /// use breaker_runtime::unstable::{OperatorReads as _, OperatorWrites as _};
+    /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+    /// if let Some(index) = store.inspect_key_index("webhooks").await? {
+    ///     store.reconcile_key_index("webhooks", index.open_keys, index.entry_attributes).await?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    fn reconcile_key_index(
+        &self,
+        circuit: &str,
+        seen: u64,
+        entries: u64,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send;
+}
+
+impl OperatorWrites for DynamoDbStore {
+    async fn reconcile_key_index(
+        &self,
+        circuit: &str,
+        seen: u64,
+        entries: u64,
+    ) -> Result<bool, StoreError> {
+        let shared = &self.shared;
+        let id = crate::store::key_index_id(circuit);
+        let sent = shared
+            .client()
+            .await
+            .update_item()
+            .table_name(&shared.table)
+            .set_key(Some(shared.names.key(&id)))
+            .update_expression("SET #n = :entries")
+            .condition_expression("attribute_exists(#ki) AND #n = :seen")
+            .expression_attribute_names("#n", OPEN_KEYS)
+            .expression_attribute_names("#ki", KEY_INDEX)
+            .expression_attribute_values(":entries", AttributeValue::N(entries.to_string()))
+            .expression_attribute_values(":seen", AttributeValue::N(seen.to_string()))
+            .send()
+            .await;
+        match sent {
+            Ok(_) => Ok(true),
+            Err(error) => match error.as_service_error().and_then(update_failed) {
+                Some(_) => Ok(false),
+                None => Err(shared.error("UpdateItem", &error)),
+            },
+        }
+    }
 }
 
 impl OperatorReads for DynamoDbStore {
@@ -262,21 +342,51 @@ impl Shared {
     fn stored_index(&self, item: &Item) -> Option<StoredKeyIndex> {
         let name = self.name_of(item)?;
         let circuit = name.strip_suffix(INDEX_SUFFIX).unwrap_or(name).to_owned();
-        let mut entries: Vec<(String, u64)> = item
-            .iter()
-            .filter_map(|(attribute, value)| {
-                let key = attribute.strip_prefix(ENTRY_PREFIX)?;
-                let token: u64 = value.as_n().ok()?.parse().ok()?;
-                // A token is the write's unix milliseconds × 1000 plus a random part.
-                Some((key.to_owned(), token / 1000))
-            })
-            .collect();
-        entries.sort();
-        Some(StoredKeyIndex {
+        let mut index = StoredKeyIndex {
             circuit,
-            open_keys: number(item, OPEN_KEYS).unwrap_or(0),
-            entries,
+            open_keys: 0,
+            entries: Vec::new(),
+            malformed: Vec::new(),
+            entry_attributes: 0,
             expiration: number(item, &self.names.expiry),
-        })
+        };
+        if let Some(value) = item.get(OPEN_KEYS) {
+            match count(OPEN_KEYS, value) {
+                Ok(count) => index.open_keys = count.into(),
+                Err(problem) => index.malformed.push(IndexProblem {
+                    attribute: OPEN_KEYS.to_owned(),
+                    problem,
+                    unreadable: true,
+                }),
+            }
+        }
+        for (attribute, value) in item {
+            let Some(key) = attribute.strip_prefix(ENTRY_PREFIX) else {
+                continue;
+            };
+            index.entry_attributes += 1;
+            let problem = |problem: String, unreadable| IndexProblem {
+                attribute: attribute.clone(),
+                problem,
+                unreadable,
+            };
+            match token(attribute, value) {
+                Err(why) => index.malformed.push(problem(why, true)),
+                // The breaker reads it, but it names no key's item.
+                Ok(_) if crate::store::split_key_item_id(&format!("c#key={key}")).is_none() => {
+                    index.malformed.push(problem(
+                        format!("attribute '{attribute}' names no key: no key encodes to '{key}'"),
+                        false,
+                    ));
+                }
+                // A token is the write's unix milliseconds × 1000 plus a random part.
+                Ok(token) => index.entries.push((key.to_owned(), token / 1000)),
+            }
+        }
+        index.entries.sort();
+        index
+            .malformed
+            .sort_by(|a, b| a.attribute.cmp(&b.attribute));
+        Some(index)
     }
 }

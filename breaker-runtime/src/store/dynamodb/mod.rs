@@ -40,7 +40,9 @@ pub use builder::DynamoDbStoreBuilder;
 use client::ClientSource;
 use conditions::Expression;
 use item::{AttributeNames, Item};
-pub use listing::{Listing, OperatorReads, StoredCircuit, StoredKeyIndex};
+pub use listing::{
+    IndexProblem, Listing, OperatorReads, OperatorWrites, StoredCircuit, StoredKeyIndex,
+};
 
 /// The fleet-wide store: one item per circuit in a DynamoDB table, in the layout of
 /// Powertools for AWS Lambda (Python), so Python and Rust functions can share a circuit.
