@@ -188,20 +188,18 @@ fn to_json(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> serde_json::V
         "entries": index.entry_attributes,
         "malformed": malformed,
         "warnings": view::index_warnings(index),
-        "expiration": index.expiration,
         "keys": keys,
     })
 }
 
 fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
+    // No TTL line: the index keeps none (one an older version set is a warning).
     let head = format!(
-        "{:<13}{}\n{:<13}{}\n{:<13}{}",
+        "{:<13}{}\n{:<13}{}",
         "circuit",
         view::printable(&index.circuit),
         "state",
         view::keyed_state(index),
-        "index ttl",
-        view::ttl(index.expiration, now),
     );
     let warnings: String = (view::index_warnings(index).iter())
         .map(|warning| format!("\nwarning: {warning}"))

@@ -88,7 +88,6 @@ impl<'a> Row<'a> {
                 "open_keys": index.open_keys,
                 "keys": index.entries.iter().map(|(encoded, _)| Target::of_entry(&index.circuit, encoded).key.and_then(|k| k.key)).collect::<Vec<_>>(),
                 "ids": index.entries.iter().map(|(encoded, _)| Target::of_entry(&index.circuit, encoded).id).collect::<Vec<_>>(),
-                "expiration": index.expiration,
             }),
         }
     }
@@ -149,6 +148,7 @@ pub(crate) fn table(rows: &[Row<'_>], now: u64, marked: Option<&[String]>) -> St
         });
         let (record, expiration) = match row {
             Row::Circuit { circuit, .. } => (circuit.record.as_ref().ok(), circuit.expiration),
+            // The index keeps no TTL; one an older version set is shown with a warning.
             Row::Keyed(index) => (None, index.expiration),
         };
         table.add_row(mark.into_iter().chain([
@@ -187,6 +187,14 @@ pub(crate) fn table(rows: &[Row<'_>], now: u64, marked: Option<&[String]>) -> St
 /// breaker does not write, and a count that disagrees with the entries.
 pub(crate) fn index_warnings(index: &StoredKeyIndex) -> Vec<String> {
     let mut warnings = Vec::new();
+    if let Some(at) = index.expiration {
+        warnings.push(format!(
+            "the index has a TTL ({}), left by an older version: DynamoDB would delete the \
+             item and unname every key it names, open ones too; the next write to the index \
+             (a key's trip or close, an override of a key, breaker reconcile) removes it",
+            timestamp(at)
+        ));
+    }
     for problem in &index.malformed {
         let effect = match problem.unreadable {
             true => {

@@ -16,7 +16,8 @@ use crate::support::{Table, n, s};
 /// A key holding every character the encoding escapes.
 const ODD_KEY: &str = "shop#17 %~";
 
-/// Writes `circuit`'s index naming `keys` as a breaker's adds would (docs/dynamodb.md).
+/// Writes `circuit`'s index naming `keys` as a breaker's adds would (docs/dynamodb.md): no
+/// TTL.
 async fn index(table: &Table, circuit: &str, keys: &[&str]) {
     let now_ms = unix_secs() * 1000;
     let names: Vec<String> = keys
@@ -29,10 +30,6 @@ async fn index(table: &Table, circuit: &str, keys: &[&str]) {
     let mut attributes = vec![
         ("key_index", AttributeValue::N("1".into())),
         ("open_keys", AttributeValue::N(keys.len().to_string())),
-        (
-            "expiration",
-            AttributeValue::N((unix_secs() + 3_600).to_string()),
-        ),
     ];
     for name in &names {
         attributes.push((name.as_str(), AttributeValue::N(format!("{}123", now_ms))));
@@ -530,6 +527,11 @@ async fn reconcile_sets_open_keys_to_the_entries_counted_if_unchanged() {
     index(&table, "webhooks", &["shop-17", "shop-18"]).await;
     let mut item = table.raw(&id).await.expect("the index");
     item.remove("k:shop-18");
+    // And a TTL an older version set: a write to the index takes it off.
+    item.insert(
+        "expiration".into(),
+        AttributeValue::N((unix_secs() + 3_600).to_string()),
+    );
     let attributes: Vec<(&str, AttributeValue)> = item
         .iter()
         .filter(|(name, _)| name.as_str() != "id")
@@ -550,6 +552,7 @@ async fn reconcile_sets_open_keys_to_the_entries_counted_if_unchanged() {
     let after = table.raw(&id).await.expect("the index");
     assert_eq!(n(&after, "open_keys"), Some(1));
     assert!(after.contains_key("k:shop-17"));
+    assert_eq!(n(&after, "expiration"), None, "{after:?}");
     // Agreeing already: nothing to do, nothing written.
     let again = table.breaker(&["reconcile", "webhooks"]).await;
     assert!(again.ok().contains("nothing to do"), "{again:?}");
@@ -557,4 +560,51 @@ async fn reconcile_sets_open_keys_to_the_entries_counted_if_unchanged() {
         .breaker(&["reconcile", "ledger"])
         .await
         .failed(1, "no key index for 'ledger'");
+}
+
+#[tokio::test]
+async fn the_index_shows_no_ttl_and_one_left_by_an_older_version_is_a_warning() {
+    let table = Table::new().await;
+    table.trip(&key_item_id("webhooks", "shop-17"), 5).await;
+    index(&table, "webhooks", &["shop-17"]).await;
+    let text = table
+        .breaker(&["show", "webhooks", "--keys"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(!text.contains("ttl") && !text.contains("warning"), "{text}");
+    let json = table
+        .breaker(&["show", "webhooks", "--keys", "--json"])
+        .await
+        .json();
+    assert!(json.get("expiration").is_none(), "{json:#}");
+    let listed = table.breaker(&["list", "--json"]).await.json();
+    assert!(listed[0].get("expiration").is_none(), "{listed:#}");
+
+    // An index an older version wrote, with a TTL: DynamoDB would delete it, unnaming keys.
+    let id = key_index_id("webhooks");
+    let mut item = table.raw(&id).await.expect("the index");
+    item.insert(
+        "expiration".into(),
+        AttributeValue::N((unix_secs() + 3_600).to_string()),
+    );
+    let attributes: Vec<(&str, AttributeValue)> = (item.iter())
+        .filter(|(name, _)| name.as_str() != "id")
+        .map(|(name, value)| (name.as_str(), value.clone()))
+        .collect();
+    table.put_raw(&id, &attributes).await;
+    let text = table
+        .breaker(&["show", "webhooks", "--keys"])
+        .await
+        .ok()
+        .to_owned();
+    assert!(
+        text.contains("warning: the index has a TTL") && text.contains("next write"),
+        "{text}"
+    );
+    let listed = table.breaker(&["list"]).await.ok().to_owned();
+    assert!(
+        listed.contains("warning: webhooks: the index has a TTL"),
+        "{listed}"
+    );
 }

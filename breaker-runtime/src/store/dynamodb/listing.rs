@@ -67,7 +67,8 @@ pub struct StoredKeyIndex {
     /// How many entry attributes (`k:...`) the item holds, malformed ones included: what
     /// `open_keys` should equal.
     pub entry_attributes: u64,
-    /// The TTL attribute (unix seconds); `None`: the item does not expire.
+    /// The TTL attribute (unix seconds): `None`, as the breaker writes the index; one an
+    /// older version set (the next write to the index removes it).
     pub expiration: Option<u64>,
 }
 
@@ -169,7 +170,8 @@ pub trait OperatorReads {
 /// the `breaker` CLI's.
 pub trait OperatorWrites {
     /// Sets the `open_keys` count of `circuit`'s index to `entries` if it still is `seen`
-    /// (one conditional `UpdateItem`); `false` if it is not (or the index is gone). The
+    /// (one conditional `UpdateItem`, which also removes a TTL an older version set);
+    /// `false` if it is not (or the index is gone). The
     /// count drifts from the entries only by hand edits: every add and remove changes both
     /// by one, so a count still at `seen` still differs from the entries as read.
     ///
@@ -205,10 +207,12 @@ impl OperatorWrites for DynamoDbStore {
             .update_item()
             .table_name(&shared.table)
             .set_key(Some(shared.names.key(&id)))
-            .update_expression("SET #n = :entries")
+            // The index keeps no TTL: one an older version set goes with any write.
+            .update_expression("SET #n = :entries REMOVE #e")
             .condition_expression("attribute_exists(#ki) AND #n = :seen")
             .expression_attribute_names("#n", OPEN_KEYS)
             .expression_attribute_names("#ki", KEY_INDEX)
+            .expression_attribute_names("#e", &shared.names.expiry)
             .expression_attribute_values(":entries", AttributeValue::N(entries.to_string()))
             .expression_attribute_values(":seen", AttributeValue::N(seen.to_string()))
             .send()
