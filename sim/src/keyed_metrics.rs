@@ -44,6 +44,7 @@ pub struct KeyedMetrics {
     item_writes: u64,
     report_writes: u64,
     throttled: u64,
+    index_throttled: u64,
     plain_circuit_opened: bool,
     /// Write attempts per fleet window.
     windows: Vec<u64>,
@@ -101,6 +102,8 @@ pub struct KeyedSummary {
     pub max_writes_per_window: u64,
     /// Throttled attempts, every item.
     pub throttled: u64,
+    /// Of them, index writes.
+    pub index_throttled: u64,
     /// The index's largest size, bytes.
     pub max_index_bytes: usize,
     /// The most key items OPEN or HALF_OPEN at one instant.
@@ -136,6 +139,7 @@ impl KeyedMetrics {
             item_writes: 0,
             report_writes: 0,
             throttled: 0,
+            index_throttled: 0,
             plain_circuit_opened: false,
             windows: vec![0; scenario.duration_ms.div_ceil(WINDOW_MS) as usize],
             reads_per_second: vec![(0, 0); scenario.duration_ms.div_ceil(1000) as usize],
@@ -179,6 +183,7 @@ impl KeyedMetrics {
             }
             RequestKind::IndexAdd | RequestKind::IndexRefresh | RequestKind::IndexRemove => {
                 self.index_writes += attempts;
+                self.index_throttled += u64::from(r.cost.throttled_attempts);
             }
             RequestKind::Report => self.report_writes += attempts,
             RequestKind::Trip => {
@@ -245,6 +250,7 @@ impl KeyedMetrics {
             report_writes: self.report_writes,
             max_writes_per_window: self.windows.iter().copied().max().unwrap_or(0),
             throttled: self.throttled,
+            index_throttled: self.index_throttled,
             max_index_bytes: census.max_index_bytes,
             max_open_keys: census.max_open_key_items,
             max_index_open_keys: census.max_index_open_keys,

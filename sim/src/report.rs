@@ -266,16 +266,24 @@ pub fn keyed_rows(s: &KeyedSummary) -> Vec<(&'static str, String)> {
             "max writes per 10 s window",
             thousands(s.max_writes_per_window),
         ),
-        ("throttled attempts", thousands(s.throttled)),
+        (
+            "throttled attempts (index writes)",
+            format!(
+                "{} ({})",
+                thousands(s.throttled),
+                thousands(s.index_throttled)
+            ),
+        ),
         (
             "index's largest size",
             format!("{} B", thousands(s.max_index_bytes as u64)),
         ),
         (
-            "most keys open at once / cap",
+            "most keys open at once / named by the index / cap",
             format!(
-                "{} / {}",
+                "{} / {} / {}",
                 thousands(u64::from(s.max_open_keys)),
+                thousands(u64::from(s.max_index_open_keys)),
                 thousands(u64::from(s.cap))
             ),
         ),
