@@ -48,5 +48,9 @@ async fn a_stale_entry_of_a_long_key_still_open_is_refreshed_not_removed() {
     );
     let item = store.read(&key_item_id("webhooks", &long)).await;
     let state = item.expect("read").map(|record| record.state);
-    assert_eq!(state, Some(CircuitState::Open), "the entry names an open key");
+    assert_eq!(
+        state,
+        Some(CircuitState::Open),
+        "the entry names an open key"
+    );
 }
