@@ -108,10 +108,7 @@ pub(crate) async fn set_override(
     };
     if let Some(key) = &target.key {
         // Named first: an override the index does not name is one the fleet never reads.
-        let index_expiration = expiration
-            .unwrap_or(0)
-            .max(now.saturating_add(TTL_AFTER_OPERATOR_WRITE));
-        keyed::name_in_index(table, key, index_expiration).await?;
+        keyed::name_in_index(table, key).await?;
     }
     write(table, &target, &transition).await?;
     let after = existing(table, &target).await?;

@@ -59,25 +59,19 @@ pub(crate) async fn refuse_whole_circuit(
 /// Names `key` in its circuit's index (an add, or a refresh of its entry if it has one),
 /// without the cap: an operator's override of a key must reach every environment, and
 /// environments read only the keys the index names. Never removes an entry: a reader does
-/// once the key reads closed again. `expiration`: the index's TTL from this write.
-pub(crate) async fn name_in_index(
-    table: &Table,
-    key: &KeyOf,
-    expiration: u64,
-) -> anyhow::Result<()> {
+/// once the key reads closed again. The index keeps no TTL (the store takes one off).
+pub(crate) async fn name_in_index(table: &Table, key: &KeyOf) -> anyhow::Result<()> {
     for _ in 0..INDEX_ATTEMPTS {
         let add = KeyIndexWrite::Add {
             key: key.encoded.clone(),
             token: token(),
             cap: None,
-            expiration,
         };
         let refresh = match table.store.apply_key_index(&key.circuit, &add).await? {
             KeyIndexOutcome::Won => return Ok(()),
             KeyIndexOutcome::Exists(_) => KeyIndexWrite::Refresh {
                 key: key.encoded.clone(),
                 token: token(),
-                expiration,
             },
             other => bail!(
                 "the index of '{}' answered {other:?} to an add without a cap",

@@ -26,11 +26,6 @@ pub(crate) const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
 /// the index is read: its key's item is read, and the entry removed or refreshed.
 const STALE_ENTRY_MILLIS: u64 = 3_600_000;
 
-/// The index item's TTL after a write (on top of the longest recovery wait): an hour past
-/// the stale age, so the refresh of a stale entry (any environment's next index read)
-/// comes long before the TTL could remove entries of keys still open.
-const INDEX_TTL_SECS: u64 = 7_200;
-
 /// At most one WARN log of the cap per this long per environment (the rest at DEBUG).
 const WARN_INTERVAL_MILLIS: u64 = 10_000;
 
@@ -105,8 +100,6 @@ pub(crate) struct IndexCopy {
     /// An entry older than this is checked on an index read.
     stale_entry_millis: u64,
     error_backoff_millis: u64,
-    /// The index item's TTL after each write, in seconds from now.
-    ttl_secs: u64,
     cap: AtomicU32,
     metrics: KeyedMetrics,
     /// When (unix millis) the cap was last logged at WARN; 0: never.
@@ -147,7 +140,6 @@ impl IndexCopy {
             grace_millis: grace_millis(config),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
             error_backoff_millis: millis(config.store_error_backoff),
-            ttl_secs: INDEX_TTL_SECS + longest_wait.as_secs(),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
             last_warning: AtomicU64::new(0),
             refused_since_warning: AtomicU64::new(0),
@@ -310,12 +302,10 @@ impl IndexCopy {
             false => KeyIndexWrite::Remove {
                 key: encoded.to_owned(),
                 token,
-                expiration: self.expiration(now),
             },
             true => KeyIndexWrite::Refresh {
                 key: encoded.to_owned(),
                 token: new_token(now),
-                expiration: self.expiration(now),
             },
         };
         let _ = self.write(&write, now).await;
@@ -348,13 +338,11 @@ impl IndexCopy {
                 true => KeyIndexWrite::Refresh {
                     key: encoded.to_owned(),
                     token: new_token(now),
-                    expiration: self.expiration(now),
                 },
                 false => KeyIndexWrite::Add {
                     key: encoded.to_owned(),
                     token: new_token(now),
                     cap: Some(self.cap()),
-                    expiration: self.expiration(now),
                 },
             };
             match self.write(&write, now).await? {
@@ -460,7 +448,6 @@ impl IndexCopy {
         let remove = KeyIndexWrite::Remove {
             key: encoded.to_owned(),
             token,
-            expiration: self.expiration(now),
         };
         let _ = self.write(&remove, now).await;
     }
@@ -497,11 +484,6 @@ impl IndexCopy {
             _ => {}
         }
         Ok(outcome)
-    }
-
-    /// The index item's TTL after a write at `now` (unix millis), in unix seconds.
-    fn expiration(&self, now: u64) -> u64 {
-        (now / 1000).saturating_add(self.ttl_secs)
     }
 }
 

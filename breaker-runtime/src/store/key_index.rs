@@ -53,18 +53,21 @@ impl KeyIndex {
 
 /// One conditional write to a keyed circuit's index (`{circuit}#keys`).
 ///
-/// Each write also sets the index's TTL (`expiration`, unix seconds). `#[non_exhaustive]`:
-/// later versions may add writes; a store applies them with [`apply`](Self::apply) or as
+/// The index item has no TTL: it is one small item per circuit, and a deletion by TTL
+/// would unname keys still open or under an operator's override; its entries go by the
+/// removals and the stale-entry checks of the environments reading it. A store takes a TTL
+/// attribute off the item at each write (one written by older versions).
+/// `#[non_exhaustive]`: later versions may add writes; a store applies them with [`apply`](Self::apply) or as
 /// the same conditions in its own words (docs/dynamodb.md).
 ///
 /// ```
 /// use breaker_runtime::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 /// let mut index = None;
-/// let add = |key: &str| KeyIndexWrite::Add { key: key.into(), token: 1, cap: Some(1), expiration: 9 };
+/// let add = |key: &str| KeyIndexWrite::Add { key: key.into(), token: 1, cap: Some(1) };
 /// assert_eq!(add("a").apply(&mut index), KeyIndexOutcome::Won);
 /// assert_eq!(add("a").apply(&mut index), KeyIndexOutcome::Exists(Some(1)));
 /// assert_eq!(add("b").apply(&mut index), KeyIndexOutcome::CapReached(1));
-/// let remove = KeyIndexWrite::Remove { key: "a".into(), token: 1, expiration: 9 };
+/// let remove = KeyIndexWrite::Remove { key: "a".into(), token: 1 };
 /// assert_eq!(remove.apply(&mut index), KeyIndexOutcome::Won);
 /// assert_eq!(index.unwrap().open_keys, 0);
 /// ```
@@ -81,8 +84,6 @@ pub enum KeyIndexWrite {
         /// At most this many entries (`max_open_keys`); `None`: no cap (an operator's
         /// override).
         cap: Option<u32>,
-        /// TTL attribute value.
-        expiration: u64,
     },
     /// Gives `key`'s entry a new token (the key trips again while named). Allowed when
     /// the index names `key`.
@@ -91,8 +92,6 @@ pub enum KeyIndexWrite {
         key: String,
         /// The entry's new token.
         token: u64,
-        /// TTL attribute value.
-        expiration: u64,
     },
     /// Removes `key`'s entry. Allowed when the entry's token is `token` (no add or refresh
     /// came since it was read).
@@ -101,8 +100,6 @@ pub enum KeyIndexWrite {
         key: String,
         /// The token read.
         token: u64,
-        /// TTL attribute value.
-        expiration: u64,
     },
 }
 
@@ -184,7 +181,6 @@ mod tests {
             key: key.into(),
             token,
             cap,
-            expiration: 0,
         }
     }
 
@@ -194,7 +190,6 @@ mod tests {
         let refresh = KeyIndexWrite::Refresh {
             key: "a".into(),
             token: 2,
-            expiration: 0,
         };
         assert_eq!(refresh.apply(&mut index), KeyIndexOutcome::Lost(None));
         assert_eq!(add("a", 1, None).apply(&mut index), KeyIndexOutcome::Won);
@@ -202,7 +197,6 @@ mod tests {
         let stale = KeyIndexWrite::Remove {
             key: "a".into(),
             token: 1,
-            expiration: 0,
         };
         let KeyIndexOutcome::Lost(Some(current)) = stale.apply(&mut index) else {
             panic!("a remove with an old token must lose");

@@ -2,7 +2,7 @@
 //!
 //! The index is one DynamoDB item per keyed circuit naming the keys whose items must be
 //! read: top-level attributes `k:{encoded key}` = token, `open_keys` (their count),
-//! `key_index` = 1 and `expiration`. It is held to one item's limits like any other, and
+//! `key_index` = 1, and no TTL attribute. It is held to one item's limits like any other, and
 //! it is the one item whose size grows with the keys, so its units follow its size as
 //! DynamoDB's do: a write costs 1 WCU per started KB of the larger of the item before and
 //! after it (a write whose condition fails, of the item as it is); a read 1 RCU per started
@@ -33,13 +33,11 @@ mod tests;
 /// The attribute-name prefix of an index entry.
 const ENTRY_PREFIX: &str = "k:";
 
-/// One index item as stored: the index and its TTL attribute.
+/// One index item as stored: the index (no TTL attribute: the runtime's writes remove it).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct IndexItem {
     /// The entries and their count.
     pub index: KeyIndex,
-    /// The TTL attribute, unix seconds.
-    pub expiration: u64,
 }
 
 /// Bytes DynamoDB counts for a number: about one per two significant digits, plus one.
@@ -72,9 +70,7 @@ impl IndexItem {
             + "key_index".len()
             + number_bytes(1)
             + "open_keys".len()
-            + number_bytes(u64::from(self.index.open_keys))
-            + "expiration".len()
-            + number_bytes(self.expiration);
+            + number_bytes(u64::from(self.index.open_keys));
         fixed
             + self
                 .index
@@ -85,22 +81,13 @@ impl IndexItem {
     }
 }
 
-/// The TTL a write sets, and the bytes it may add to the item.
-fn expiration_and_growth(write: &KeyIndexWrite) -> (Option<u64>, usize) {
+/// The bytes a write may add to the item.
+fn growth(write: &KeyIndexWrite) -> usize {
     match write {
-        KeyIndexWrite::Add {
-            key,
-            token,
-            expiration,
-            ..
+        KeyIndexWrite::Add { key, token, .. } | KeyIndexWrite::Refresh { key, token } => {
+            entry_bytes(key, *token)
         }
-        | KeyIndexWrite::Refresh {
-            key,
-            token,
-            expiration,
-        } => (Some(*expiration), entry_bytes(key, *token)),
-        KeyIndexWrite::Remove { expiration, .. } => (Some(*expiration), 0),
-        _ => (None, 0),
+        _ => 0,
     }
 }
 
@@ -209,8 +196,7 @@ impl ItemModel {
         let id = key_index_id(circuit);
         let before = self.items.get(&id).and_then(Item::current_index).cloned();
         let before_bytes = before.as_ref().map_or(0, |item| item.size_bytes(&id));
-        let (expiration, growth) = expiration_and_growth(write);
-        let units = (before_bytes + growth).div_ceil(1024).max(1) as u32;
+        let units = (before_bytes + growth(write)).div_ceil(1024).max(1) as u32;
         let max_lag = self.config.max_lag_ms;
         let served = self.request(&id, now_ms, Cost::Write(units), |item| {
             let mut index = before.as_ref().map(|item| item.index.clone());
@@ -220,9 +206,6 @@ impl ItemModel {
             }
             let written = IndexItem {
                 index: index.unwrap_or_default(),
-                expiration: expiration
-                    .or(before.as_ref().map(|item| item.expiration))
-                    .unwrap_or(0),
             };
             item.write_index(now_ms, written, max_lag);
             (Ok(KeyIndexOutcome::Won), RequestOutcome::Won)

@@ -49,7 +49,10 @@ async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
     assert_eq!(index.get("key_index"), Some(&n(1)));
     assert_eq!(index.get("open_keys"), Some(&n(1)));
     assert!(index.contains_key("k:shop %231 %7E50%25"), "{index:?}");
-    assert!(index.contains_key("expiration"), "{index:?}");
+    assert!(
+        !index.contains_key("expiration"),
+        "the index has no TTL: {index:?}"
+    );
     let key_item = raw(
         &db,
         "circuits",
@@ -103,6 +106,50 @@ async fn a_key_trips_fleet_wide_within_the_cap_and_its_close_unnames_it() {
     trip(&b, "shop-2").await;
     assert_eq!(b.state("shop-2"), CircuitState::Open);
     assert_eq!(named(&store).await, vec!["shop-2".to_owned()]);
+}
+
+#[tokio::test]
+async fn runtime_writes_take_a_ttl_off_the_index_item() {
+    let (db, store) = crate::simple_table_on(Emulator::Dynalite).await;
+    let clock = ManualClock::at_unix_millis(unix_millis());
+    let now = clock.unix_millis() / 1000;
+    // An index with a TTL, as older versions wrote: its deletion would unname every key.
+    let token = clock.unix_millis() * 1000;
+    put_raw(
+        &db,
+        "circuits",
+        item(&[
+            ("id", s(&key_index_id("webhooks"))),
+            ("key_index", n(1)),
+            ("open_keys", n(1)),
+            ("k:held", n(token)),
+            ("expiration", n(now + 7_200)),
+        ]),
+    )
+    .await;
+
+    let a = environment("env-a", Arc::new(store.clone()), &clock, 10);
+    trip(&a, "shop-1").await;
+    let index_id = item(&[("id", s(&key_index_id("webhooks")))]);
+    let index = raw(&db, "circuits", index_id.clone()).await;
+    assert!(
+        !index.contains_key("expiration"),
+        "an add kept the TTL: {index:?}"
+    );
+    assert_eq!(index.get("open_keys"), Some(&n(2)));
+
+    // Every write, a removal too, leaves the index without one.
+    let mut with_ttl = index;
+    with_ttl.insert("expiration".into(), n(now + 7_200));
+    put_raw(&db, "circuits", with_ttl).await;
+    clock.advance(RECOVERY);
+    assert!(succeed(&a, "shop-1").await, "the probe closes the key");
+    let index = raw(&db, "circuits", index_id).await;
+    assert!(!index.contains_key("k:shop-1"), "{index:?}");
+    assert!(
+        !index.contains_key("expiration"),
+        "a remove kept the TTL: {index:?}"
+    );
 }
 
 #[tokio::test]

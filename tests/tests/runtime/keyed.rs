@@ -179,7 +179,6 @@ async fn a_reader_unnames_a_key_it_finds_closed_and_an_index_read_clears_a_stale
         key: "forgotten".into(),
         token: old * 1000,
         cap: None,
-        expiration: now + 3_600,
     };
     let added = store.apply_key_index("webhooks", &forgotten).await;
     assert_eq!(added, Ok(KeyIndexOutcome::Won));

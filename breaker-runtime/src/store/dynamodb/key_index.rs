@@ -6,7 +6,9 @@
 //! | `key_index` | N | always 1: marks the item |
 //! | `open_keys` | N | how many entries there are (`ADD`ed with each add and remove) |
 //! | `k:{encoded key}` | N | one per named key: its token |
-//! | the TTL attribute | N | refreshed by every write |
+//!
+//! The item has no TTL: every write REMOVEs the TTL attribute (older versions set one, and
+//! its deletion would unname keys still open).
 //!
 //! Each [`KeyIndexWrite`] is one conditional `UpdateItem` (the key's attribute name sent as
 //! a placeholder: an encoded key may hold any character but `#` and `~`); a lost one
@@ -28,15 +30,15 @@ pub(super) const OPEN_KEYS: &str = "open_keys";
 pub(super) const ENTRY_PREFIX: &str = "k:";
 
 /// Add: names the key and counts it, unless it is named already.
-const ADD: &str = "SET #k = :token, #ki = :one, #e = :e ADD #n :one";
+const ADD: &str = "SET #k = :token, #ki = :one ADD #n :one REMOVE #e";
 const ADD_IF_ABSENT: &str = "attribute_not_exists(#k)";
 /// Add within the cap: also fewer than `:cap` entries.
 const ADD_IF_ROOM: &str = "attribute_not_exists(#k) AND (attribute_not_exists(#n) OR #n < :cap)";
 /// Refresh: a new token for a named key.
-const REFRESH: &str = "SET #k = :token, #e = :e";
+const REFRESH: &str = "SET #k = :token REMOVE #e";
 const REFRESH_IF_NAMED: &str = "attribute_exists(#k)";
 /// Remove: the entry goes if its token is the one read.
-const REMOVE: &str = "REMOVE #k SET #e = :e ADD #n :minus_one";
+const REMOVE: &str = "REMOVE #k, #e ADD #n :minus_one";
 const REMOVE_IF_TOKEN: &str = "#k = :token";
 
 /// One request: its update, its condition, and what they use.
@@ -102,18 +104,9 @@ impl Shared {
     fn request<'a>(&'a self, write: &KeyIndexWrite, entry: &'a str) -> Request<'a> {
         let mut names = vec![("#k", entry), ("#e", self.names.expiry.as_str())];
         match write {
-            KeyIndexWrite::Add {
-                token,
-                cap,
-                expiration,
-                ..
-            } => {
+            KeyIndexWrite::Add { token, cap, .. } => {
                 names.extend([("#ki", KEY_INDEX), ("#n", OPEN_KEYS)]);
-                let mut values = vec![
-                    (":token", number(*token)),
-                    (":one", number(1)),
-                    (":e", number(*expiration)),
-                ];
+                let mut values = vec![(":token", number(*token)), (":one", number(1))];
                 values.extend(cap.map(|cap| (":cap", number(cap.into()))));
                 Request {
                     update: ADD,
@@ -125,17 +118,13 @@ impl Shared {
                     values,
                 }
             }
-            KeyIndexWrite::Refresh {
-                token, expiration, ..
-            } => Request {
+            KeyIndexWrite::Refresh { token, .. } => Request {
                 update: REFRESH,
                 condition: REFRESH_IF_NAMED,
                 names,
-                values: vec![(":token", number(*token)), (":e", number(*expiration))],
+                values: vec![(":token", number(*token))],
             },
-            KeyIndexWrite::Remove {
-                token, expiration, ..
-            } => {
+            KeyIndexWrite::Remove { token, .. } => {
                 names.push(("#n", OPEN_KEYS));
                 Request {
                     update: REMOVE,
@@ -143,7 +132,6 @@ impl Shared {
                     names,
                     values: vec![
                         (":token", number(*token)),
-                        (":e", number(*expiration)),
                         (":minus_one", AttributeValue::N("-1".into())),
                     ],
                 }
@@ -304,23 +292,19 @@ mod tests {
                 key: "a".into(),
                 token: 1,
                 cap: Some(3),
-                expiration: 9,
             },
             KeyIndexWrite::Add {
                 key: "a".into(),
                 token: 1,
                 cap: None,
-                expiration: 9,
             },
             KeyIndexWrite::Refresh {
                 key: "a".into(),
                 token: 1,
-                expiration: 9,
             },
             KeyIndexWrite::Remove {
                 key: "a".into(),
                 token: 1,
-                expiration: 9,
             },
         ];
         for write in &writes {
@@ -352,7 +336,6 @@ mod tests {
             key: "a".into(),
             token: 2,
             cap: Some(1),
-            expiration: 9,
         };
         let mut index = KeyIndex::default();
         index.entries.insert("b".into(), 5);

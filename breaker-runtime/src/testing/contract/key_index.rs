@@ -21,7 +21,6 @@ fn add(key: &str, token: u64, cap: Option<u32>) -> KeyIndexWrite {
         key: encoded(key),
         token,
         cap,
-        expiration: super::support::T0 + 3_600,
     }
 }
 
@@ -29,7 +28,6 @@ fn refresh(key: &str, token: u64) -> KeyIndexWrite {
     KeyIndexWrite::Refresh {
         key: encoded(key),
         token,
-        expiration: super::support::T0 + 3_600,
     }
 }
 
@@ -37,7 +35,6 @@ fn remove(key: &str, token: u64) -> KeyIndexWrite {
     KeyIndexWrite::Remove {
         key: encoded(key),
         token,
-        expiration: super::support::T0 + 3_600,
     }
 }
 

@@ -13,7 +13,6 @@ fn add(key: &str, token: u64, cap: u32) -> KeyIndexWrite {
         key: key.into(),
         token,
         cap: Some(cap),
-        expiration: NOW_S + 3_600,
     }
 }
 
@@ -68,7 +67,6 @@ fn adds_are_capped_and_conditional_and_removes_need_the_token() {
     let refresh = KeyIndexWrite::Refresh {
         key: "x".into(),
         token: 32,
-        expiration: 1,
     };
     assert!(matches!(
         won(m.apply_index("c", &refresh, 0)),
@@ -77,7 +75,6 @@ fn adds_are_capped_and_conditional_and_removes_need_the_token() {
     let stale = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 10,
-        expiration: 1,
     };
     assert!(matches!(
         won(m.apply_index("c", &stale, 0)),
@@ -86,7 +83,6 @@ fn adds_are_capped_and_conditional_and_removes_need_the_token() {
     let remove = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 11,
-        expiration: 1,
     };
     assert_eq!(won(m.apply_index("c", &remove, 0)), KeyIndexOutcome::Won);
     let index = &m.current_index("c").expect("written").index;
@@ -97,7 +93,6 @@ fn adds_are_capped_and_conditional_and_removes_need_the_token() {
         key: "y".into(),
         token: 41,
         cap: None,
-        expiration: 1,
     };
     assert_eq!(won(m.apply_index("c", &forced, 0)), KeyIndexOutcome::Won);
     assert_eq!(
@@ -132,7 +127,6 @@ fn an_index_costs_units_by_its_size_and_is_throttled_as_one_item() {
     let refresh = |token| KeyIndexWrite::Refresh {
         key: "tenant-0000".into(),
         token,
-        expiration: 1,
     };
     let mut landed = 0;
     for i in 0..60 {
@@ -173,7 +167,6 @@ fn the_census_counts_open_key_items_and_flags_one_the_index_does_not_name() {
     let remove = KeyIndexWrite::Remove {
         key: "a".into(),
         token: 7,
-        expiration: 1,
     };
     m.apply_index("c", &remove, 0);
     assert_eq!(m.census().unindexed_open_keys, 2);
