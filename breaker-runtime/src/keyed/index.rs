@@ -32,8 +32,9 @@ const WARN_INTERVAL_MILLIS: u64 = 10_000;
 /// How a key's trip went with the index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Naming {
-    /// The index names the key (or the store keeps no index): the trip may be written.
-    Named,
+    /// The index names the key with a token made at this instant (unix millis; now if the
+    /// store keeps no index): the trip may be written while [`IndexCopy::still_named`].
+    Named(u64),
     /// The cap holds: the index names this many keys already.
     Refused(u32),
 }
@@ -97,6 +98,9 @@ pub(crate) struct IndexCopy {
     clock: Clock,
     max_age_millis: u64,
     grace_millis: u64,
+    /// A trip is sent at most this long after its naming's token: it then lands within
+    /// the store timeout, before the grace lets a reader remove the entry.
+    send_within_millis: u64,
     /// An entry older than this is checked on an index read.
     stale_entry_millis: u64,
     error_backoff_millis: u64,
@@ -138,6 +142,7 @@ impl IndexCopy {
             clock: config.clock.clone(),
             max_age_millis: millis(config.local_cache_max_age),
             grace_millis: grace_millis(config),
+            send_within_millis: grace_millis(config).saturating_sub(millis(config.store_timeout)),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
             error_backoff_millis: millis(config.store_error_backoff),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
@@ -316,7 +321,7 @@ impl IndexCopy {
     /// without a write (for up to a cache age, until the copy is read again).
     pub(crate) async fn name(&self, encoded: &str) -> Result<Naming, StoreError> {
         if !self.kept {
-            return Ok(Naming::Named);
+            return Ok(Naming::Named(self.now()));
         }
         let (mut known, open) = {
             let believed = self.lock();
@@ -346,7 +351,7 @@ impl IndexCopy {
                 },
             };
             match self.write(&write, now).await? {
-                KeyIndexOutcome::Won => return Ok(Naming::Named),
+                KeyIndexOutcome::Won => return Ok(Naming::Named(now)),
                 KeyIndexOutcome::Exists(_) => known = true,
                 KeyIndexOutcome::Lost(_) => known = false,
                 KeyIndexOutcome::CapReached(open) => {
@@ -359,6 +364,14 @@ impl IndexCopy {
             "{}: the key index kept changing under the key's trip",
             self.circuit
         )))
+    }
+
+    /// Whether a trip named at `at` (unix millis) may still be sent: it would land before
+    /// any reader could take the entry for one whose trip never came, and remove it (an
+    /// environment frozen between the two writes, or a slow clock, would otherwise leave
+    /// an open key unnamed).
+    pub(crate) fn still_named(&self, at: u64) -> bool {
+        !self.kept || self.now().saturating_sub(at) < self.send_within_millis
     }
 
     /// The cap refused `encoded`'s trip: the metric counts it, and a WARN log says so,
@@ -536,7 +549,7 @@ mod tests {
         let logs = Logs::default();
         let _guard = tracing::subscriber::set_default(logs.clone());
 
-        assert_eq!(copy.name("a").await, Ok(Naming::Named));
+        assert!(matches!(copy.name("a").await, Ok(Naming::Named(_))));
         for key in ["b", "c", "d"] {
             assert_eq!(copy.name(key).await, Ok(Naming::Refused(1)), "{key}");
         }

@@ -19,7 +19,7 @@ use super::index::{IndexCopy, Naming};
 use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
-use crate::store::{StateStore, StoreFuture, key_item_id};
+use crate::store::{StateStore, StoreError, StoreFuture, key_item_id};
 
 /// The store of one key's circuit.
 pub(crate) struct KeyStore {
@@ -64,6 +64,23 @@ impl KeyStore {
         &**self.index.store()
     }
 
+    /// Names the key in the index before its trip or suspicion: `false` if the cap refused.
+    /// A naming that aged past what the trip may be sent within (the environment froze
+    /// between the two writes) is made again, once; then the trip is a store error.
+    async fn named(&self) -> Result<bool, StoreError> {
+        for _ in 0..2 {
+            match self.index.name(&self.encoded).await? {
+                Naming::Refused(_) => return Ok(false),
+                Naming::Named(at) if self.index.still_named(at) => return Ok(true),
+                Naming::Named(_) => {}
+            }
+        }
+        Err(StoreError::new(format!(
+            "{}: the key's naming in the index aged past the grace before its trip was sent",
+            self.item
+        )))
+    }
+
     /// Whether `write` makes the key's item one every environment must read.
     fn needs_naming(write: &RecordWrite) -> bool {
         matches!(
@@ -100,9 +117,7 @@ impl StateStore for KeyStore {
         transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         Box::pin(async move {
-            if Self::needs_naming(transition)
-                && let Naming::Refused(_) = self.index.name(&self.encoded).await?
-            {
+            if Self::needs_naming(transition) && !self.named().await? {
                 // As if lost to a closed record: the circuit adopts it and keeps running.
                 return Ok(WriteOutcome::Lost(None));
             }
