@@ -82,6 +82,8 @@ pub mod __private;
 /// its interleavings. Not public API: no semver guarantees.
 #[doc(hidden)]
 pub mod __protocol {
+    // The key index model (`model/src/keyed.rs`) decides removals as `KeyStore` does.
+    pub use crate::keyed::needs_reading;
     pub use crate::protocol::OPENED_AT_UNTIL_RELEASED;
     pub use crate::protocol::machine::{
         Admission, Local, Outcome, Settled, Thresholds, admit, committed_opening, may_trip,

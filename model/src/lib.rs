@@ -7,10 +7,13 @@
 //! DynamoDB request `store/dynamodb` sends would ([`dynamodb`]), and is checked against
 //! the in-memory store's reading (`RecordWrite::applied_to`). The properties are in
 //! [`fleet::Fleet`]'s `Model::properties`; the models the tests and `make model` check
-//! are in [`scenarios`]. docs/design.md lists them with their sizes.
+//! are in [`scenarios`]. [`keyed`] models the key index of keyed circuits the same way
+//! (its models in [`keyed_scenarios`]). docs/design.md lists them with their sizes.
 
 pub mod dynamodb;
 pub mod fleet;
 pub mod item;
+pub mod keyed;
+pub mod keyed_scenarios;
 pub mod liveness;
 pub mod scenarios;

@@ -174,7 +174,8 @@ impl IndexCopy {
         self.cap.store(cap.max(1), Ordering::Relaxed);
     }
 
-    fn now(&self) -> u64 {
+    /// This environment's clock, unix millis.
+    pub(crate) fn now(&self) -> u64 {
         self.clock.now_millis()
     }
 
@@ -411,11 +412,11 @@ impl IndexCopy {
         Naming::Refused(open_keys)
     }
 
-    /// After this environment's close of `encoded` won: its entry goes, unless it was
-    /// written within the grace (a trip of the key since, whose item write may not have
-    /// landed yet: a later reader removes it). The token is the copy's, or a consistent
-    /// read's.
-    pub(crate) async fn closed(&self, encoded: &str) {
+    /// After this environment's close of `encoded`, sent at `sent` (unix millis), won: its
+    /// entry goes, unless it was written within the grace before the close was sent (a
+    /// trip of the key since, whose item write may land after the close: a later reader
+    /// removes it). The token is the copy's, or a consistent read's.
+    pub(crate) async fn closed(&self, encoded: &str, sent: u64) {
         if !self.kept {
             return;
         }
@@ -428,33 +429,39 @@ impl IndexCopy {
             },
         };
         if let Some(token) = token {
-            self.remove_if_settled(encoded, token, None).await;
+            self.remove_if_settled(encoded, token, None, sent).await;
         }
     }
 
-    /// A key read because the index names it (with `token`) found `record`: an entry of a
-    /// key that is closed with nothing to read (or has no item) and older than the grace
-    /// goes.
+    /// A key read sent at `sent` (unix millis) because the index names it (with `token`)
+    /// found `record`: an entry of a key that is closed with nothing to read (or has no
+    /// item) and older than the grace when the read was sent goes.
     pub(crate) async fn read_through(
         &self,
         encoded: &str,
         token: u64,
         record: Option<&CircuitRecord>,
+        sent: u64,
     ) {
-        self.remove_if_settled(encoded, token, Some(record)).await;
+        self.remove_if_settled(encoded, token, Some(record), sent)
+            .await;
     }
 
-    /// Removes `encoded`'s entry if it was written `token` before the grace and, when
-    /// `record` is given, the key's item needs no reading.
+    /// Removes `encoded`'s entry if `token` was written the grace before `sent` and, when
+    /// `record` is given, the key's item needs no reading. The grace counts to when the
+    /// call the removal rests on (the key's read, or its close) was sent, not to its
+    /// answer: a trip named by `token` may land until the grace ends, so only a call sent
+    /// after that is sure to see it (or to come before it, for a close).
     async fn remove_if_settled(
         &self,
         encoded: &str,
         token: u64,
         record: Option<Option<&CircuitRecord>>,
+        sent: u64,
     ) {
         let now = self.now();
         let settled = record.is_none_or(|record| !needs_reading(record, now / 1000));
-        let old = now.saturating_sub(KeyIndex::written_at_millis(token)) >= self.grace_millis;
+        let old = sent.saturating_sub(KeyIndex::written_at_millis(token)) >= self.grace_millis;
         if !(settled && old) {
             return;
         }
@@ -511,7 +518,7 @@ pub(crate) fn grace_millis(config: &CircuitBreakerConfig) -> u64 {
 
 /// Whether a key whose item holds `record` (`None`: no item) must be read by the fleet at
 /// `now` (unix seconds): open or half-open, under an operator's override, or suspected.
-pub(crate) fn needs_reading(record: Option<&CircuitRecord>, now: u64) -> bool {
+pub fn needs_reading(record: Option<&CircuitRecord>, now: u64) -> bool {
     record.is_some_and(|record| {
         record.state != CircuitState::Closed
             || record.live_override(now).is_some()

@@ -99,9 +99,10 @@ impl StateStore for KeyStore {
             let Some(token) = self.index.token(&self.encoded).await? else {
                 return Ok(None);
             };
+            let sent = self.index.now();
             let record = self.store().read(&self.item).await?;
             self.index
-                .read_through(&self.encoded, token, record.as_ref())
+                .read_through(&self.encoded, token, record.as_ref(), sent)
                 .await;
             Ok(record)
         })
@@ -121,9 +122,10 @@ impl StateStore for KeyStore {
                 // As if lost to a closed record: the circuit adopts it and keeps running.
                 return Ok(WriteOutcome::Lost(None));
             }
+            let sent = self.index.now();
             let outcome = self.store().apply(&self.item, transition).await?;
             if matches!(transition, RecordWrite::Close { .. }) && outcome == WriteOutcome::Won {
-                self.index.closed(&self.encoded).await;
+                self.index.closed(&self.encoded, sent).await;
             }
             Ok(outcome)
         })
@@ -147,5 +149,204 @@ impl StateStore for KeyStore {
         report: &'a SuspectReport,
     ) -> StoreFuture<'a, Option<EpochTally>> {
         self.store().report_suspected(&self.item, report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::CircuitBreakerConfig;
+    use crate::keyed::index::grace_millis;
+    use crate::protocol::CircuitState;
+    use crate::store::{InMemoryStore, KeyIndexWrite};
+    use crate::testing::ManualClock;
+
+    /// What another environment does while this one's key read or close is on its way.
+    type Meanwhile = Box<dyn FnOnce(&InMemoryStore) + Send>;
+
+    /// An in-memory store on which another environment's steps land while a key item's
+    /// read or write is on its way (after the store took it, before its answer).
+    #[derive(Default)]
+    struct Interleaved {
+        inner: InMemoryStore,
+        meanwhile: Mutex<Option<Meanwhile>>,
+    }
+
+    impl std::fmt::Debug for Interleaved {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Interleaved")
+        }
+    }
+
+    impl Interleaved {
+        fn then(&self) {
+            if let Some(meanwhile) = self.meanwhile.lock().unwrap().take() {
+                meanwhile(&self.inner);
+            }
+        }
+    }
+
+    impl StateStore for Interleaved {
+        fn read<'a>(&'a self, circuit: &'a str) -> StoreFuture<'a, Option<CircuitRecord>> {
+            Box::pin(async move {
+                let record = self.inner.read(circuit).await;
+                self.then();
+                record
+            })
+        }
+
+        fn apply<'a>(
+            &'a self,
+            circuit: &'a str,
+            transition: &'a RecordWrite,
+        ) -> StoreFuture<'a, WriteOutcome> {
+            Box::pin(async move {
+                let outcome = self.inner.apply(circuit, transition).await;
+                self.then();
+                outcome
+            })
+        }
+
+        fn keeps_key_index(&self) -> bool {
+            true
+        }
+
+        fn read_key_index<'a>(
+            &'a self,
+            circuit: &'a str,
+            consistent: bool,
+        ) -> StoreFuture<'a, Option<crate::store::KeyIndex>> {
+            self.inner.read_key_index(circuit, consistent)
+        }
+
+        fn apply_key_index<'a>(
+            &'a self,
+            circuit: &'a str,
+            write: &'a KeyIndexWrite,
+        ) -> StoreFuture<'a, crate::store::KeyIndexOutcome> {
+            self.inner.apply_key_index(circuit, write)
+        }
+    }
+
+    /// Environment B named key `a` at `at` (unix millis); its trip write is on its way.
+    async fn named_by_b(store: &InMemoryStore, at: u64) {
+        let add = KeyIndexWrite::Add {
+            key: "a".into(),
+            token: at * 1000,
+            cap: Some(1),
+        };
+        store.apply_key_index("webhooks", &add).await.unwrap();
+    }
+
+    /// B's trip write lands just within the grace of its naming, and the grace ends.
+    fn b_trips_within_the_grace(clock: &ManualClock, grace: u64) -> Meanwhile {
+        let clock = clock.clone();
+        Box::new(move |store| {
+            clock.advance(Duration::from_millis(grace - 1));
+            let trip = RecordWrite::Trip {
+                opened_by: Some("B".into()),
+                failure_count: 1,
+                opened_at: clock.unix_millis() / 1000,
+                expiration: 0,
+            };
+            let item = key_item_id("webhooks", "a");
+            let landed = futures_now(store.apply(&item, &trip));
+            assert_eq!(landed, WriteOutcome::Won);
+            clock.advance(Duration::from_millis(2));
+        })
+    }
+
+    /// The in-memory store answers at once.
+    fn futures_now<T>(future: StoreFuture<'_, T>) -> T {
+        let waker = std::task::Waker::noop();
+        let mut cx = std::task::Context::from_waker(waker);
+        let mut future = future;
+        match future.as_mut().poll(&mut cx) {
+            std::task::Poll::Ready(answer) => answer.unwrap(),
+            std::task::Poll::Pending => panic!("the in-memory store answers at once"),
+        }
+    }
+
+    fn setup() -> (ManualClock, Arc<Interleaved>, KeyStore, u64) {
+        let clock = ManualClock::new();
+        let config = CircuitBreakerConfig::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let store = Arc::new(Interleaved::default());
+        let index = IndexCopy::new("webhooks".into(), store.clone(), &config);
+        (
+            clock,
+            store,
+            KeyStore::new(Arc::new(index), "a"),
+            grace_millis(&config),
+        )
+    }
+
+    async fn a_stays_named(store: &Interleaved) {
+        let item = store
+            .inner
+            .read(&key_item_id("webhooks", "a"))
+            .await
+            .unwrap();
+        assert_eq!(item.map(|r| r.state), Some(CircuitState::Open));
+        let index = store.inner.read_key_index("webhooks", true).await.unwrap();
+        assert!(
+            index.is_some_and(|i| i.token("a").is_some()),
+            "the open key must stay named by the index"
+        );
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_read_that_saw_the_key_closed_before_its_trip_landed_keeps_the_entry() {
+        let (clock, store, keys, grace) = setup();
+        named_by_b(&store.inner, clock.unix_millis()).await;
+        *store.meanwhile.lock().unwrap() = Some(b_trips_within_the_grace(&clock, grace));
+
+        // The read was sent before B's trip landed: it sees no item, an answer the grace,
+        // counted from the answer, would take for a settled key.
+        assert_eq!(keys.read("ignored").await, Ok(None));
+        a_stays_named(&store).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_close_that_a_trip_followed_within_the_grace_keeps_the_entry() {
+        let (clock, store, keys, grace) = setup();
+        let at = clock.unix_millis();
+        // A holds the key half-open; B, which still read it closed, named it again.
+        let item = key_item_id("webhooks", "a");
+        let trip = RecordWrite::Trip {
+            opened_by: Some("A".into()),
+            failure_count: 1,
+            opened_at: at / 1000 - 60,
+            expiration: 0,
+        };
+        store.inner.apply(&item, &trip).await.unwrap();
+        let elect = RecordWrite::Elect {
+            owner: "A".into(),
+            expected_opened_at: Some(at / 1000 - 60),
+            expected_successes: 0,
+            now: at / 1000,
+            lease_expiry: at / 1000 + 30,
+            expiration: 0,
+        };
+        assert_eq!(
+            store.inner.apply(&item, &elect).await,
+            Ok(WriteOutcome::Won)
+        );
+        named_by_b(&store.inner, at).await;
+        // A's copy names the key with B's token (its item read, half-open, removes nothing).
+        assert!(keys.read("ignored").await.unwrap().is_some());
+
+        *store.meanwhile.lock().unwrap() = Some(b_trips_within_the_grace(&clock, grace));
+        let close = RecordWrite::Close {
+            owner: "A".into(),
+            expiration: 0,
+        };
+        assert_eq!(keys.apply("ignored", &close).await, Ok(WriteOutcome::Won));
+        a_stays_named(&store).await;
     }
 }

@@ -10,6 +10,9 @@ mod index;
 mod key_store;
 mod lru;
 
+// For the model checker's key index model, through `__protocol`.
+pub use index::needs_reading;
+
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,0 +1,109 @@
+//! The key index models checked: two or three environments, two keys, a cap of 1, under
+//! the runtime's assumption on trip writes and without it. `deep` allows more naming
+//! writes (`make model`).
+
+use std::fmt::Write as _;
+use std::time::Instant;
+
+use stateright::{Checker, Model};
+
+use crate::keyed::{Action, GraceFrom, KEYS, KeyedFleet, Landing, State};
+use crate::scenarios::Report;
+
+fn fleet(environments: Vec<&'static str>, tokens: u64) -> KeyedFleet {
+    KeyedFleet {
+        environments,
+        cap: 1,
+        tokens,
+        landing: Landing::WithinGrace,
+        grace_from: GraceFrom::Sent,
+    }
+}
+
+/// Every key index model, named; `deep`: the larger ones of `make model`.
+pub fn all(deep: bool) -> Vec<(&'static str, KeyedFleet)> {
+    let h = |shallow: u64, deeper: u64| if deep { deeper } else { shallow };
+    vec![
+        ("keys: two environments", fleet(vec!["A", "B"], h(2, 3))),
+        (
+            "keys: three environments",
+            fleet(vec!["A", "B", "C"], h(1, 1)),
+        ),
+        ("keys: trip writes landing after the grace", {
+            let mut m = fleet(vec!["A", "B"], h(1, 2));
+            m.landing = Landing::Late;
+            m
+        }),
+        ("keys: the grace counted from the answer", {
+            let mut m = fleet(vec!["A", "B"], h(1, 2));
+            m.grace_from = GraceFrom::Answered;
+            m
+        }),
+    ]
+}
+
+/// Explores `model` breadth-first on two threads.
+pub fn check(name: &'static str, model: KeyedFleet) -> Report {
+    let started = Instant::now();
+    let checker = model.clone().checker().threads(2).spawn_bfs().join();
+    let mut counterexamples: Vec<_> = checker
+        .discoveries()
+        .into_iter()
+        .map(|(property, path)| (property, trace(&model, path.into_vec())))
+        .collect();
+    counterexamples.sort();
+    Report {
+        name,
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        depth: checker.max_depth(),
+        elapsed: started.elapsed(),
+        counterexamples,
+    }
+}
+
+/// A counterexample, one line per step: the index, the keys' items, then the step.
+fn trace(model: &KeyedFleet, path: Vec<(State, Option<Action>)>) -> String {
+    let mut out = String::new();
+    for (state, action) in path {
+        let items: Vec<_> = (0..KEYS.len())
+            .map(|k| {
+                let r = state.items[k].read();
+                format!("{}={:?}", KEYS[k], r.state)
+            })
+            .collect();
+        let index = state.index.as_ref().map(|i| (&i.0.entries, i.0.open_keys));
+        let ops: Vec<_> = state.envs.iter().map(|e| &e.op).collect();
+        let _ = writeln!(
+            out,
+            "  index={index:?} items=[{}] grace past tokens <{} ops={ops:?}",
+            items.join(" "),
+            state.old_below,
+        );
+        if let Some(action) = action {
+            let who = |env: usize| model.environments[env];
+            let step = match action {
+                Action::Trip { env, key } => format!("{} trips {}", who(env), KEYS[key]),
+                Action::Read { env, key } => format!("{} reads {}", who(env), KEYS[key]),
+                Action::Elect { env, key } => {
+                    format!("{} elects itself on {}", who(env), KEYS[key])
+                }
+                Action::Close { env, key } => format!("{} closes {}", who(env), KEYS[key]),
+                Action::Step(env) => format!("{}'s next store call", who(env)),
+                Action::Drop(env) => format!("{}'s trip write never lands", who(env)),
+                Action::CopyAges(env) => format!("{}'s copy passes its cache age", who(env)),
+                other => format!("{other:?}"),
+            };
+            let _ = writeln!(out, "    -> {step}");
+        }
+    }
+    out
+}
+
+/// The models outside the runtime's assumption or of the code before its fix, whose
+/// counterexamples are expected (`make model` does not fail on them).
+pub fn expected_to_fail(name: &str) -> bool {
+    all(false).iter().any(|(n, m)| {
+        *n == name && (m.landing == Landing::Late || m.grace_from == GraceFrom::Answered)
+    })
+}
