@@ -49,7 +49,12 @@ pub fn check(name: &'static str, model: KeyedFleet) -> Report {
     let mut counterexamples: Vec<_> = checker
         .discoveries()
         .into_iter()
-        .map(|(property, path)| (property, trace(&model, path.into_vec())))
+        .map(|(property, path)| {
+            (
+                property,
+                trace(&model, shortest(&model, property, path.into_vec())),
+            )
+        })
         .collect();
     counterexamples.sort();
     Report {
@@ -60,6 +65,26 @@ pub fn check(name: &'static str, model: KeyedFleet) -> Report {
         elapsed: started.elapsed(),
         counterexamples,
     }
+}
+
+/// `path` up to the first state that breaks `property` (the checker's two threads may
+/// report it further on).
+fn shortest(
+    model: &KeyedFleet,
+    property: &str,
+    mut path: Vec<(State, Option<Action>)>,
+) -> Vec<(State, Option<Action>)> {
+    let properties = model.properties();
+    let Some(p) = properties.iter().find(|p| p.name == property) else {
+        return path;
+    };
+    if let Some(first) = path.iter().position(|(s, _)| !(p.condition)(model, s)) {
+        path.truncate(first + 1);
+        if let Some(last) = path.last_mut() {
+            last.1 = None;
+        }
+    }
+    path
 }
 
 /// A counterexample, one line per step: the index, the keys' items, then the step.
