@@ -5,10 +5,12 @@
 //! the key hold: `%` becomes `%25`, `#` becomes `%23` and `~` becomes `%7E`, nothing else.
 //! The encoded key therefore holds no `#`, and an id splits at its LAST `#key=`. A key
 //! longer than [`MAX_KEY_BYTES`] once encoded is shortened to a prefix of the encoded key,
-//! `~` and a 64-bit FNV-1a hash of the whole key: since `~` is always encoded, a `~` in an
+//! `~` and 64 bits of the SHA-256 of the whole key: since `~` is always encoded, a `~` in an
 //! id's key part marks the hashed form, which no short key can produce.
 
 use std::fmt::Write as _;
+
+use sha2::{Digest as _, Sha256};
 
 /// The longest a key's part of an item id may be, in bytes: a key longer than this once
 /// encoded is replaced in the id by a prefix, `~` and a hash of the whole key (64 bytes at
@@ -33,8 +35,8 @@ const HASH_MARK: char = '~';
 ///
 /// The key may hold any character (and may be empty); `%`, `#` and `~` are percent-encoded,
 /// and a key longer than [`MAX_KEY_BYTES`] once encoded takes its hashed form. Different
-/// keys give different ids (up to a collision of the 64-bit hash between two long keys with
-/// the same 47-byte prefix).
+/// keys give different ids (up to a collision of the 64-bit hash, from SHA-256, between two
+/// long keys with the same 47-byte prefix).
 ///
 /// ```
 /// use breaker_runtime::store::key_item_id;
@@ -151,7 +153,7 @@ pub(crate) fn encode_key(key: &str) -> String {
     }
     encoded.truncate(cut);
     encoded.push(HASH_MARK);
-    let _ = write!(encoded, "{:016x}", fnv1a_64(key.as_bytes()));
+    let _ = write!(encoded, "{:016x}", key_hash(key.as_bytes()));
     encoded
 }
 
@@ -186,12 +188,16 @@ fn is_escaped(part: &str) -> bool {
         .all(|(at, _)| part.get(at..at + 3).and_then(unescape).is_some())
 }
 
-/// 64-bit FNV-1a: small, stable across versions and platforms (the id of a key must never
-/// change), and enough to tell apart long keys that share a 47-byte prefix.
-fn fnv1a_64(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &b| {
-        (hash ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    })
+/// The first 64 bits of the SHA-256 of `bytes`, big-endian: stable across versions and
+/// platforms (the id of a key must never change). Keys are often user-controlled (a
+/// webhook's URL): a hash that is not cryptographic would let a crafted key with a victim's
+/// 47-byte prefix share the victim's item; finding a second key for a given SHA-256 prefix
+/// of 64 bits takes about 2^64 hashes.
+fn key_hash(bytes: &[u8]) -> u64 {
+    let digest = Sha256::digest(bytes);
+    let mut first = [0; 8];
+    first.copy_from_slice(&digest[..8]);
+    u64::from_be_bytes(first)
 }
 
 #[cfg(test)]
@@ -200,10 +206,12 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn fnv1a_matches_the_reference_vectors() {
-        assert_eq!(fnv1a_64(b""), 0xcbf2_9ce4_8422_2325);
-        assert_eq!(fnv1a_64(b"a"), 0xaf63_dc4c_8601_ec8c);
-        assert_eq!(fnv1a_64(b"foobar"), 0x8594_4171_f739_67e8);
+    fn the_key_hash_is_the_sha256_prefix() {
+        // SHA-256("") and SHA-256("abc"), FIPS 180-2's vectors, their first 8 bytes.
+        assert_eq!(key_hash(b""), 0xe3b0_c442_98fc_1c14);
+        assert_eq!(key_hash(b"abc"), 0xba78_16bf_8f01_cfea);
+        let id = key_item_id("c", &"k".repeat(65));
+        assert_eq!(id, format!("c#key={}~f39cdc2584758c99", "k".repeat(47)));
     }
 
     #[test]
@@ -215,7 +223,7 @@ mod tests {
         let (_, encoded) = split_key_item_id(&id).unwrap();
         assert_eq!(
             encoded,
-            format!("{}~{:016x}", "k".repeat(47), fnv1a_64(longer.as_bytes()))
+            format!("{}~{:016x}", "k".repeat(47), key_hash(longer.as_bytes()))
         );
     }
 
