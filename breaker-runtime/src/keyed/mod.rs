@@ -13,6 +13,7 @@ mod lru;
 // For the model checker's key index model, through `__protocol`.
 pub use index::needs_reading;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -23,10 +24,24 @@ use crate::config::CircuitBreakerConfig;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::CircuitTransition;
 use crate::protocol::CircuitState;
-use crate::store::StateStore;
+use crate::store::{StateStore, decode_key, encode_key};
 use index::IndexCopy;
 use key_store::KeyStore;
-use lru::Lru;
+use lru::{Form, Lru};
+
+/// Keys longer than this (bytes) are kept in memory, and named to hooks, rejections and
+/// logs, by the hashed form of their id (at most 64 bytes; [`decode_key`] for the names):
+/// a thousand keys of a megabyte would otherwise hold a gigabyte.
+pub(crate) const MAX_KEY_BYTES_IN_MEMORY: usize = 1024;
+
+/// How this environment keeps `key`: in full, or by the encoded form of its id if longer
+/// than [`MAX_KEY_BYTES_IN_MEMORY`] (the two forms never meet: [`Form`]).
+fn kept_as(key: &str) -> (Form, Cow<'_, str>) {
+    match key.len() <= MAX_KEY_BYTES_IN_MEMORY {
+        true => (Form::Whole, Cow::Borrowed(key)),
+        false => (Form::Hashed, Cow::Owned(encode_key(key))),
+    }
+}
 
 /// How many keys' circuits an environment keeps unless the user says otherwise.
 pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
@@ -47,7 +62,9 @@ pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
 ///
 /// Metrics carry the circuit's name, never the key (keys are unbounded); transitions,
 /// rejections and logs carry the key ([`CircuitTransition::key`],
-/// [`CircuitInfo::key`](crate::CircuitInfo::key)).
+/// [`CircuitInfo::key`](crate::CircuitInfo::key)). A key longer than 1 KB is kept in
+/// memory and named there by the hashed form of its id (its first 47 encoded bytes, `…~`
+/// and 16 hex digits: [`decode_key`]), so memory stays bounded whatever the keys' length.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -230,24 +247,30 @@ impl KeyedCircuitBreaker {
     /// assert_eq!((db1.name(), db1.state()), ("hosts", CircuitState::Closed));
     /// ```
     pub fn breaker(&self, key: &str) -> CircuitBreaker {
+        let (form, kept) = kept_as(key);
         let mut circuits = self.circuits();
-        if let Some(breaker) = circuits.get(key) {
+        if let Some(breaker) = circuits.get(form, &kept) {
             return breaker;
         }
-        let breaker = self.new_breaker(key);
-        circuits.insert(key.into(), breaker.clone());
+        let breaker = self.new_breaker(key, form, &kept);
+        circuits.insert(form, kept.into(), breaker.clone());
         breaker
     }
 
-    /// A new circuit for `key`, its transitions handed to the keyed circuit's hooks.
-    fn new_breaker(&self, key: &str) -> CircuitBreaker {
+    /// A new circuit for `key`, kept as `kept`, its transitions handed to the keyed
+    /// circuit's hooks.
+    fn new_breaker(&self, key: &str, form: Form, kept: &str) -> CircuitBreaker {
         let inner = &self.inner;
         let store = KeyStore::new(Arc::clone(&inner.index), key);
         let closed_until = inner.index.closed_until(store.encoded());
         let hooks = Arc::clone(&inner.hooks);
         let name = Arc::clone(inner.index.circuit());
+        let named = match form {
+            Form::Whole => key.into(),
+            Form::Hashed => decode_key(kept).into(),
+        };
         let key = KeyOf {
-            key: key.into(),
+            key: named,
             item: store.item().into(),
             table: Arc::downgrade(inner.index.store()),
         };
@@ -373,7 +396,8 @@ impl KeyedCircuitBreaker {
     /// and the key's place in the LRU order is left as it is). A key this environment keeps
     /// no circuit for reads as closed: its first call reads its item if the index names it.
     pub fn state(&self, key: &str) -> CircuitState {
-        match self.circuits().peek(key) {
+        let (form, kept) = kept_as(key);
+        match self.circuits().peek(form, &kept) {
             Some(breaker) => breaker.state(),
             None => CircuitState::Closed,
         }

@@ -23,8 +23,8 @@ pub use crate::protocol::{
     CircuitRecord, EPOCH_SLICES, EpochTally, FailureReport, FleetTally, Override, OverrideKind,
     RecordWrite, SAMPLE_WEIGHT, SuspectReport, WriteOutcome,
 };
-pub(crate) use key_ids::key_item_id_encoded;
 pub use key_ids::{MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id};
+pub(crate) use key_ids::{encode_key, key_item_id_encoded};
 pub use key_index::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 pub use memory::InMemoryStore;
 

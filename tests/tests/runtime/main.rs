@@ -18,6 +18,7 @@ mod freeze;
 mod keyed;
 mod keyed_fleet;
 mod keyed_index;
+mod keyed_memory;
 mod model;
 mod one_process;
 mod policies;
