@@ -35,11 +35,15 @@ mod imp {
     pub(crate) const SHADOW_DECISIONS: &str = "circuitbreaker_shadow_decisions_total";
     /// Keys of a keyed circuit whose trip the cap (`max_open_keys`) refused.
     pub(crate) const KEYS_REFUSED_BY_CAP: &str = "circuitbreaker_keys_refused_by_cap_total";
+    /// The keys a keyed circuit's index names, as this environment's copy shows it.
+    pub(crate) const OPEN_KEYS: &str = "circuitbreaker_open_keys";
 
     /// What a keyed circuit reports besides its keys' circuits (whose metrics carry the
-    /// keyed circuit's name, never the key: keys are unbounded).
+    /// keyed circuit's name, never the key: keys are unbounded; and no state gauge, which
+    /// every key would write over the others').
     pub(crate) struct KeyedMetrics {
         refused_by_cap: Counter,
+        open_keys: Gauge,
     }
 
     impl KeyedMetrics {
@@ -47,8 +51,14 @@ mod imp {
             describe();
             let circuit = Label::new("circuitbreaker_name", name.to_owned());
             Self {
-                refused_by_cap: metrics::counter!(KEYS_REFUSED_BY_CAP, vec![circuit]),
+                refused_by_cap: metrics::counter!(KEYS_REFUSED_BY_CAP, vec![circuit.clone()]),
+                open_keys: metrics::gauge!(OPEN_KEYS, vec![circuit]),
             }
+        }
+
+        /// The copy of the index names `n` keys.
+        pub(crate) fn open_keys(&self, n: u32) {
+            self.open_keys.set(f64::from(n));
         }
 
         /// A key's trip was refused: the cap holds.
@@ -104,7 +114,9 @@ mod imp {
     }
 
     impl CircuitMetrics {
-        pub(crate) fn new(name: &str, config: &CircuitBreakerConfig) -> Self {
+        /// `state_gauge`: false for a key's circuit (the gauge is the keyed circuit's,
+        /// which every key would write over the others').
+        pub(crate) fn new(name: &str, config: &CircuitBreakerConfig, state_gauge: bool) -> Self {
             describe();
             let circuit = Label::new("circuitbreaker_name", name.to_owned());
             let labelled = |pairs: &[(&'static str, &'static str)]| -> Vec<Label> {
@@ -131,8 +143,10 @@ mod imp {
                 slow: metrics::counter!(SLOW_CALLS, labelled(&[])),
                 transitions,
                 state: StateGauges {
-                    gauges: STATES
-                        .map(|state| metrics::gauge!(STATE, labelled(&[("state", label(state))]))),
+                    gauges: STATES.map(|state| match state_gauge {
+                        true => metrics::gauge!(STATE, labelled(&[("state", label(state))])),
+                        false => Gauge::noop(),
+                    }),
                     shown: AtomicU8::new(NOT_SHOWN),
                 },
                 duration: config
@@ -280,6 +294,10 @@ mod imp {
             metrics::describe_counter!(SLOW_CALLS, "Calls that took the slow-call duration");
             metrics::describe_counter!(TRANSITIONS, "State transitions this environment made");
             metrics::describe_gauge!(STATE, "1 for the state the circuit acts on, else 0");
+            metrics::describe_gauge!(
+                OPEN_KEYS,
+                "Keys of a keyed circuit its index names, as this environment last saw it"
+            );
             metrics::describe_counter!(
                 KEYS_REFUSED_BY_CAP,
                 "Keys of a keyed circuit not opened: max_open_keys reached"
@@ -317,6 +335,9 @@ mod imp {
 
         #[inline(always)]
         pub(crate) fn refused_by_cap(&self) {}
+
+        #[inline(always)]
+        pub(crate) fn open_keys(&self, _n: u32) {}
     }
 
     /// Nothing: the `metrics` feature is off.
@@ -324,7 +345,7 @@ mod imp {
     pub(crate) struct CallClock;
 
     impl CircuitMetrics {
-        pub(crate) fn new(_name: &str, _config: &CircuitBreakerConfig) -> Self {
+        pub(crate) fn new(_name: &str, _config: &CircuitBreakerConfig, _state_gauge: bool) -> Self {
             Self
         }
 

@@ -368,3 +368,35 @@ async fn a_keyed_circuit_counts_under_its_name_and_counts_refusals_by_its_cap() 
         1
     );
 }
+
+#[tokio::test]
+async fn a_keyed_circuit_shows_its_open_keys_not_a_keys_state() {
+    let name = "metrics-keyed-gauges";
+    let recorder = DebuggingRecorder::new();
+    let config = CircuitBreakerConfig::builder()
+        .failure_threshold(1)
+        .build()
+        .unwrap();
+    let (shop_1, shop_2) = metrics::with_local_recorder(&recorder, || {
+        let keyed = KeyedCircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config);
+        (keyed.breaker("shop-1"), keyed.breaker("shop-2"))
+    });
+    let _: Result<u8, Error> = shop_1.call(|| async { Err("503".into()) }).await;
+    let answered: Result<u8, Error> = shop_2.call(|| async { Ok(7) }).await;
+    assert_eq!(answered.unwrap(), 7);
+
+    let metrics = snapshot(&recorder);
+    let state_series: Vec<_> = metrics
+        .keys()
+        .filter(|(metric, labels)| {
+            metric == "circuitbreaker_state"
+                && labels.contains(&("circuitbreaker_name".into(), name.into()))
+        })
+        .collect();
+    assert!(
+        state_series.is_empty(),
+        "one gauge written by every key says nothing: {state_series:?}"
+    );
+    let labels = [("circuitbreaker_name", name)];
+    assert_eq!(gauge(&metrics, "circuitbreaker_open_keys", &labels), 1.0);
+}

@@ -126,7 +126,7 @@ impl Circuit {
                 .max(60_000),
             backoff: config.recovery_backoff.clone(),
         };
-        let metrics = CircuitMetrics::new(&name, &config);
+        let metrics = CircuitMetrics::new(&name, &config, key.is_none());
         let reporter = match &key {
             Some(key) => Reporter {
                 environment: Arc::clone(&environment_id),

@@ -227,6 +227,7 @@ impl IndexCopy {
                     believed.error = None;
                     believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
                     believed.fresh_until = started.saturating_add(self.max_age_millis);
+                    self.metrics.open_keys(believed.index.open_keys);
                     self.stale_entry(&believed.index, now)
                 }
                 Err(error) => {
@@ -357,6 +358,7 @@ impl IndexCopy {
                 KeyIndexOutcome::Lost(_) => known = false,
                 KeyIndexOutcome::CapReached(open) => {
                     self.lock().index.open_keys = open;
+                    self.metrics.open_keys(open);
                     return Ok(self.refused(encoded, open));
                 }
             }
@@ -503,6 +505,7 @@ impl IndexCopy {
             }
             _ => {}
         }
+        self.metrics.open_keys(believed.index.open_keys);
         Ok(outcome)
     }
 }
