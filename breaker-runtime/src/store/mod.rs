@@ -228,7 +228,7 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// use breaker_runtime::store::{InMemoryStore, KeyIndexOutcome, KeyIndexWrite, StateStore, key_index_id};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let store = InMemoryStore::new();
-    /// let add = KeyIndexWrite::Add { key: "shop-17".into(), token: 7, cap: Some(1_000), expiration: 3_600 };
+    /// let add = KeyIndexWrite::Add { key: "shop-17".into(), token: 7, cap: Some(1_000) };
     /// assert_eq!(store.apply_key_index("webhooks", &add).await.unwrap(), KeyIndexOutcome::Won);
     /// let index = store.read_key_index("webhooks", false).await.unwrap().unwrap();
     /// assert_eq!((index.token("shop-17"), index.open_keys), (Some(7), 1));
