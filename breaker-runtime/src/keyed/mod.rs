@@ -210,16 +210,43 @@ impl KeyedCircuitBreaker {
     }
 
     /// The keyed circuit's name: the name of every key's circuit, of its metrics and logs.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// assert_eq!(hosts.name(), "hosts");
+    /// assert_eq!(hosts.breaker("db-1").name(), "hosts");
+    /// ```
     pub fn name(&self) -> &str {
         self.inner.index.circuit()
     }
 
     /// The config every key's circuit runs with.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(3).build().unwrap();
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
+    /// assert_eq!(hosts.config().failure_threshold(), 3);
+    /// ```
     pub fn config(&self) -> &CircuitBreakerConfig {
         &self.inner.config
     }
 
     /// The cap on keys open at once.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// assert_eq!(hosts.max_open_keys(), 1_000);
+    /// assert_eq!(hosts.with_max_open_keys(0).max_open_keys(), 1, "at least 1");
+    /// ```
     pub fn max_open_keys(&self) -> u32 {
         self.inner.index.cap()
     }
@@ -395,6 +422,19 @@ impl KeyedCircuitBreaker {
     /// The state this environment believes `key`'s circuit is in, from its cache (no I/O,
     /// and the key's place in the LRU order is left as it is). A key this environment keeps
     /// no circuit for reads as closed: its first call reads its item if the index names it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
+    /// let _ = hosts.call("db-1", || async { Err::<(), _>(anyhow::anyhow!("refused")) }).await;
+    /// assert_eq!(hosts.state("db-1"), CircuitState::Open);
+    /// assert_eq!(hosts.state("db-2"), CircuitState::Closed);
+    /// # }
+    /// ```
     pub fn state(&self, key: &str) -> CircuitState {
         let (form, kept) = kept_as(key);
         match self.circuits().peek(form, &kept) {
@@ -406,6 +446,19 @@ impl KeyedCircuitBreaker {
     /// The keys this environment's copy of the index names (open, half-open, suspected or
     /// under an operator's override), decoded ([`decode_key`](crate::store::decode_key)),
     /// in the order of their encoding; no I/O. Empty on a store that keeps no key index.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
+    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
+    /// assert!(hosts.open_keys().is_empty());
+    /// let _ = hosts.call("db#1", || async { Err::<(), _>(anyhow::anyhow!("refused")) }).await;
+    /// assert_eq!(hosts.open_keys(), vec!["db#1".to_owned()]);
+    /// # }
+    /// ```
     pub fn open_keys(&self) -> Vec<String> {
         self.inner.index.named_keys()
     }

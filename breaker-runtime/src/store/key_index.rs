@@ -104,6 +104,16 @@ pub enum KeyIndexWrite {
 }
 
 /// What a [`KeyIndexWrite`] met.
+///
+/// ```
+/// use breaker_runtime::store::{KeyIndexOutcome, KeyIndexWrite};
+/// let mut index = None;
+/// let refresh = KeyIndexWrite::Refresh { key: "a".into(), token: 2 };
+/// assert_eq!(refresh.apply(&mut index), KeyIndexOutcome::Lost(None), "no entry to refresh");
+/// let add = KeyIndexWrite::Add { key: "a".into(), token: 1, cap: None };
+/// assert_eq!(add.apply(&mut index), KeyIndexOutcome::Won);
+/// assert_eq!(add.apply(&mut index), KeyIndexOutcome::Exists(Some(1)));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyIndexOutcome {
     /// The condition held; the index now says what the write said.

@@ -50,6 +50,20 @@ impl StoredCircuit {
 
 /// A keyed circuit's index item (`{circuit}#keys`) as stored, for an operator: the keys
 /// whose items the fleet reads, because they are (or were lately) not closed.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+/// use breaker_runtime::store::decode_key;
+/// use breaker_runtime::unstable::OperatorReads as _;
+/// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+/// if let Some(index) = store.inspect_key_index("webhooks").await? {
+///     for (encoded, written_at_ms) in &index.entries {
+///         println!("{} named since {written_at_ms}", decode_key(encoded));
+///     }
+///     assert!(index.malformed.is_empty(), "edited by hand: {:?}", index.malformed);
+/// }
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoredKeyIndex {
@@ -90,6 +104,15 @@ pub struct IndexProblem {
 /// Every item of a table an operator lists: the circuits (plain circuits and keyed
 /// circuits' key items, by item id), and the keyed circuits' index items. The fleet's
 /// failure counters are left out.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
+/// use breaker_runtime::unstable::OperatorReads as _;
+/// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
+/// let listing = store.listing().await?;
+/// println!("{} circuit items, {} keyed circuits", listing.circuits.len(), listing.key_indexes.len());
+/// # Ok(()) }
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Listing {
