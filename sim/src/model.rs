@@ -259,10 +259,10 @@ enum Cost {
 /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
 /// let served = model.apply("ce", &trip, 0);
 /// assert_eq!(served.result, Ok(WriteOutcome::Won));
-/// assert_eq!(served.write_units, 1);
+/// assert_eq!(served.cost.write_units, 1);
 /// let read = model.read("ce", 0, Consistency::Strong);
 /// assert_eq!(read.result.unwrap().unwrap().opened_at, Some(100));
-/// assert_eq!(read.read_half_units, 2);
+/// assert_eq!(read.cost.read_half_units, 2);
 /// ```
 #[derive(Debug)]
 pub struct ItemModel {
