@@ -16,9 +16,9 @@
 
 use super::{Fleet, ITEM_READ_UNITS_PER_S, Settings, reads_per_s};
 
-/// An index item's attributes other than its entries (id, `key_index`, `open_keys`,
-/// `expiration`), in bytes, plus the circuit's name.
-const INDEX_BASE_BYTES: f64 = 48.0;
+/// An index item's attributes other than its entries (id, `key_index`, `open_keys`: the
+/// index has no TTL), in bytes, plus the circuit's name.
+const INDEX_BASE_BYTES: f64 = 32.0;
 /// An entry's bytes beyond its encoded key: the `k:` prefix and a 19-digit token number.
 const ENTRY_OVERHEAD_BYTES: f64 = 2.0 + 11.0;
 /// A read unit covers 4 KB of an eventually consistent read, at half a unit.
