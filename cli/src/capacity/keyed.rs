@@ -178,7 +178,7 @@ mod tests {
         let one = estimate(&fleet, &settings(), &keys(5_000, 1));
         let ten = estimate(&fleet, &settings(), &keys(5_000, 10));
         assert!((ten.key_item_reads_per_s - 10.0 * one.key_item_reads_per_s).abs() < 1e-9);
-        assert_eq!(ten.index_bytes_open, 48.0 + 8.0 + 10.0 * (13.0 + 16.0));
+        assert_eq!(ten.index_bytes_open, 32.0 + 8.0 + 10.0 * (13.0 + 16.0));
         assert_eq!(ten.index_write_units_per_write, 1.0);
         // At the cap of 1,000 keys of 64 bytes: ~77 KB, 20 % of DynamoDB's 400 KB.
         let long = Keys {
@@ -187,7 +187,7 @@ mod tests {
         };
         let capped = estimate(&fleet, &settings(), &long);
         assert_eq!(capped.named_keys, 1_000, "the cap holds");
-        assert_eq!(capped.index_bytes_at_cap, 48.0 + 8.0 + 1_000.0 * 77.0);
+        assert_eq!(capped.index_bytes_at_cap, 32.0 + 8.0 + 1_000.0 * 77.0);
         assert_eq!(capped.index_write_units_at_cap, 76.0);
         // 9.5 read units a read: the item's 3,000 RCU/s hold 316 reads a second.
         assert_eq!(capped.index_read_units_open, capped.index_reads_per_s * 9.5);
