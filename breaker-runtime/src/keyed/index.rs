@@ -98,8 +98,9 @@ pub(crate) struct IndexCopy {
     clock: Clock,
     max_age_millis: u64,
     grace_millis: u64,
-    /// A trip is sent at most this long after its naming's token: it then lands within
-    /// the store timeout, before the grace lets a reader remove the entry.
+    /// A trip is sent at most this long after its naming's token (the store timeout): it
+    /// then lands within the grace less the second the grace keeps for clock skew, before
+    /// a reader may remove the entry.
     send_within_millis: u64,
     /// An entry older than this is checked on an index read.
     stale_entry_millis: u64,
@@ -142,7 +143,9 @@ impl IndexCopy {
             clock: config.clock.clone(),
             max_age_millis: millis(config.local_cache_max_age),
             grace_millis: grace_millis(config),
-            send_within_millis: grace_millis(config).saturating_sub(millis(config.store_timeout)),
+            send_within_millis: grace_millis(config)
+                .saturating_sub(millis(config.store_timeout))
+                .saturating_sub(CLOCK_SKEW_MILLIS),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
             error_backoff_millis: millis(config.store_error_backoff),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
@@ -516,8 +519,11 @@ impl IndexCopy {
 pub(crate) fn grace_millis(config: &CircuitBreakerConfig) -> u64 {
     millis(config.store_timeout)
         .saturating_mul(2)
-        .saturating_add(1_000)
+        .saturating_add(CLOCK_SKEW_MILLIS)
 }
+
+/// The clock skew between environments the grace allows for.
+const CLOCK_SKEW_MILLIS: u64 = 1_000;
 
 /// Whether a key whose item holds `record` (`None`: no item) must be read by the fleet at
 /// `now` (unix seconds): open or half-open, under an operator's override, or suspected.
