@@ -46,6 +46,13 @@ impl Target {
                 key,
             });
         };
+        if is_shown_hash(key) {
+            bail!(
+                "'{key}' is how breaker shows a long key (its prefix, '…~' and a hash), not the \
+                 key itself: name it by its item id, as `breaker list` or `breaker show {name} \
+                 --keys` prints it ({name}#key=…)"
+            );
+        }
         let id = key_item_id(name, key);
         let encoded = split_key_item_id(&id)
             .map(|(_, encoded)| encoded.to_owned())
@@ -123,6 +130,14 @@ fn is_hashed(encoded: &str) -> bool {
     encoded.contains('~')
 }
 
+/// Whether `key` is the shown form of a long key (`decode_key` of a hashed id, as hooks and
+/// logs name a key over 1 KB): a prefix, `…~` and 16 hex digits. Given to `--key`, it would
+/// name a key of its own that no environment calls.
+fn is_shown_hash(key: &str) -> bool {
+    key.rsplit_once("…~")
+        .is_some_and(|(_, hash)| hash.len() == 16 && hash.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
 /// `text` as a shell word: as is when it is plain, else in single quotes.
 fn quoted(text: &str) -> String {
     let plain = !text.is_empty()
@@ -175,6 +190,22 @@ mod tests {
         let given = Target::new("webhooks", Some(&long)).unwrap();
         assert_eq!(given.id, id);
         assert_eq!(given.args(), format!("webhooks --key {long}"));
+    }
+
+    #[test]
+    fn the_shown_form_of_a_long_key_is_refused_as_a_key() {
+        let long = "k".repeat(2_000);
+        let shown = decode_key(
+            split_key_item_id(&key_item_id("webhooks", &long))
+                .unwrap()
+                .1,
+        );
+        let refused = Target::new("webhooks", Some(&shown))
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("item id"), "{refused}");
+        // A key that only looks a little like it is a key.
+        assert!(Target::new("webhooks", Some("a…~xyz")).is_ok());
     }
 
     #[test]
