@@ -3,12 +3,11 @@
 //! writes (`make model`).
 
 use std::fmt::Write as _;
-use std::time::Instant;
 
-use stateright::{Checker, Model};
+use stateright::Model;
 
 use crate::keyed::{Action, GraceFrom, KEYS, KeyedFleet, Landing, State};
-use crate::scenarios::Report;
+use crate::scenarios::{Report, explore};
 
 fn fleet(environments: Vec<&'static str>, tokens: u64) -> KeyedFleet {
     KeyedFleet {
@@ -44,27 +43,9 @@ pub fn all(deep: bool) -> Vec<(&'static str, KeyedFleet)> {
 
 /// Explores `model` breadth-first on two threads.
 pub fn check(name: &'static str, model: KeyedFleet) -> Report {
-    let started = Instant::now();
-    let checker = model.clone().checker().threads(2).spawn_bfs().join();
-    let mut counterexamples: Vec<_> = checker
-        .discoveries()
-        .into_iter()
-        .map(|(property, path)| {
-            (
-                property,
-                trace(&model, shortest(&model, property, path.into_vec())),
-            )
-        })
-        .collect();
-    counterexamples.sort();
-    Report {
-        name,
-        states: checker.state_count(),
-        unique: checker.unique_state_count(),
-        depth: checker.max_depth(),
-        elapsed: started.elapsed(),
-        counterexamples,
-    }
+    explore(name, model, |model, property, path| {
+        trace(model, shortest(model, property, path))
+    })
 }
 
 /// `path` up to the first state that breaks `property` (the checker's two threads may

@@ -126,12 +126,27 @@ pub struct Report {
 
 /// Explores `model` breadth-first on two threads.
 pub fn check(name: &'static str, model: Fleet) -> Report {
+    explore(name, model, |model, _, path| trace(model, path))
+}
+
+/// Explores any of the crate's models breadth-first on two threads; `trace` writes a
+/// property's counterexample from the path the checker found.
+pub(crate) fn explore<M>(
+    name: &'static str,
+    model: M,
+    trace: impl Fn(&M, &'static str, Vec<(M::State, Option<M::Action>)>) -> String,
+) -> Report
+where
+    M: Model + Clone + Send + Sync + 'static,
+    M::State: Clone + Eq + std::hash::Hash + std::fmt::Debug + Send + Sync + 'static,
+    M::Action: Clone + Eq + std::fmt::Debug + Send + Sync + 'static,
+{
     let started = Instant::now();
     let checker = model.clone().checker().threads(2).spawn_bfs().join();
     let mut counterexamples: Vec<_> = checker
         .discoveries()
         .into_iter()
-        .map(|(property, path)| (property, trace(&model, path.into_vec())))
+        .map(|(property, path)| (property, trace(&model, property, path.into_vec())))
         .collect();
     counterexamples.sort();
     Report {

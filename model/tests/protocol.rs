@@ -2,6 +2,8 @@
 //! except the races still open, which the checker must keep finding (so that their fix
 //! shows here, by moving them out of `STILL_OPEN`).
 
+mod support;
+
 use breaker_model::scenarios;
 
 /// (model, property) pairs the checker finds on the current code, each a race of the
@@ -10,29 +12,8 @@ const STILL_OPEN: &[(&str, &str)] = &[];
 
 #[test]
 fn every_model_holds_its_properties() {
-    let mut found = Vec::new();
-    for (name, model) in scenarios::all(false) {
-        let report = scenarios::check(name, model);
-        eprintln!(
-            "{name}: {} states ({} distinct), depth {}, {:.1} s",
-            report.states,
-            report.unique,
-            report.depth,
-            report.elapsed.as_secs_f64()
-        );
-        assert!(report.unique > 1_000, "{name} explored too little");
-        for (property, trace) in report.counterexamples {
-            if !STILL_OPEN.contains(&(name, property)) {
-                eprintln!("{name} fails \"{property}\":\n{trace}");
-            }
-            found.push((name, property));
-        }
-    }
-    found.sort();
-    let mut expected = STILL_OPEN.to_vec();
-    expected.sort();
-    assert_eq!(
-        found, expected,
-        "counterexamples beyond (or short of) the open races"
-    );
+    let reports = scenarios::all(false)
+        .into_iter()
+        .map(|(name, model)| scenarios::check(name, model));
+    support::only_expected_counterexamples(reports, STILL_OPEN, "the open races");
 }
