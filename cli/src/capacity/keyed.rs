@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn the_index_is_read_like_one_circuit_and_healthy_keys_cost_nothing() {
-        // The fleet: 1,000 environments at 10 calls/s over 5,000 keys.
+        // The simulator's keyed fleet: 1,000 environments at 10 calls/s over 5,000 keys.
         let fleet = Fleet {
             environments: 1_000,
             calls_per_second: 10_000.0,
