@@ -95,16 +95,25 @@ impl Table {
                 "no table '{table}' in region {region} (check --table or \
                  CIRCUIT_BREAKER_TABLE, and --region or AWS_REGION)"
             ))
+        } else if text.contains("SSO token") {
+            let profile = std::env::var("AWS_PROFILE").unwrap_or_else(|_| "default".into());
+            error.context(format!(
+                "no valid SSO sign-in for profile '{profile}': run `aws sso login --profile \
+                 {profile}`"
+            ))
         } else if text.contains("no credentials found") || text.contains("loading credentials") {
-            error.context(
-                "no AWS credentials: set AWS_PROFILE (after `aws sso login`), or \
-                 AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY",
-            )
+            error.context(CREDENTIALS_HELP)
         } else {
             error
         }
     }
 }
+
+/// What to set when no credentials were found: the sources an operator has, as the AWS CLI
+/// reads them.
+const CREDENTIALS_HELP: &str = "no AWS credentials: set AWS_PROFILE (an SSO profile, after \
+     `aws sso login --profile NAME`, or one with a `credential_process`), or \
+     AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY";
 
 type Rename = fn(DynamoDbStoreBuilder, String) -> DynamoDbStoreBuilder;
 

@@ -56,7 +56,12 @@ async fn unknown_circuits_missing_tables_and_bad_flags_are_clear_errors() {
             ],
         )
         .await;
-    anonymous.failed(1, "no AWS credentials: set AWS_PROFILE");
+    anonymous.failed(
+        1,
+        "no AWS credentials: set AWS_PROFILE (an SSO profile, after `aws sso login --profile \
+         NAME`, or one with a `credential_process`), or AWS_ACCESS_KEY_ID and \
+         AWS_SECRET_ACCESS_KEY",
+    );
     assert_eq!(anonymous.stderr.lines().count(), 1, "{anonymous:?}");
     let unreachable = table
         .breaker(&["--endpoint-url", "http://127.0.0.1:1", "list"])

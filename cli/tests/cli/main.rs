@@ -7,6 +7,7 @@
 mod bad_input;
 mod clock;
 mod commands;
+mod credentials;
 mod fleet_counters;
 mod keyed;
 mod layouts;

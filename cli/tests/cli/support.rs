@@ -46,6 +46,17 @@ impl Table {
     /// to dynalite too (it answers no STS call), so the identity falls back to `$USER`
     /// without ever reaching AWS.
     pub(crate) async fn breaker_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        self.breaker_in(args, env, &[]).await
+    }
+
+    /// Runs `breaker ARGS` as [`Table::breaker_with`] does, with the variables `unset`
+    /// removed after (an operator's shell without static keys, say).
+    pub(crate) async fn breaker_in(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        unset: &[&str],
+    ) -> Run {
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_breaker"));
         command
             .args(args)
@@ -56,6 +67,9 @@ impl Table {
             .env("AWS_ENDPOINT_URL_STS", self.dynalite.endpoint())
             .env("USER", USER)
             .envs(env.iter().copied());
+        for name in unset {
+            command.env_remove(name);
+        }
         let output = command.output().await.expect("breaker runs");
         let run = Run {
             code: output.status.code().expect("exited, not killed"),
