@@ -68,7 +68,8 @@ impl RecoveryBackoff {
     }
 
     /// [`exponential`](Self::exponential) with factor 2 and a cap of 10 × the recovery
-    /// timeout (at most a day): what `recovery_backoff = "exponential"` gives.
+    /// timeout (at most a day): what `recovery_backoff = "doubling"` and `CIRCUIT_RECOVERY_BACKOFF=doubling`
+    /// give.
     ///
     /// ```
     /// use std::time::Duration;

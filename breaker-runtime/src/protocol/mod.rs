@@ -5,6 +5,8 @@
 //! SDK type in here: `store` carries the writes to a store, `breaker` feeds the machine.
 
 mod backoff;
+#[cfg(test)]
+mod docs_numbers;
 pub(crate) mod fleet;
 mod fleet_policy;
 pub(crate) mod machine;

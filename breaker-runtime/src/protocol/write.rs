@@ -27,7 +27,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// A store applies a transition atomically: if [`allowed`](Self::allowed) holds for the
 /// current record, the record becomes [`applied_to`](Self::applied_to) of it and the write
 /// wins; otherwise nothing changes and the write loses, returning the current record.
-/// The first five are the breaker's own; [`Override`](Self::Override),
+/// The first six are the breaker's own; [`Override`](Self::Override),
 /// [`Release`](Self::Release) and [`Reset`](Self::Reset) are an operator's (the `breaker`
 /// CLI). None of the breaker's own writes erases a live override: a trip or an election
 /// loses while one holds, and every override removes the probe owner, so a close or reopen

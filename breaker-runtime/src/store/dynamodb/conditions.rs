@@ -40,6 +40,10 @@ macro_rules! unreadable {
     };
 }
 
+/// The test for an unreadable item, which docs/dynamodb.md prints once and names.
+#[cfg(test)]
+pub(super) const UNREADABLE: &str = unreadable!();
+
 /// No override holds at `:now` (on a readable item).
 macro_rules! no_live_override {
     () => {

@@ -34,6 +34,8 @@ mod item;
 mod key_index;
 mod listing;
 mod report;
+#[cfg(test)]
+mod requests_doc;
 mod writes;
 
 pub use builder::DynamoDbStoreBuilder;
