@@ -173,8 +173,8 @@ macro_rules! knobs {
                 builder "`.recovery_timeout(d)`", section "inline-tunables",
                 doc "time open before the first probe"
                 => |builder, secs: u64| builder.recovery_timeout(Duration::from_secs(secs));
-            recovery_backoff: Tunable, Choice(&["exponential", "none"]),
-                default "`\"none\"`: the recovery timeout each time (opt in: `\"exponential\"`, × 2 per reopen)",
+            recovery_backoff: Tunable, Choice(&["doubling", "none"]),
+                default "`\"none\"`: the recovery timeout each time (opt in: `\"doubling\"`, × 2 per reopen)",
                 builder "`.recovery_backoff(RecoveryBackoff::doubling())`, `RecoveryBackoff::exponential(f, max)`, `RecoveryBackoff::none()`, `.recovery_backoff_fn(f)`",
                 section "inline-tunables",
                 doc "each failed probe without a close lengthens the next wait, the same for the whole fleet; a trip from closed waits the recovery timeout"

@@ -1,5 +1,6 @@
-//! The recovery backoff's keys: `recovery_backoff = "exponential" | "none"` and
-//! `recovery_backoff_max_secs = N` (the cap of the exponential backoff), each error at the
+//! The recovery backoff's keys: `recovery_backoff = "doubling" | "none"` (the name of
+//! `RecoveryBackoff::doubling()` and of `CIRCUIT_RECOVERY_BACKOFF=doubling`) and
+//! `recovery_backoff_max_secs = N` (the cap of the doubling backoff), each error at the
 //! user's token.
 
 use breaker_rules::{DEFAULT_BACKOFF_CAP_FACTOR, backoff_cap_fits};
@@ -32,7 +33,7 @@ pub(super) fn cap_without_backoff(key: &Ident, other: &Ident) -> syn::Error {
         key,
         format!(
             "`{key}` cannot be combined with `{other}`: `recovery_backoff_max_secs` caps the \
-             exponential backoff, and `recovery_backoff = \"none\"` turns it off"
+             doubling backoff, and `recovery_backoff = \"none\"` turns it off"
         ),
     )
 }

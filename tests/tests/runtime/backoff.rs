@@ -216,12 +216,12 @@ fn the_attributes_keys_set_the_backoff_and_bad_builder_values_name_their_field()
     use breaker_runtime::__private::inline_config;
     let none = inline_config().recovery_backoff("none").build();
     assert_eq!(none.recovery_backoff(), &RecoveryBackoff::none());
-    let capped = (inline_config().recovery_backoff("exponential"))
+    let capped = (inline_config().recovery_backoff("doubling"))
         .recovery_backoff_max_secs(600)
         .build();
     let expected = RecoveryBackoff::exponential(2, Duration::from_secs(600));
     assert_eq!(capped.recovery_backoff(), &expected);
-    let doubling = inline_config().recovery_backoff("exponential").build();
+    let doubling = inline_config().recovery_backoff("doubling").build();
     assert_eq!(doubling.recovery_backoff(), &RecoveryBackoff::doubling());
     let default = inline_config().build();
     assert_eq!(
