@@ -31,7 +31,8 @@ use crate::store::{StateStore, same_store};
 
 /// The circuit of a call site, created by the first call site that names it with this
 /// store. Later call sites share it (their `config` is not used) and add their hook to the
-/// circuit's list.
+/// circuit's list. `track_caller`: a WARN about differing configs names the call sites.
+#[track_caller]
 pub fn shared_breaker(
     name: &'static str,
     store: Arc<dyn StateStore>,

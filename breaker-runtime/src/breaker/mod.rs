@@ -145,7 +145,8 @@ impl CircuitBreaker {
     }
 
     /// The circuit every call site naming `name` with `store` shares, created by the first
-    /// with its `config`.
+    /// with its `config` (a later site with another config is logged, naming both).
+    #[track_caller]
     pub(crate) fn shared(
         name: &str,
         store: Arc<dyn StateStore>,
