@@ -5,6 +5,11 @@
 //! them against the attribute's documented rules, `expand` wraps the fn body. On any error the
 //! original item is emitted unchanged next to the error, so the rest of the crate (and the
 //! IDE) keeps working.
+//!
+//! What it expands to: `tests/expand/` holds the exact output for each form (async, sync,
+//! `config`, inline tunables, `on_circuit_open`, keyed), checked by `expand::snapshots`;
+//! the attribute's docs sketch it under "What the expansion looks like"
+//! (`breaker-runtime/src/attribute_docs.md`), checked against those files.
 #![forbid(unsafe_code)]
 
 mod expand;

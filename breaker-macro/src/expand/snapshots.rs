@@ -258,3 +258,16 @@ fn the_documented_expansion_names_what_the_expansion_names() {
          holds: make the sketch say what expand() emits"
     );
 }
+
+/// A reader of this crate finds the expansion from its README and its crate docs: both
+/// point to the snapshots and to the attribute docs' sketch of them.
+#[test]
+fn the_readme_and_crate_docs_point_to_the_expansion() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    for file in ["README.md", "src/lib.rs"] {
+        let text = std::fs::read_to_string(root.join(file)).expect("read the file");
+        for pointer in ["tests/expand/", "What the expansion looks like"] {
+            assert!(text.contains(pointer), "{file} lacks {pointer:?}");
+        }
+    }
+}
