@@ -103,10 +103,13 @@ pub(super) fn shared_circuit(
         }
         (circuit, site, settings.clone())
     });
-    if let Some(warning) = config_conflict(name, (first_site, first_settings), (site, &settings)) {
+    let warning = config_conflict(name, (*first_site, first_settings.as_str()), (site, &settings));
+    let circuit = Arc::clone(circuit);
+    drop(entries);
+    if let Some(warning) = warning {
         tracing::warn!(circuit = name, "{warning}");
     }
-    Arc::clone(circuit)
+    circuit
 }
 
 /// What a WARN says when a call site joins a circuit `first` created with another config;

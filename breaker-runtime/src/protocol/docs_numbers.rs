@@ -213,7 +213,11 @@ fn the_readme_lists_every_variable_and_feature_the_crate_has() {
             let path = entry.path();
             if path.is_dir() {
                 dirs.push(path);
-            } else if path.extension().is_some_and(|e| e == "rs") {
+            } else if path.extension().is_some_and(|e| e == "rs")
+                // The docs checks name their own switches (`BREAKER_DOCS`) and prefixes.
+                && !path.ends_with("docs_numbers.rs")
+                && !path.ends_with("requests_doc.rs")
+            {
                 let text = std::fs::read_to_string(&path).expect("source");
                 for prefix in ["CIRCUIT_BREAKER_", "BREAKER_"] {
                     read.extend(variables(&text, prefix).into_iter().map(str::to_owned));
