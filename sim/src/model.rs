@@ -116,7 +116,7 @@ pub enum RequestKind {
     /// The reopen (HALF_OPEN → OPEN).
     Reopen,
     /// A probe's success counted and its lease handed over (HALF_OPEN → HALF_OPEN).
-    Pass,
+    HandOver,
     /// A failure report to the fleet's counters (an item of its own), or a report to a
     /// suspicion's counters.
     Report,
@@ -141,7 +141,7 @@ impl RequestKind {
             RecordWrite::Trip { .. } => Self::Trip,
             RecordWrite::Elect { .. } => Self::Elect,
             RecordWrite::Close { .. } => Self::Close,
-            RecordWrite::HandOver { .. } => Self::Pass,
+            RecordWrite::HandOver { .. } => Self::HandOver,
             RecordWrite::Reopen { .. } => Self::Reopen,
             RecordWrite::Suspect { .. } => Self::Suspect,
             _ => Self::Other,

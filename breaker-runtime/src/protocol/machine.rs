@@ -367,7 +367,7 @@ pub fn trip(
 /// in a row (`record.probe_successes`, plus this one) reach the threshold, a reopen on a
 /// failure (one more reopen, so a longer wait), else a hand-over that counts the success
 /// (an ignored outcome counts nothing).
-/// With `hand_on` (the prober is quiet: its next call may be minutes away) the lease ends
+/// With `hand_over` (the prober is quiet: its next call may be minutes away) the lease ends
 /// at once, so the next call of any environment may probe; a busy prober keeps its lease
 /// and probes again with its next call, without another election.
 pub fn on_probe_outcome(
@@ -376,7 +376,7 @@ pub fn on_probe_outcome(
     me: &str,
     now_millis: u64,
     thresholds: &Thresholds,
-    hand_on: bool,
+    hand_over: bool,
 ) -> RecordWrite {
     let successes = match outcome {
         Outcome::Success => record.probe_successes.saturating_add(1),
@@ -408,13 +408,13 @@ pub fn on_probe_outcome(
         },
         Outcome::Success | Outcome::Ignored => {
             // The takeover condition is `lease < now`: a second back is free at once.
-            let handed_on = secs(now_millis).saturating_sub(1);
+            let handed_over = secs(now_millis).saturating_sub(1);
             RecordWrite::HandOver {
                 owner: me.to_owned(),
                 probe_successes: successes,
-                lease_expiry: match hand_on {
-                    true => handed_on,
-                    false => record.probe_lease_expiry.unwrap_or(handed_on),
+                lease_expiry: match hand_over {
+                    true => handed_over,
+                    false => record.probe_lease_expiry.unwrap_or(handed_over),
                 },
                 expiration: ttl,
             }

@@ -309,7 +309,7 @@ fn probe_outcomes_count_the_fleets_successes() {
         probe_successes: successes,
         ..half_open(ME, T0 / 1000, now / 1000 + 10)
     };
-    let pass = |successes| RecordWrite::HandOver {
+    let hand_over = |successes| RecordWrite::HandOver {
         owner: ME.into(),
         probe_successes: successes,
         lease_expiry: now / 1000 - 1,
@@ -317,8 +317,8 @@ fn probe_outcomes_count_the_fleets_successes() {
     };
     assert_eq!(
         on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), true),
-        pass(1),
-        "short of the threshold: counted, and handed on"
+        hand_over(1),
+        "short of the threshold: counted, and handed over"
     );
     assert_eq!(
         on_probe_outcome(Outcome::Success, &probing(1), ME, now, &thresholds(), true),
@@ -340,7 +340,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     );
     assert_eq!(
         on_probe_outcome(Outcome::Ignored, &probing(1), ME, now, &thresholds(), true),
-        pass(1),
+        hand_over(1),
         "an ignored outcome counts nothing but frees the probe"
     );
     let kept = on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), false);
@@ -364,7 +364,7 @@ fn probe_outcomes_count_the_fleets_successes() {
         Admission::Reject,
         "less than the probe's time (5 s) left: no new probe under it"
     );
-    let handed = pass(1).applied_to(Some(&probing(0)));
+    let handed = hand_over(1).applied_to(Some(&probing(0)));
     assert_eq!(handed.probe_successes, 1);
     assert_eq!(
         handed.half_open_owner.as_deref(),
