@@ -1,0 +1,71 @@
+//! The keyed scenarios: one circuit per key over a Zipf key space, some keys failing.
+
+use super::{Scenario, s};
+use crate::downstream::{Health, HealthSchedule};
+use crate::keys::{FailingKeys, Guarding, KeySpace};
+use crate::traffic::Rate;
+
+impl Scenario {
+    /// 1,000 environments at 10 calls/s calling 5,000 keys (Zipf, exponent 1); the
+    /// `failing` keys' downstream is down from 10 s to 130 s.
+    fn keyed(name: &str, about: &str, failing: FailingKeys, guarding: Guarding) -> Self {
+        Self {
+            health: HealthSchedule::new(vec![(s(10), Health::Down), (s(130), Health::Up)]),
+            keys: Some(KeySpace {
+                guarding,
+                ..KeySpace::new(5_000, 1.0, failing)
+            }),
+            ..Self::base(name, about, 1_000, Rate::PerEnv(10.0), 300)
+        }
+    }
+
+    /// The keyed scenario called `name`.
+    pub(super) fn keyed_named(name: &str) -> Option<Self> {
+        let scenario = match name {
+            "keyed-rank100" => Self::keyed(
+                name,
+                "1,000 environments at 10 calls/s over 5,000 keys (Zipf 1), a circuit per key; the key at rank 100 is down from 10 s to 130 s",
+                FailingKeys::Rank(100),
+                Guarding::Keyed,
+            ),
+            "keyed-rank100-alone" => Self::keyed(
+                name,
+                "as keyed-rank100, only the rank-100 key's calls, guarded by one plain circuit",
+                FailingKeys::Rank(100),
+                Guarding::OnlyKey(100),
+            ),
+            "keyed-rank100-one-circuit" => Self::keyed(
+                name,
+                "as keyed-rank100, every key's calls guarded by one plain circuit",
+                FailingKeys::Rank(100),
+                Guarding::OneCircuit,
+            ),
+            "keyed-10pct" => Self::keyed(
+                name,
+                "as keyed-rank100, 10 % of the keys (every tenth rank) down from 10 s to 130 s",
+                FailingKeys::Share(0.1),
+                Guarding::Keyed,
+            ),
+            "keyed-10pct-plain-per-key" => Self::keyed(
+                name,
+                "as keyed-10pct, each key guarded by a plain circuit of its own (no index, no cap, none forgotten)",
+                FailingKeys::Share(0.1),
+                Guarding::PlainPerKey,
+            ),
+            "keyed-90pct" => Self::keyed(
+                name,
+                "as keyed-rank100, 90 % of the keys (all but every tenth rank) down from 10 s to 130 s",
+                FailingKeys::Share(0.9),
+                Guarding::Keyed,
+            ),
+            "keyed-healthy" => Self::keyed(
+                name,
+                "as keyed-rank100, every key healthy",
+                FailingKeys::None,
+                Guarding::Keyed,
+            ),
+            _ => return None,
+        };
+        Some(scenario)
+    }
+}
