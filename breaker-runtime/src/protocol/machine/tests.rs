@@ -1,6 +1,9 @@
 //! Every transition of the machine, with explicit timestamps (unix millis).
 
 use super::*;
+use crate::protocol::record::OverrideKind;
+use crate::protocol::state::CircuitState;
+use crate::protocol::write::WriteOutcome;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";
