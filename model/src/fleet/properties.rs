@@ -9,61 +9,48 @@ use super::{Fleet, State};
 use crate::dynamodb;
 use crate::item::Item;
 
+/// A condition every reachable state meets.
+type Condition = fn(&Fleet, &State) -> bool;
+
 impl Fleet {
-    /// The properties the checker verifies.
+    /// The properties the checker verifies, each a condition every reachable state meets.
     pub(super) fn all_properties() -> Vec<Property<Self>> {
-        vec![
-            Property::always(
-                "one breaker probe in flight",
-                |model: &Fleet, state: &State| {
-                    model
-                        .breakers()
-                        .filter(|&i| {
-                            let mine = &state.actors[i];
-                            mine.probe.is_some() && !mine.revoked && !mine.alone
-                        })
-                        .count()
-                        <= 1
-                },
-            ),
-            Property::always(
-                "DynamoDB and the in-memory store agree",
-                |_, state: &State| state.disagreement.is_none(),
-            ),
-            Property::always(
-                "a close only after success_threshold successes",
-                |_, s: &State| !s.early_close,
-            ),
-            Property::always(
-                "no breaker write overwrites a live override",
-                |_, s: &State| !s.override_overwritten,
-            ),
-            Property::always(
-                "a landed trip, reopen or election is ours",
-                |_, s: &State| !s.own_write_unrecognised,
-            ),
-            Property::always(
-                "the backed-off wait never shrinks in an opening",
-                |_, s: &State| !s.wait_shrank,
-            ),
-            Property::always(
-                "the item decodes for breaker and Powertools",
-                |_, s: &State| s.item.decodes(),
-            ),
-            Property::always("a live item's TTL is not in the past", |_, s: &State| {
-                let r = s.item.read();
-                let live = r.state != CircuitState::Closed || r.live_override(s.t).is_some();
-                !live || s.item.ttl.is_none_or(|ttl| ttl >= s.t)
-            }),
-            Property::always(
-                "a healthy fleet closes in time",
-                |model: &Fleet, state: &State| model.closes_in_time(state),
-            ),
-            Property::always(
-                "refused elections: a call runs in time",
-                |model: &Fleet, s: &State| model.runs_despite_refusals(s),
-            ),
-        ]
+        #[rustfmt::skip]
+        let always: [(&'static str, Condition); 10] = [
+            ("one breaker probe in flight", |model, s| model.one_probe_in_flight(s)),
+            ("DynamoDB and the in-memory store agree", |_, s| s.disagreement.is_none()),
+            ("a close only after success_threshold successes", |_, s| !s.early_close),
+            ("no breaker write overwrites a live override", |_, s| !s.override_overwritten),
+            ("a landed trip, reopen or election is ours", |_, s| !s.own_write_unrecognised),
+            ("the backed-off wait never shrinks in an opening", |_, s| !s.wait_shrank),
+            ("the item decodes for breaker and Powertools", |_, s| s.item.decodes()),
+            ("a live item's TTL is not in the past", |_, s| Self::ttl_not_past(s)),
+            ("a healthy fleet closes in time", |model, s| model.closes_in_time(s)),
+            ("refused elections: a call runs in time", |model, s| model.runs_despite_refusals(s)),
+        ];
+        always
+            .into_iter()
+            .map(|(name, holds)| Property::always(name, holds))
+            .collect()
+    }
+
+    /// At most one breaker probe runs under a live lease (a revoked one, or one elected
+    /// alone, is the documented exception).
+    fn one_probe_in_flight(&self, state: &State) -> bool {
+        self.breakers()
+            .filter(|&i| {
+                let mine = &state.actors[i];
+                mine.probe.is_some() && !mine.revoked && !mine.alone
+            })
+            .count()
+            <= 1
+    }
+
+    /// An item that is open, half-open or under an override is not past its TTL.
+    fn ttl_not_past(s: &State) -> bool {
+        let r = s.item.read();
+        let live = r.state != CircuitState::Closed || r.live_override(s.t).is_some();
+        !live || s.item.ttl.is_none_or(|ttl| ttl >= s.t)
     }
 
     /// A safety property already failed in `state`: the liveness checks leave it to that
