@@ -33,6 +33,7 @@ test: tools lint unit-tests doc-tests examples template-checks
 
 lint:
 	$(CARGO) fmt --all --check
+	scripts/check-file-sizes.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p breaker-runtime --all-targets --features metrics,call-spans,tower,contract -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features --quiet

@@ -82,7 +82,7 @@ pub mod __private;
 /// its interleavings. Not public API: no semver guarantees.
 #[doc(hidden)]
 pub mod __protocol {
-    // The key index model (`model/src/keyed.rs`) decides removals as `KeyStore` does.
+    // The key index model (`model/src/keyed/`) decides removals as `KeyStore` does.
     pub use crate::keyed::needs_reading;
     pub use crate::protocol::OPENED_AT_UNTIL_RELEASED;
     pub use crate::protocol::machine::{

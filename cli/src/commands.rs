@@ -2,7 +2,7 @@
 //! (`RecordWrite::Override`, `Release`, `Reset`) on the item as just read, strongly
 //! consistently; a write that loses to someone else's is reported, not retried.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use anyhow::{Context as _, anyhow, bail};
 use breaker_runtime::store::{Override, OverrideKind, RecordWrite, StateStore as _, WriteOutcome};
@@ -11,6 +11,8 @@ use breaker_runtime::unstable::{OperatorReads as _, StoredCircuit};
 use crate::args::{CircuitArgs, Output, OverrideArgs, ShowArgs};
 use crate::identity;
 use crate::keyed;
+use crate::now::now;
+use crate::printable::printable;
 use crate::table::Table;
 use crate::target::Target;
 use crate::view;
@@ -18,12 +20,6 @@ use crate::view;
 /// Seconds an item keeps after an operator's close or release (the breaker's own writes
 /// set their TTL from the recovery timeout, which the CLI does not know).
 const TTL_AFTER_OPERATOR_WRITE: u64 = 24 * 3600;
-
-pub(crate) fn now() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| since.as_secs())
-}
 
 pub(crate) async fn list(table: &Table, output: &Output) -> anyhow::Result<()> {
     let listing = table.store.listing().await?;
@@ -75,7 +71,7 @@ pub(crate) async fn set_override(
         Some(Err(problem)) => bail!(
             "circuit '{name}' has a malformed item ({}), which the breaker reads as \
              closed; replace it with a closed one first: breaker close {}",
-            view::printable(problem),
+            printable(problem),
             target.args()
         ),
         None if !args.create => bail!("{}", missing(table, &target, true)),
@@ -114,7 +110,7 @@ pub(crate) async fn set_override(
     let after = existing(table, &target).await?;
     if !args.output.json {
         let replaced = replaces
-            .map(|o| format!(" (replaces: {} by {})", o.kind, view::printable(&o.by)))
+            .map(|o| format!(" (replaces: {} by {})", o.kind, printable(&o.by)))
             .unwrap_or_default();
         let created = if before.is_none() { " (new item)" } else { "" };
         println!("{name}: {kind} fleet-wide{replaced}{created}");
@@ -138,7 +134,7 @@ pub(crate) async fn close(table: &Table, args: &CircuitArgs) -> anyhow::Result<(
             "circuit '{name}' cannot be read with {flag} ({}): is the name mistyped? \
              Nothing was written: a close would overwrite the item, and any override on it \
              for the whole fleet",
-            view::printable(problem)
+            printable(problem)
         );
     }
     table.check_clock()?;
@@ -170,12 +166,10 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
     let (name, output) = (target.label(), &args.output);
     keyed::refuse_whole_circuit(table, &target, "release").await?;
     let circuit = existing(table, &target).await?;
-    let record = circuit.record.as_ref().map_err(|problem| {
-        anyhow!(
-            "circuit '{name}' cannot be read ({})",
-            view::printable(problem)
-        )
-    })?;
+    let record = circuit
+        .record
+        .as_ref()
+        .map_err(|problem| anyhow!("circuit '{name}' cannot be read ({})", printable(problem)))?;
     let Some(released) = record.operator_override.clone() else {
         bail!("circuit '{name}' has no override to release");
     };
@@ -204,7 +198,7 @@ pub(crate) async fn release(table: &Table, args: &CircuitArgs) -> anyhow::Result
         println!(
             "{name}: released ({} by {}){next}",
             released.kind,
-            view::printable(&released.by)
+            printable(&released.by)
         );
     }
     print(&existing(table, &target).await?, &target, output);
@@ -256,7 +250,7 @@ fn missing(table: &Table, target: &Target, create: bool) -> String {
             "no item for key '{}' of circuit '{}' in table '{table_name}': a key that \
              never failed has none (breaker show {} --keys lists the open keys)",
             key.shown(),
-            view::printable(&key.circuit),
+            printable(&key.circuit),
             Target::new(&key.circuit, None).map_or_else(|_| String::new(), |t| t.args())
         ),
     };

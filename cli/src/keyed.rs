@@ -14,7 +14,8 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::json;
 
 use crate::args::{Output, ReconcileArgs};
-use crate::commands::now;
+use crate::now::now;
+use crate::printable::printable;
 use crate::table::Table;
 use crate::target::{KeyOf, Target};
 use crate::view::{self, Row};
@@ -91,7 +92,7 @@ pub(crate) async fn name_in_index(table: &Table, key: &KeyOf) -> anyhow::Result<
     bail!(
         "the index of '{}' kept changing while naming key '{}' in it; nothing was written, \
          run the command again",
-        view::printable(&key.circuit),
+        printable(&key.circuit),
         key.shown()
     )
 }
@@ -121,7 +122,7 @@ pub(crate) async fn show_keys(table: &Table, name: &str, output: &Output) -> any
         let none = format!(
             "no key index for '{}' in table '{}': no key of it is open, or it is not a keyed \
              circuit's name (breaker list shows every circuit)",
-            view::printable(name),
+            printable(name),
             table.store.table_name()
         );
         match output.json {
@@ -191,7 +192,7 @@ fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
     let head = format!(
         "{:<13}{}\n{:<13}{}",
         "circuit",
-        view::printable(&index.circuit),
+        printable(&index.circuit),
         "state",
         view::keyed_state(index),
     );
@@ -232,7 +233,7 @@ pub(crate) async fn reconcile(table: &Table, args: &ReconcileArgs) -> anyhow::Re
     let Some(index) = table.store.inspect_key_index(name).await? else {
         bail!(
             "no key index for '{}' in table '{}' (breaker list shows every circuit)",
-            view::printable(name),
+            printable(name),
             table.store.table_name()
         );
     };
@@ -240,8 +241,8 @@ pub(crate) async fn reconcile(table: &Table, args: &ReconcileArgs) -> anyhow::Re
         bail!(
             "the index of '{}' has no count to reconcile ({}); nothing was written: set \
              open_keys to {} by hand",
-            view::printable(name),
-            view::printable(&problem.problem),
+            printable(name),
+            printable(&problem.problem),
             index.entry_attributes
         );
     }
@@ -252,7 +253,7 @@ pub(crate) async fn reconcile(table: &Table, args: &ReconcileArgs) -> anyhow::Re
             true => println!("{summary:#}"),
             false => println!(
                 "{}: open_keys {seen} matches its {entries} entries; nothing to do",
-                view::printable(name)
+                printable(name)
             ),
         }
         return Ok(());
@@ -261,14 +262,14 @@ pub(crate) async fn reconcile(table: &Table, args: &ReconcileArgs) -> anyhow::Re
         bail!(
             "the index of '{}' changed while reconciling (a key was added or removed); \
              nothing was written, run the command again",
-            view::printable(name)
+            printable(name)
         );
     }
     match args.output.json {
         true => println!("{summary:#}"),
         false => println!(
             "{}: open_keys {seen} -> {entries} (the index's entries)",
-            view::printable(name)
+            printable(name)
         ),
     }
     Ok(())

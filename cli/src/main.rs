@@ -29,6 +29,8 @@ mod capacity;
 mod commands;
 mod identity;
 mod keyed;
+mod now;
+mod printable;
 mod store_clock;
 mod table;
 mod target;

@@ -4,7 +4,7 @@
 use anyhow::bail;
 use breaker_runtime::store::{decode_key, key_item_id, split_key_item_id};
 
-use crate::view::printable;
+use crate::printable::printable;
 
 /// The item a command reads and writes, and its name for people.
 #[derive(Debug, Clone, PartialEq, Eq)]

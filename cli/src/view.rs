@@ -9,6 +9,7 @@ use comfy_table::Table;
 use comfy_table::presets::UTF8_FULL_CONDENSED;
 use serde_json::{Value, json};
 
+use crate::printable::printable;
 use crate::target::{KeyOf, Target};
 
 /// One row of a listing: a circuit's item (a plain circuit's, or a key's of a keyed
@@ -97,18 +98,6 @@ impl<'a> Row<'a> {
 pub(crate) fn keyed_state(index: &StoredKeyIndex) -> String {
     let plural = if index.open_keys == 1 { "" } else { "s" };
     format!("KEYED: {} open key{plural}", index.open_keys)
-}
-
-/// `text` as a terminal may print it: control characters (escape sequences among them,
-/// which could rewrite the screen or hide a line) shown escaped. Names, owners, reasons and
-/// malformed-item text all come from the table, written by anyone with access to it.
-pub(crate) fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| match c.is_control() {
-            true => c.escape_default().to_string(),
-            false => c.to_string(),
-        })
-        .collect()
 }
 
 /// The state the fleet acts on: a holding override first, else the stored state.

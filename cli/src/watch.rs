@@ -9,7 +9,8 @@ use breaker_runtime::unstable::{Listing, OperatorReads as _};
 use tokio::time::{Instant, sleep};
 
 use crate::args::WatchArgs;
-use crate::commands::{existing, now};
+use crate::commands::existing;
+use crate::now::now;
 use crate::table::Table;
 use crate::target::Target;
 use crate::view::{self, Row};

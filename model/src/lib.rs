@@ -6,7 +6,7 @@
 //! with the runtime's own `protocol::machine`; each write changes the item as the
 //! DynamoDB request `store/dynamodb` sends would ([`dynamodb`]), and is checked against
 //! the in-memory store's reading (`RecordWrite::applied_to`). The properties are in
-//! [`fleet::Fleet`]'s `Model::properties`; the models the tests and `make model` check
+//! `fleet/properties.rs`; the models the tests and `make model` check
 //! are in [`scenarios`]. [`keyed`] models the key index of keyed circuits the same way
 //! (its models in [`keyed_scenarios`]). docs/design.md lists them with their sizes.
 

@@ -63,7 +63,7 @@ pub struct Metrics {
     trip_writes: u64,
     election_writes: u64,
     close_and_reopen_writes: u64,
-    pass_writes: u64,
+    hand_over_writes: u64,
     throttled: u64,
     unreachable: u64,
     read_half_units: u64,
@@ -183,7 +183,7 @@ impl Metrics {
             trip_writes: 0,
             election_writes: 0,
             close_and_reopen_writes: 0,
-            pass_writes: 0,
+            hand_over_writes: 0,
             throttled: 0,
             unreachable: 0,
             read_half_units: 0,
@@ -317,7 +317,7 @@ impl Metrics {
             RequestKind::Trip => self.trip_writes += attempts,
             RequestKind::Elect => self.election_writes += attempts,
             RequestKind::Close | RequestKind::Reopen => self.close_and_reopen_writes += attempts,
-            RequestKind::Pass => self.pass_writes += attempts,
+            RequestKind::HandOver => self.hand_over_writes += attempts,
             RequestKind::Report => self.report_writes += attempts,
             RequestKind::Suspect => self.suspect_writes += attempts,
             RequestKind::IndexRead => self.read_requests += attempts,
@@ -354,7 +354,7 @@ impl Metrics {
         }
         match r.kind {
             RequestKind::Elect => self.count_election(r),
-            RequestKind::Pass => self.count_pass(r),
+            RequestKind::HandOver => self.count_hand_over(r),
             _ => {}
         }
         if r.kind == RequestKind::Report && r.outcome == RequestOutcome::Won {
@@ -408,7 +408,7 @@ impl Metrics {
             RequestKind::Read
             | RequestKind::Report
             | RequestKind::Suspect
-            | RequestKind::Pass
+            | RequestKind::HandOver
             | RequestKind::Other
             | RequestKind::IndexRead
             | RequestKind::IndexAdd

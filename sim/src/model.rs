@@ -29,12 +29,9 @@
 //! Time is virtual milliseconds since the start of the run; units are accounted per whole
 //! virtual second.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::Arc;
+use std::collections::HashMap;
 
-use breaker_runtime::store::{
-    CircuitRecord, EpochTally, FleetTally, RecordWrite, StoreError, WriteOutcome,
-};
+use breaker_runtime::store::{CircuitRecord, RecordWrite, WriteOutcome};
 
 use crate::rng::Rng;
 
@@ -100,153 +97,6 @@ pub struct FaultWindow {
     pub until_ms: u64,
     /// What goes wrong.
     pub fault: StoreFault,
-}
-
-/// Which protocol operation a request carried.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum RequestKind {
-    /// GetItem.
-    Read,
-    /// The trip (CLOSED → OPEN).
-    Trip,
-    /// The probe election (OPEN → HALF_OPEN).
-    Elect,
-    /// The close (HALF_OPEN → CLOSED).
-    Close,
-    /// The reopen (HALF_OPEN → OPEN).
-    Reopen,
-    /// A probe's success counted and its lease handed over (HALF_OPEN → HALF_OPEN).
-    Pass,
-    /// A failure report to the fleet's counters (an item of its own), or a report to a
-    /// suspicion's counters.
-    Report,
-    /// A suspicion of the fleet raised on the circuit's item (CLOSED → CLOSED).
-    Suspect,
-    /// A transition this simulator does not know yet (`RecordWrite` is non-exhaustive).
-    Other,
-    /// GetItem of a keyed circuit's index.
-    IndexRead,
-    /// An index entry added (a key's trip or suspicion; the cap's condition).
-    IndexAdd,
-    /// An index entry's token rewritten.
-    IndexRefresh,
-    /// An index entry removed (the key closed).
-    IndexRemove,
-}
-
-impl RequestKind {
-    /// The kind of request that carries `transition`.
-    pub fn of(transition: &RecordWrite) -> Self {
-        match transition {
-            RecordWrite::Trip { .. } => Self::Trip,
-            RecordWrite::Elect { .. } => Self::Elect,
-            RecordWrite::Close { .. } => Self::Close,
-            RecordWrite::HandOver { .. } => Self::Pass,
-            RecordWrite::Reopen { .. } => Self::Reopen,
-            RecordWrite::Suspect { .. } => Self::Suspect,
-            _ => Self::Other,
-        }
-    }
-}
-
-/// How a request ended, after all its attempts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RequestOutcome {
-    /// A read was served.
-    Served,
-    /// A write's condition held.
-    Won,
-    /// A write's condition failed.
-    Lost,
-    /// Every attempt was throttled.
-    Throttled,
-    /// The store did not answer.
-    Unreachable,
-}
-
-/// A request's result and what it cost.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Served<T> {
-    /// What the client gets.
-    pub result: Result<T, StoreError>,
-    /// How it ended.
-    pub outcome: RequestOutcome,
-    /// What it cost.
-    pub cost: RequestCost,
-}
-
-/// What one request cost, over all its attempts: what the metrics count of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RequestCost {
-    /// Attempts sent (each one a DynamoDB request).
-    pub attempts: u32,
-    /// Attempts that were throttled.
-    pub throttled_attempts: u32,
-    /// Time from sending the first attempt to the answer, back-off included, ms.
-    pub latency_ms: u64,
-    /// Read units consumed, in halves (an eventually consistent read is 1).
-    pub read_half_units: u32,
-    /// Write units consumed.
-    pub write_units: u32,
-}
-
-/// One item: its history (for lagging reads) and this second's consumed capacity.
-#[derive(Debug, Default)]
-struct Item {
-    /// `(virtual ms, record)` from oldest to newest; the last entry is the current item. An
-    /// empty history is an absent item. Entries older than the longest lag are dropped.
-    history: VecDeque<(u64, Option<CircuitRecord>)>,
-    /// The virtual second `read_half_units` and `write_units` were consumed in.
-    second: u64,
-    read_half_units: u32,
-    write_units: u32,
-    /// A fleet window's counters, for a report item.
-    tally: FleetTally,
-    /// A suspicion's counters, for its report item.
-    epoch: EpochTally,
-    /// A key index item's history, as `history` (an index item holds no record).
-    index: VecDeque<(u64, Option<Arc<IndexItem>>)>,
-}
-
-impl Item {
-    fn current(&self) -> Option<&CircuitRecord> {
-        self.history.back().and_then(|(_, record)| record.as_ref())
-    }
-
-    /// The record as it was at `at_ms`.
-    fn as_of(&self, at_ms: u64) -> Option<&CircuitRecord> {
-        self.history
-            .iter()
-            .rev()
-            .find(|(time, _)| *time <= at_ms)
-            .and_then(|(_, record)| record.as_ref())
-    }
-
-    fn write(&mut self, now_ms: u64, record: CircuitRecord, max_lag_ms: u64) {
-        self.history.push_back((now_ms, Some(record)));
-        let horizon = now_ms.saturating_sub(max_lag_ms);
-        while self.history.len() >= 2 && self.history[1].0 <= horizon {
-            self.history.pop_front();
-        }
-    }
-
-    /// Rolls the capacity counters over to `now_ms`'s second.
-    fn roll(&mut self, now_ms: u64) {
-        let second = now_ms / 1000;
-        if second != self.second {
-            self.second = second;
-            self.read_half_units = 0;
-            self.write_units = 0;
-        }
-    }
-}
-
-/// What a request needs from the item's capacity.
-#[derive(Debug, Clone, Copy)]
-enum Cost {
-    ReadHalves(u32),
-    /// Write units: 1 per started KB of the item (the larger of before and after).
-    Write(u32),
 }
 
 /// DynamoDB holding one item per circuit; see the module docs.
@@ -373,111 +223,19 @@ impl ItemModel {
             .get_mut(circuit)
             .unwrap_or_else(|| unreachable!("inserted above"))
     }
-
-    fn fault_at(&self, now_ms: u64) -> Option<StoreFault> {
-        self.faults
-            .iter()
-            .find(|w| w.from_ms <= now_ms && now_ms < w.until_ms)
-            .map(|w| w.fault)
-    }
-
-    /// Runs the client's attempts of one request: throttled attempts are retried after a
-    /// back-off; the first attempt that fits the item's capacity consumes it and runs `op`.
-    fn request<T>(
-        &mut self,
-        circuit: &str,
-        now_ms: u64,
-        cost: Cost,
-        op: impl FnOnce(&mut Item) -> (Result<T, StoreError>, RequestOutcome),
-    ) -> Served<T> {
-        let fault = self.fault_at(now_ms);
-        if fault == Some(StoreFault::Unreachable) {
-            return Served {
-                result: Err(StoreError::new(
-                    "dispatch failure: the store is unreachable (simulated)",
-                )),
-                outcome: RequestOutcome::Unreachable,
-                cost: RequestCost {
-                    attempts: 1,
-                    throttled_attempts: 0,
-                    latency_ms: self.config.unreachable_ms,
-                    read_half_units: 0,
-                    write_units: 0,
-                },
-            };
-        }
-        let writes_throttled = fault == Some(StoreFault::WritesThrottled);
-        let (read_limit, write_limit) = (
-            self.config.read_units_per_s.saturating_mul(2),
-            self.config.write_units_per_s,
-        );
-        let attempts = self.config.attempts.max(1);
-        let mut latency_ms = 0;
-        let mut throttled_attempts = 0;
-        for attempt in 1..=attempts {
-            latency_ms += self
-                .rng
-                .between(self.config.latency_ms.0, self.config.latency_ms.1);
-            let item = self.item(circuit);
-            item.roll(now_ms);
-            let fits = match cost {
-                Cost::ReadHalves(halves) => item.read_half_units + halves <= read_limit,
-                Cost::Write(units) => !writes_throttled && item.write_units + units <= write_limit,
-            };
-            if fits {
-                let (read_half_units, write_units) = match cost {
-                    Cost::ReadHalves(halves) => {
-                        item.read_half_units += halves;
-                        (halves, 0)
-                    }
-                    Cost::Write(units) => {
-                        item.write_units += units;
-                        (0, units)
-                    }
-                };
-                let (result, outcome) = op(item);
-                return Served {
-                    result,
-                    outcome,
-                    cost: RequestCost {
-                        attempts: attempt,
-                        throttled_attempts,
-                        latency_ms,
-                        read_half_units,
-                        write_units,
-                    },
-                };
-            }
-            throttled_attempts += 1;
-            if attempt < attempts {
-                latency_ms += self.rng.between(
-                    self.config.retry_backoff_ms.0,
-                    self.config.retry_backoff_ms.1,
-                );
-            }
-        }
-        Served {
-            result: Err(StoreError::throttled(
-                "ProvisionedThroughputExceededException: the level of configured provisioned \
-                 throughput for the table was exceeded (simulated)",
-            )),
-            outcome: RequestOutcome::Throttled,
-            cost: RequestCost {
-                attempts,
-                throttled_attempts,
-                latency_ms,
-                read_half_units: 0,
-                write_units: 0,
-            },
-        }
-    }
 }
 
 mod index;
+mod item;
 mod report;
+mod request;
 
 pub use index::{IndexItem, KeyCensus};
 pub use report::report_key;
+pub use request::{RequestCost, RequestKind, RequestOutcome, Served};
+
+use item::Item;
+use request::Cost;
 
 #[cfg(test)]
 mod tests;

@@ -105,7 +105,7 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
                 "{} / {} / {} / {} / {}",
                 thousands(s.trip_writes),
                 thousands(s.election_writes),
-                thousands(s.pass_writes),
+                thousands(s.hand_over_writes),
                 thousands(s.close_and_reopen_writes),
                 thousands(s.report_writes)
             ),

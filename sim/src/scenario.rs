@@ -2,91 +2,20 @@
 //! store's faults over virtual time, and the breaker's tunables. Each is a value, so a test
 //! can shrink the fleet (and the item's limits with it) and keep everything else.
 
-use std::time::Duration;
-
 use crate::downstream::{Health, HealthSchedule};
-use crate::keys::{FailingKeys, Guarding, KeySpace};
-use crate::model::{FaultWindow, ModelConfig, StoreFault};
+use crate::keys::KeySpace;
+use crate::model::{FaultWindow, ModelConfig};
 use crate::traffic::Rate;
+
+mod keyed;
+mod one_circuit;
+mod settings;
+
+pub use settings::BreakerSettings;
 
 /// Virtual seconds to milliseconds.
 const fn s(secs: u64) -> u64 {
     secs * 1000
-}
-
-/// The breaker's settings, the defaults being the runtime's.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BreakerSettings {
-    /// Consecutive failures that trip (5).
-    pub failure_threshold: u32,
-    /// Time open before a probe (30 s).
-    pub recovery_timeout: Duration,
-    /// Probe successes that close (3).
-    pub success_threshold: u32,
-    /// How long a copy of the record is trusted (5 s).
-    pub local_cache_max_age: Duration,
-    /// Per-environment jitter added to the recovery timeout (off).
-    pub recovery_jitter: Duration,
-    /// Quiet time after a store error (5 s).
-    pub store_error_backoff: Duration,
-    /// The probe owner's lease (30 s).
-    pub probe_lease: Duration,
-    /// A guarded call still running this long after it started is abandoned (none).
-    pub call_timeout: Option<Duration>,
-    /// How long before the invocation deadline a guarded call is abandoned, so its store
-    /// writes land before Lambda ends the invocation.
-    pub deadline_margin: Duration,
-    /// The fleet-wide failure policy (`None`: each environment trips on its own counts).
-    pub fleet_policy: Option<breaker_runtime::FleetPolicy>,
-    /// How the open duration grows with each reopen (the runtime's default: it does not).
-    pub recovery_backoff: breaker_runtime::RecoveryBackoff,
-}
-
-impl BreakerSettings {
-    /// `builder` with these settings.
-    pub fn apply(
-        &self,
-        builder: breaker_runtime::CircuitBreakerConfigBuilder,
-    ) -> breaker_runtime::CircuitBreakerConfigBuilder {
-        let builder = builder
-            .failure_threshold(self.failure_threshold)
-            .recovery_timeout(self.recovery_timeout)
-            .success_threshold(self.success_threshold)
-            .local_cache_max_age(self.local_cache_max_age)
-            .recovery_jitter(self.recovery_jitter)
-            .store_error_backoff(self.store_error_backoff)
-            .probe_lease(self.probe_lease)
-            .deadline_margin(self.deadline_margin)
-            .recovery_backoff(self.recovery_backoff.clone())
-            .fleet_detection(self.fleet_policy.is_some());
-        let builder = match self.fleet_policy {
-            Some(policy) => builder.fleet_policy(policy),
-            None => builder,
-        };
-        match self.call_timeout {
-            Some(timeout) => builder.call_timeout(timeout),
-            None => builder,
-        }
-    }
-}
-
-impl Default for BreakerSettings {
-    fn default() -> Self {
-        let runtime = breaker_runtime::CircuitBreakerConfig::default();
-        Self {
-            failure_threshold: runtime.failure_threshold(),
-            recovery_timeout: runtime.recovery_timeout(),
-            success_threshold: runtime.success_threshold(),
-            local_cache_max_age: runtime.local_cache_max_age(),
-            recovery_jitter: runtime.recovery_jitter(),
-            store_error_backoff: runtime.store_error_backoff(),
-            probe_lease: runtime.probe_lease(),
-            call_timeout: runtime.call_timeout(),
-            deadline_margin: runtime.deadline_margin(),
-            fleet_policy: runtime.fleet_policy(),
-            recovery_backoff: runtime.recovery_backoff().clone(),
-        }
-    }
 }
 
 /// One simulated situation.
@@ -186,19 +115,6 @@ impl Scenario {
         }
     }
 
-    /// 1,000 environments at 10 calls/s calling 5,000 keys (Zipf, exponent 1); the
-    /// `failing` keys' downstream is down from 10 s to 130 s.
-    fn keyed(name: &str, about: &str, failing: FailingKeys, guarding: Guarding) -> Self {
-        Self {
-            health: HealthSchedule::new(vec![(s(10), Health::Down), (s(130), Health::Up)]),
-            keys: Some(KeySpace {
-                guarding,
-                ..KeySpace::new(5_000, 1.0, failing)
-            }),
-            ..Self::base(name, about, 1_000, Rate::PerEnv(10.0), 300)
-        }
-    }
-
     /// The scenario called `name`, with its own fleet size and rates.
     ///
     /// ```
@@ -207,217 +123,7 @@ impl Scenario {
     /// assert!(breaker_sim::scenario::Scenario::named("nope").is_none());
     /// ```
     pub fn named(name: &str) -> Option<Self> {
-        let outage_health =
-            || HealthSchedule::new(vec![(s(10), Health::Down), (s(130), Health::Up)]);
-        let scenario = match name {
-            "outage" => Self {
-                health: outage_health(),
-                ..Self::base(
-                    name,
-                    "10,000 environments at 10 calls/s; the downstream is down from 10 s to 130 s",
-                    10_000,
-                    Rate::PerEnv(10.0),
-                    300,
-                )
-            },
-            "sparse" => Self {
-                health: outage_health(),
-                start_spread_ms: 1000 * 20,
-                ..Self::base(
-                    name,
-                    "1,000 environments, 1 call per 20 s each; the downstream is down from 10 s to 130 s",
-                    1_000,
-                    Rate::PerEnv(0.05),
-                    300,
-                )
-            },
-            "sparse-10k" => Self {
-                health: outage_health(),
-                start_spread_ms: 1000 * 50,
-                ..Self::base(
-                    name,
-                    "10,000 environments, 1 call per 50 s each; the downstream is down from 10 s to 130 s",
-                    10_000,
-                    Rate::PerEnv(0.02),
-                    300,
-                )
-            },
-            "hang" => Self {
-                health: HealthSchedule::new(vec![(s(10), Health::Hang), (s(130), Health::Up)]),
-                ..Self::base(
-                    name,
-                    "10,000 environments at 1 call/s; the downstream stops answering from 10 s to 130 s; function timeout 10 s",
-                    10_000,
-                    Rate::PerEnv(1.0),
-                    300,
-                )
-            },
-            "background-errors" => Self {
-                health: HealthSchedule::new(vec![(0, Health::Failing(0.001))]),
-                ..Self::base(
-                    name,
-                    "10,000 environments at 10 calls/s; 0.1 % of calls fail at random throughout",
-                    10_000,
-                    Rate::PerEnv(10.0),
-                    120,
-                )
-            },
-            "quiet-errors" => Self {
-                health: HealthSchedule::new(vec![(0, Health::Failing(0.01))]),
-                start_spread_ms: 1000 * 50,
-                ..Self::base(
-                    name,
-                    "10,000 environments, 1 call per 50 s each; 1 % of calls fail at random throughout",
-                    10_000,
-                    Rate::PerEnv(0.02),
-                    300,
-                )
-            },
-            "quiet-errors-1k" => Self {
-                health: HealthSchedule::new(vec![(0, Health::Failing(0.01))]),
-                start_spread_ms: 1000 * 20,
-                ..Self::base(
-                    name,
-                    "1,000 environments, 1 call per 20 s each; 1 % of calls fail at random throughout",
-                    1_000,
-                    Rate::PerEnv(0.05),
-                    300,
-                )
-            },
-            "sparse-10k-noisy" => Self {
-                health: HealthSchedule::new(vec![
-                    (0, Health::Failing(0.01)),
-                    (s(10), Health::Down),
-                    (s(130), Health::Up),
-                ]),
-                start_spread_ms: 1000 * 50,
-                ..Self::base(
-                    name,
-                    "as sparse-10k, and 1 % of calls fail at random before the outage",
-                    10_000,
-                    Rate::PerEnv(0.02),
-                    300,
-                )
-            },
-            "light" => Self {
-                initially_open: true,
-                health: HealthSchedule::new(vec![(0, Health::Down), (s(60), Health::Up)]),
-                ..Self::base(
-                    name,
-                    "50 environments, 1 call per 20 s each; OPEN at 0 s, the downstream up from 60 s",
-                    50,
-                    Rate::PerEnv(0.05),
-                    600,
-                )
-            },
-            "store-throttled" => Self {
-                health: outage_health(),
-                // The first two recovery windows of the outage.
-                store_faults: vec![FaultWindow {
-                    from_ms: s(10),
-                    until_ms: s(70),
-                    fault: StoreFault::WritesThrottled,
-                }],
-                ..Self::base(
-                    name,
-                    "as outage, and every write is throttled from 10 s to 70 s",
-                    10_000,
-                    Rate::PerEnv(10.0),
-                    300,
-                )
-            },
-            "store-down-while-open" => Self {
-                // Open at ~10 s; the store is gone for 3 windows from 20 s; the downstream
-                // is back after the first of them.
-                health: HealthSchedule::new(vec![(s(10), Health::Down), (s(50), Health::Up)]),
-                store_faults: vec![FaultWindow {
-                    from_ms: s(20),
-                    until_ms: s(110),
-                    fault: StoreFault::Unreachable,
-                }],
-                ..Self::base(
-                    name,
-                    "as outage, the store unreachable from 20 s to 110 s, the downstream up from 50 s",
-                    10_000,
-                    Rate::PerEnv(10.0),
-                    300,
-                )
-            },
-            "flapping" => Self {
-                health: HealthSchedule::new(vec![(0, Health::Failing(0.3))]),
-                ..Self::base(
-                    name,
-                    "1,000 environments at 10 calls/s; 30 % of downstream calls fail throughout",
-                    1_000,
-                    Rate::PerEnv(10.0),
-                    300,
-                )
-            },
-            "scale-100k" => Self {
-                health: outage_health(),
-                ..Self::base(
-                    name,
-                    "100,000 environments at 1 call/s; the downstream is down from 10 s to 130 s",
-                    100_000,
-                    Rate::PerEnv(1.0),
-                    300,
-                )
-            },
-            "long-outage" => Self {
-                health: HealthSchedule::new(vec![(s(10), Health::Down), (s(1210), Health::Up)]),
-                ..Self::base(
-                    name,
-                    "10,000 environments at 10 calls/s; the downstream is down for 20 minutes, from 10 s to 1210 s",
-                    10_000,
-                    Rate::PerEnv(10.0),
-                    1500,
-                )
-            },
-            "keyed-rank100" => Self::keyed(
-                name,
-                "1,000 environments at 10 calls/s over 5,000 keys (Zipf 1), a circuit per key; the key at rank 100 is down from 10 s to 130 s",
-                FailingKeys::Rank(100),
-                Guarding::Keyed,
-            ),
-            "keyed-rank100-alone" => Self::keyed(
-                name,
-                "as keyed-rank100, only the rank-100 key's calls, guarded by one plain circuit",
-                FailingKeys::Rank(100),
-                Guarding::OnlyKey(100),
-            ),
-            "keyed-rank100-one-circuit" => Self::keyed(
-                name,
-                "as keyed-rank100, every key's calls guarded by one plain circuit",
-                FailingKeys::Rank(100),
-                Guarding::OneCircuit,
-            ),
-            "keyed-10pct" => Self::keyed(
-                name,
-                "as keyed-rank100, 10 % of the keys (every tenth rank) down from 10 s to 130 s",
-                FailingKeys::Share(0.1),
-                Guarding::Keyed,
-            ),
-            "keyed-10pct-plain-per-key" => Self::keyed(
-                name,
-                "as keyed-10pct, each key guarded by a plain circuit of its own (no index, no cap, none forgotten)",
-                FailingKeys::Share(0.1),
-                Guarding::PlainPerKey,
-            ),
-            "keyed-90pct" => Self::keyed(
-                name,
-                "as keyed-rank100, 90 % of the keys (all but every tenth rank) down from 10 s to 130 s",
-                FailingKeys::Share(0.9),
-                Guarding::Keyed,
-            ),
-            "keyed-healthy" => Self::keyed(
-                name,
-                "as keyed-rank100, every key healthy",
-                FailingKeys::None,
-                Guarding::Keyed,
-            ),
-            _ => return None,
-        };
-        Some(scenario)
+        Self::one_circuit(name).or_else(|| Self::keyed_named(name))
     }
 
     /// Every scenario of one circuit, in [`NAMES`] order.

@@ -52,7 +52,7 @@ pub struct Window {
     pub elections_unanswered: u32,
     /// Probe hand-over writes (a probe's success counted, its lease released): won + lost +
     /// throttled.
-    pub pass_writes: u32,
+    pub hand_over_writes: u32,
 }
 
 impl Window {
@@ -64,7 +64,7 @@ impl Window {
     /// Every write that admits a probe or hands one over: the election writes (the first
     /// and each takeover) and the hand-overs.
     pub fn probe_writes(&self) -> u32 {
-        self.election_writes() + self.pass_writes
+        self.election_writes() + self.hand_over_writes
     }
 }
 
@@ -165,7 +165,7 @@ pub struct Summary {
     /// Write attempts carrying a close or a reopen.
     pub close_and_reopen_writes: u64,
     /// Write attempts handing a probe over (a success counted, the lease released).
-    pub pass_writes: u64,
+    pub hand_over_writes: u64,
     /// Throttled attempts.
     pub throttled_requests: u64,
     /// Throttled attempts inside a trip burst.

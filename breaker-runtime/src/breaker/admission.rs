@@ -199,7 +199,7 @@ fn reject<'a>(
 }
 
 /// A probe's permit, which takes the slot over and releases it when the probe ends; a
-/// probe on a `quiet` call hands the probe on when it ends.
+/// probe on a `quiet` call hands the probe over when it ends.
 fn probe(seam: Seam, slot: ProbeSlot<'_>, quiet: bool) -> Permit<&'_ Circuit> {
     let circuit = slot.keep();
     seam.probe_started(circuit, quiet);

@@ -33,8 +33,8 @@ pub(super) struct RecordCache {
     /// bound, elections are made locally, and that record, read again, is no news.
     refused: Option<RefusedElections>,
     /// The probe running in this process came after no call for a cache age: its outcome
-    /// hands the probe on instead of keeping the lease for this environment's next call.
-    probe_hands_on: bool,
+    /// hands the probe over instead of keeping the lease for this environment's next call.
+    probe_hands_over: bool,
 }
 
 impl RecordCache {
@@ -50,7 +50,7 @@ impl RecordCache {
             local_opening: None,
             store_unreachable: false,
             refused: None,
-            probe_hands_on: true,
+            probe_hands_over: true,
         }
     }
 
@@ -208,12 +208,12 @@ impl RecordCache {
 
     /// A probe starts, admitted on a call that was `quiet` (or not).
     pub(super) fn note_probe(&mut self, quiet: bool) {
-        self.probe_hands_on = quiet;
+        self.probe_hands_over = quiet;
     }
 
-    /// Whether the running probe's outcome hands the probe on (see [`note_probe`](Self::note_probe)).
-    pub(super) fn probe_hands_on(&self) -> bool {
-        self.probe_hands_on
+    /// Whether the running probe's outcome hands the probe over (see [`note_probe`](Self::note_probe)).
+    pub(super) fn probe_hands_over(&self) -> bool {
+        self.probe_hands_over
     }
 
     /// Notes an opening at `opened_at` this environment made: committed when its write

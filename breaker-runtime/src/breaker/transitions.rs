@@ -219,14 +219,14 @@ pub(super) fn end_probe(
     async move {
         let _slot = slot;
         let now = circuit.now();
-        let (base, hand_on) = seam.probe_base(circuit);
+        let (base, hand_over) = seam.probe_base(circuit);
         let transition = machine::on_probe_outcome(
             outcome,
             &base,
             circuit.probe_owner(),
             now,
             circuit.thresholds(),
-            hand_on,
+            hand_over,
         );
         let cause =
             (outcome == Outcome::Failure).then_some(TransitionCause::Failures { kind, count: 1 });

@@ -93,17 +93,17 @@ pub enum RecordWrite {
     },
     /// HALF_OPEN → HALF_OPEN: the owner's probe succeeded (or ended without counting), short
     /// of the successes that close. It records the fleet's probe successes so far and sets
-    /// the lease: ended at once (the probe is handed on: the next may come from any
+    /// the lease: ended at once (the probe is handed over: the next may come from any
     /// environment, one at a time, each admitted by an [`Elect`](Self::Elect) takeover), or
     /// the owner's own lease kept (a busy owner probes again with its next call). Allowed
     /// only on `HALF_OPEN` owned by `owner`; keeps the owner, so the item stays one that
     /// Powertools reads as half-open.
     HandOver {
-        /// The owner handing the probe on.
+        /// The owner handing the probe over.
         owner: String,
         /// The fleet's probe successes in a row, this one included.
         probe_successes: u32,
-        /// Unix seconds: the lease's expiry, already past when the probe is handed on.
+        /// Unix seconds: the lease's expiry, already past when the probe is handed over.
         lease_expiry: u64,
         /// TTL attribute value.
         expiration: u64,

@@ -113,7 +113,7 @@ impl Metrics {
             trip_writes: self.trip_writes,
             election_writes: self.election_writes,
             close_and_reopen_writes: self.close_and_reopen_writes,
-            pass_writes: self.pass_writes,
+            hand_over_writes: self.hand_over_writes,
             throttled_requests: self.throttled,
             throttled_in_trip_burst: throttled_in_burst,
             throttled_outside_trip_burst: self.throttled - throttled_in_burst,

@@ -44,12 +44,12 @@ impl Metrics {
     }
 
     /// A probe hand-over's attempts, in the window it was made in.
-    pub(super) fn count_pass(&mut self, r: &StoreRequest) {
+    pub(super) fn count_hand_over(&mut self, r: &StoreRequest) {
         if r.outcome == RequestOutcome::Unreachable {
             return;
         }
         if let Some(window) = self.open_window() {
-            window.pass_writes += r.cost.attempts;
+            window.hand_over_writes += r.cost.attempts;
         }
     }
 

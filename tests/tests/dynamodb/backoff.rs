@@ -66,13 +66,13 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         Some(&n(2)),
         "an election keeps it"
     );
-    let pass = RecordWrite::HandOver {
+    let hand_over = RecordWrite::HandOver {
         owner: "env-b".into(),
         probe_successes: 1,
         lease_expiry: T0 + 200,
         expiration: T0 + 3830,
     };
-    won(store.apply(circuit, &pass).await);
+    won(store.apply(circuit, &hand_over).await);
     assert_eq!(
         raw(&dynalite, "circuits", key(circuit))
             .await

@@ -90,7 +90,7 @@ async fn probe_successes_from_different_environments_close_the_circuit() {
             assert_eq!(record.probe_successes, i as u32 + 1, "the fleet's count");
             assert!(
                 record.probe_lease_expiry.expect("a lease") < clock.unix_millis() / 1000,
-                "the lease is handed on at once"
+                "the lease is handed over at once"
             );
         } else {
             assert_eq!(
@@ -154,13 +154,13 @@ async fn a_dead_probers_slot_is_freed_by_its_lease() {
     };
     let won = |outcome| assert_eq!(outcome, Ok(WriteOutcome::Won));
     won(store.apply("downstream", &elect(now, 0)).await);
-    let pass = RecordWrite::HandOver {
+    let hand_over = RecordWrite::HandOver {
         owner: "env-dead".into(),
         probe_successes: 1,
         lease_expiry: now - 1,
         expiration: now + 3630,
     };
-    won(store.apply("downstream", &pass).await);
+    won(store.apply("downstream", &hand_over).await);
     won(store.apply("downstream", &elect(now, 1)).await);
     let other = environment("env-other", store.clone(), &clock);
     store.reset_counts();

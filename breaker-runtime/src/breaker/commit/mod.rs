@@ -95,7 +95,7 @@ impl Seam {
         }
     }
 
-    /// The record a probe's outcome is made from, and whether it hands the probe on.
+    /// The record a probe's outcome is made from, and whether it hands the probe over.
     pub(super) fn probe_base(self, circuit: &Circuit) -> (CircuitRecord, bool) {
         match self {
             Self::Store => store::probe_base(circuit),

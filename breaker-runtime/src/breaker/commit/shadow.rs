@@ -35,7 +35,7 @@ pub(super) fn opening(circuit: &Circuit, now: u64) -> Option<CircuitRecord> {
     machine::may_trip(&record, now).then_some(record)
 }
 
-/// The would-be record a would-be probe's outcome is applied to; it never hands on.
+/// The would-be record a would-be probe's outcome is applied to; it never hands over.
 pub(super) fn probe_base(circuit: &Circuit) -> (CircuitRecord, bool) {
     (circuit.would_be().record(), false)
 }

@@ -28,10 +28,10 @@ pub(super) fn opening(circuit: &Circuit, trip: &RecordWrite, now: u64) -> Option
     Some(base)
 }
 
-/// The record a probe's outcome is written on, and whether it hands the probe on.
+/// The record a probe's outcome is written on, and whether it hands the probe over.
 pub(super) fn probe_base(circuit: &Circuit) -> (CircuitRecord, bool) {
     let cache = circuit.lock();
-    (cache.record().clone(), cache.probe_hands_on())
+    (cache.record().clone(), cache.probe_hands_over())
 }
 
 /// A probe starts, admitted on a call that was `quiet` (or not).

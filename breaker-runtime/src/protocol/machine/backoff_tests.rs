@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::protocol::record::Override;
+use crate::protocol::record::OverrideKind;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";

@@ -3,6 +3,8 @@
 use super::tests::thresholds;
 use super::*;
 use crate::protocol::Override;
+use crate::protocol::record::OverrideKind;
+use crate::protocol::state::CircuitState;
 
 const ME: &str = "env-me";
 const T0: u64 = 1_700_000_000_000;

@@ -1,6 +1,9 @@
 //! Every transition of the machine, with explicit timestamps (unix millis).
 
 use super::*;
+use crate::protocol::record::OverrideKind;
+use crate::protocol::state::CircuitState;
+use crate::protocol::write::WriteOutcome;
 
 const ME: &str = "env-me";
 const OTHER: &str = "env-other";
@@ -70,112 +73,23 @@ fn admission_table() {
     let opened = T0 / 1000;
     let mine = Some(opened);
     let elect_at = |now| Admission::Elect(election_at(now, Some(opened)));
+    #[rustfmt::skip]
     let cases: Vec<(&str, CircuitRecord, u64, Local, Admission)> = vec![
-        (
-            "closed runs",
-            CircuitRecord::closed(),
-            T0,
-            local(None, false),
-            Admission::Run,
-        ),
-        (
-            "closed runs even with a probe flag",
-            CircuitRecord::closed(),
-            T0,
-            local(None, true),
-            Admission::Run,
-        ),
-        (
-            "open before recovery rejects, even with the first right",
-            open_at(opened),
-            T0 + 29_999,
-            local(mine, false),
-            Admission::Reject,
-        ),
-        (
-            "open at recovery: the environment that opened it elects",
-            open_at(opened),
-            T0 + 30_000,
-            local(mine, false),
-            elect_at(T0 + 30_000),
-        ),
-        (
-            "open at recovery: any other environment waits the fallback",
-            open_at(opened),
-            T0 + 44_999,
-            local(None, false),
-            Admission::Reject,
-        ),
-        (
-            "open after recovery and fallback: verify before electing",
-            open_at(opened),
-            T0 + 45_000,
-            local(None, false),
-            Admission::Verify,
-        ),
-        (
-            "an opening committed earlier gives no first right to this one",
-            open_at(opened),
-            T0 + 30_000,
-            local(Some(opened - 60), false),
-            Admission::Reject,
-        ),
-        (
-            "open at recovery with a local probe rejects",
-            open_at(opened),
-            T0 + 30_000,
-            local(mine, true),
-            Admission::Reject,
-        ),
-        (
-            "half-open owned by me probes",
-            half_open(ME, opened, opened + 40),
-            T0 + 35_000,
-            local(None, false),
-            Admission::Probe,
-        ),
-        (
-            "half-open owned by me, probe running, rejects",
-            half_open(ME, opened, opened + 40),
-            T0 + 35_000,
-            local(None, true),
-            Admission::Reject,
-        ),
-        (
-            "half-open owned by another rejects",
-            half_open(OTHER, opened, opened + 40),
-            T0 + 35_000,
-            local(mine, false),
-            Admission::Reject,
-        ),
-        (
-            "half-open lease still live in its last second rejects",
-            half_open(OTHER, opened, opened + 40),
-            T0 + 40_999,
-            local(None, false),
-            Admission::Reject,
-        ),
-        (
-            "another's expired lease: wait the fallback",
-            half_open(OTHER, opened, opened + 40),
-            T0 + 41_000,
-            local(mine, false),
-            Admission::Reject,
-        ),
-        (
-            "another's expired lease after the fallback: verify (takeover)",
-            half_open(OTHER, opened, opened + 40),
-            T0 + 56_000,
-            local(None, false),
-            Admission::Verify,
-        ),
-        (
-            "my own expired lease re-elects at once",
-            half_open(ME, opened, opened + 40),
-            T0 + 41_000,
-            local(None, false),
-            elect_at(T0 + 41_000),
-        ),
+        ("closed runs", CircuitRecord::closed(), T0, local(None, false), Admission::Run),
+        ("closed runs even with a probe flag", CircuitRecord::closed(), T0, local(None, true), Admission::Run),
+        ("open before recovery rejects, even with the first right", open_at(opened), T0 + 29_999, local(mine, false), Admission::Reject),
+        ("open at recovery: the environment that opened it elects", open_at(opened), T0 + 30_000, local(mine, false), elect_at(T0 + 30_000)),
+        ("open at recovery: any other environment waits the fallback", open_at(opened), T0 + 44_999, local(None, false), Admission::Reject),
+        ("open after recovery and fallback: verify before electing", open_at(opened), T0 + 45_000, local(None, false), Admission::Verify),
+        ("an opening committed earlier gives no first right to this one", open_at(opened), T0 + 30_000, local(Some(opened - 60), false), Admission::Reject),
+        ("open at recovery with a local probe rejects", open_at(opened), T0 + 30_000, local(mine, true), Admission::Reject),
+        ("half-open owned by me probes", half_open(ME, opened, opened + 40), T0 + 35_000, local(None, false), Admission::Probe),
+        ("half-open owned by me, probe running, rejects", half_open(ME, opened, opened + 40), T0 + 35_000, local(None, true), Admission::Reject),
+        ("half-open owned by another rejects", half_open(OTHER, opened, opened + 40), T0 + 35_000, local(mine, false), Admission::Reject),
+        ("half-open lease still live in its last second rejects", half_open(OTHER, opened, opened + 40), T0 + 40_999, local(None, false), Admission::Reject),
+        ("another's expired lease: wait the fallback", half_open(OTHER, opened, opened + 40), T0 + 41_000, local(mine, false), Admission::Reject),
+        ("another's expired lease after the fallback: verify (takeover)", half_open(OTHER, opened, opened + 40), T0 + 56_000, local(None, false), Admission::Verify),
+        ("my own expired lease re-elects at once", half_open(ME, opened, opened + 40), T0 + 41_000, local(None, false), elect_at(T0 + 41_000)),
     ];
     for (name, record, now, local, expected) in cases {
         assert_eq!(
@@ -186,28 +100,49 @@ fn admission_table() {
     }
 }
 
+/// This environment's first reopen, at `opened_at`, after its probe failed.
+fn my_reopen(opened_at: u64) -> RecordWrite {
+    RecordWrite::Reopen {
+        owner: ME.into(),
+        opened_at,
+        failure_count: 1,
+        reopen_count: 1,
+        expiration: 1,
+    }
+}
+
+/// What this environment knows beyond the defaults: whether it is quiet, whether its
+/// record was just read strongly consistently, and whether the store is out of reach.
+fn knowing(quiet: bool, verified: bool, store_unreachable: bool) -> Local {
+    Local {
+        quiet,
+        verified,
+        store_unreachable,
+        ..Local::default()
+    }
+}
+
+/// What a call at `now` is admitted to on a circuit that opened at `opened`.
+fn open_admits(opened: u64, now: u64, local: &Local) -> Admission {
+    admit(&open_at(opened), ME, now, &thresholds(), local)
+}
+
 #[test]
 fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
     let opened = T0 / 1000;
     let now = T0 + 45_000;
-    let verified = Local {
-        verified: true,
-        ..Local::default()
-    };
+    let verified = knowing(false, true, false);
     assert_eq!(
-        admit(&open_at(opened), ME, now, &thresholds(), &verified),
+        open_admits(opened, now, &verified),
         Admission::Elect(election_at(now, Some(opened)))
     );
-    let cut_off = Local {
-        store_unreachable: true,
-        ..Local::default()
-    };
+    let cut_off = knowing(false, false, true);
     assert_eq!(
-        admit(&open_at(opened), ME, now, &thresholds(), &cut_off),
+        open_admits(opened, now, &cut_off),
         Admission::ElectAlone(election_at(now, Some(opened)))
     );
     assert_eq!(
-        admit(&open_at(opened), ME, now - 1, &thresholds(), &cut_off),
+        open_admits(opened, now - 1, &cut_off),
         Admission::Reject,
         "alone, too, no earlier than recovery plus the fallback"
     );
@@ -217,43 +152,21 @@ fn a_verified_record_may_be_elected_on_and_an_unreachable_store_elects_alone() {
 fn a_quiet_environment_elects_at_the_recovery_timeout_after_verifying() {
     let opened = T0 / 1000;
     let due = T0 + 30_000;
-    let quiet = Local {
-        quiet: true,
-        ..Local::default()
-    };
-    assert_eq!(
-        admit(&open_at(opened), ME, due - 1, &thresholds(), &quiet),
-        Admission::Reject,
-        "not before the recovery timeout"
-    );
-    assert_eq!(
-        admit(&open_at(opened), ME, due, &thresholds(), &quiet),
-        Admission::Verify,
-        "without the fallback, but on a strongly consistent read"
-    );
-    let verified = Local {
-        verified: true,
-        ..quiet
-    };
-    assert_eq!(
-        admit(&open_at(opened), ME, due, &thresholds(), &verified),
-        Admission::Elect(election_at(due, Some(opened)))
-    );
+    let quiet = knowing(true, false, false);
+    let verified = knowing(true, true, false);
     let busy = Local::default();
-    assert_eq!(
-        admit(&open_at(opened), ME, due, &thresholds(), &busy),
-        Admission::Reject,
-        "a busy environment without the first right waits the fallback"
-    );
-    let cut_off = Local {
-        store_unreachable: true,
-        ..quiet
-    };
-    assert_eq!(
-        admit(&open_at(opened), ME, due, &thresholds(), &cut_off),
-        Admission::Reject,
-        "alone, a quiet environment still spreads its probe over the fallback"
-    );
+    let cut_off = knowing(true, false, true);
+    #[rustfmt::skip]
+    let cases = [
+        ("not before the recovery timeout", due - 1, &quiet, Admission::Reject),
+        ("without the fallback, but on a strongly consistent read", due, &quiet, Admission::Verify),
+        ("verified, it elects", due, &verified, Admission::Elect(election_at(due, Some(opened)))),
+        ("a busy environment without the first right waits the fallback", due, &busy, Admission::Reject),
+        ("alone, a quiet environment still spreads its probe over the fallback", due, &cut_off, Admission::Reject),
+    ];
+    for (why, now, local, expected) in cases {
+        assert_eq!(open_admits(opened, now, local), expected, "{why}");
+    }
     // A probe handed over (its lease ended a second ago) is due at once for a quiet caller.
     let handed_over = CircuitRecord {
         probe_successes: 1,
@@ -309,7 +222,7 @@ fn probe_outcomes_count_the_fleets_successes() {
         probe_successes: successes,
         ..half_open(ME, T0 / 1000, now / 1000 + 10)
     };
-    let pass = |successes| RecordWrite::HandOver {
+    let hand_over = |successes| RecordWrite::HandOver {
         owner: ME.into(),
         probe_successes: successes,
         lease_expiry: now / 1000 - 1,
@@ -317,8 +230,8 @@ fn probe_outcomes_count_the_fleets_successes() {
     };
     assert_eq!(
         on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), true),
-        pass(1),
-        "short of the threshold: counted, and handed on"
+        hand_over(1),
+        "short of the threshold: counted, and handed over"
     );
     assert_eq!(
         on_probe_outcome(Outcome::Success, &probing(1), ME, now, &thresholds(), true),
@@ -340,7 +253,7 @@ fn probe_outcomes_count_the_fleets_successes() {
     );
     assert_eq!(
         on_probe_outcome(Outcome::Ignored, &probing(1), ME, now, &thresholds(), true),
-        pass(1),
+        hand_over(1),
         "an ignored outcome counts nothing but frees the probe"
     );
     let kept = on_probe_outcome(Outcome::Success, &probing(0), ME, now, &thresholds(), false);
@@ -364,7 +277,7 @@ fn probe_outcomes_count_the_fleets_successes() {
         Admission::Reject,
         "less than the probe's time (5 s) left: no new probe under it"
     );
-    let handed = pass(1).applied_to(Some(&probing(0)));
+    let handed = hand_over(1).applied_to(Some(&probing(0)));
     assert_eq!(handed.probe_successes, 1);
     assert_eq!(
         handed.half_open_owner.as_deref(),
@@ -450,13 +363,7 @@ fn records_after_won_writes() {
         CircuitRecord::closed()
     );
 
-    let reopen = RecordWrite::Reopen {
-        owner: ME.into(),
-        opened_at: opened + 31,
-        failure_count: 1,
-        reopen_count: 1,
-        expiration: 1,
-    };
+    let reopen = my_reopen(opened + 31);
     let reopened = settled(&half_open(ME, opened, opened + 40), &reopen, won).record;
     assert_eq!(reopened.state, CircuitState::Open);
     assert_eq!(reopened.opened_at, Some(opened + 31));
@@ -548,13 +455,7 @@ fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
     assert_eq!(committed_opening(&trip, &after), None);
 
     let probing = half_open(ME, opened, opened + 40);
-    let reopen = RecordWrite::Reopen {
-        owner: ME.into(),
-        opened_at: opened + 31,
-        failure_count: 1,
-        reopen_count: 1,
-        expiration: 1,
-    };
+    let reopen = my_reopen(opened + 31);
     let landed = reopen.applied_to(Some(&probing));
     let after = settled(&probing, &reopen, Some(WriteOutcome::Lost(Some(landed))));
     assert!(after.committed, "the landed reopen is ours");

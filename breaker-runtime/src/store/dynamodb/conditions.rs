@@ -92,7 +92,7 @@ pub(super) fn elect_update(read_successes: bool) -> &'static str {
 }
 
 /// A probe's hand-over: the fleet's successes so far, and the lease ended.
-pub(super) const PASS_UPDATE: &str = "SET #ps = :successes, #le = :lease, #ex = :ttl";
+pub(super) const HAND_OVER_UPDATE: &str = "SET #ps = :successes, #le = :lease, #ex = :ttl";
 
 /// Close, reopen and hand-over: only the owner of a half-open item.
 pub(super) const OWNER: &str = "#st = :half AND #ow = :me";

@@ -64,8 +64,13 @@ impl Shared {
                     (":lease", number(*lease_expiry)),
                     (":ttl", number(*expiration)),
                 ];
-                self.update(circuit, conditions::PASS_UPDATE, conditions::OWNER, values)
-                    .await
+                self.update(
+                    circuit,
+                    conditions::HAND_OVER_UPDATE,
+                    conditions::OWNER,
+                    values,
+                )
+                .await
             }
             RecordWrite::Close { owner, .. } | RecordWrite::Reopen { owner, .. } => {
                 let values = vec![(":me", AttributeValue::S(owner.clone()))];

@@ -93,8 +93,8 @@ pub(super) async fn concurrent_takeovers_of_a_handed_over_probe_have_exactly_one
     for round in 0..RACE_ROUNDS {
         let now = T0 + 31 + round as u64;
         let successes = round as u32 + 1;
-        let pass = hand_over(&owner, successes, now);
-        assert_eq!(store.apply(&circuit, &pass).await, Ok(WriteOutcome::Won));
+        let handed = hand_over(&owner, successes, now);
+        assert_eq!(store.apply(&circuit, &handed).await, Ok(WriteOutcome::Won));
         let c = circuit.clone();
         let outcomes = race(&store, move |store, i| {
             let c = c.clone();

@@ -74,7 +74,7 @@ pub(super) fn close(owner: &str) -> RecordWrite {
     }
 }
 
-/// `owner` counts the fleet's `successes` and hands the probe on: its lease ended at
+/// `owner` counts the fleet's `successes` and hands the probe over: its lease ended at
 /// `now - 1`.
 pub(super) fn hand_over(owner: &str, successes: u32, now: u64) -> RecordWrite {
     RecordWrite::HandOver {

@@ -1,0 +1,92 @@
+//! A store call on its way lands: the op an environment has in flight takes its step,
+//! and a key's item changes as the in-memory store applies the write.
+
+use breaker_runtime::__protocol::needs_reading;
+use breaker_runtime::store::{CircuitRecord, KeyIndexOutcome, KeyIndexWrite, RecordWrite};
+
+use super::{GraceFrom, KEYS, KeyedFleet, NOW, Op, State};
+
+impl KeyedFleet {
+    /// A key item write, as the in-memory store applies it.
+    pub(super) fn write_item(state: &mut State, key: usize, write: &RecordWrite) -> bool {
+        let item = &mut state.items[key];
+        let won = write.allowed(item.record.as_ref());
+        if won {
+            item.record = Some(write.applied_to(item.record.as_ref()));
+        }
+        won
+    }
+
+    pub(super) fn step_op(&self, s: &mut State, env: usize) -> Option<()> {
+        let op = s.envs[env].op.clone()?;
+        s.envs[env].op = None;
+        match op {
+            Op::Naming { key, known, tries } => self.naming(s, env, key, known, tries),
+            Op::Tripping { key, .. } => {
+                let trip = RecordWrite::Trip {
+                    opened_by: Some(self.environments[env].to_owned()),
+                    failure_count: 1,
+                    opened_at: NOW,
+                    expiration: 0,
+                };
+                Self::write_item(s, key, &trip);
+            }
+            Op::ClosedReading { key, old_below } => {
+                if let Some(token) = Self::index_of(s).and_then(|i| i.token(KEYS[key])) {
+                    s.envs[env].op = self.removal(key, token, old_below);
+                }
+            }
+            Op::Reading { key, token } => {
+                let old_below = s.old_below;
+                let record = s.items[key].record.clone();
+                if !needs_reading(record.as_ref(), NOW) {
+                    s.envs[env].op = self.removal(key, token, old_below);
+                }
+            }
+            Op::Removing { key, token } => {
+                if self.grace_from == GraceFrom::Answered && !Self::old(s, token) {
+                    return Some(());
+                }
+                let remove = KeyIndexWrite::Remove {
+                    key: KEYS[key].to_owned(),
+                    token,
+                };
+                Self::write_index(s, env, &remove);
+            }
+            Op::StaleReading { key, token, then } => {
+                let record: Option<CircuitRecord> = s.items[key].record.clone();
+                let needed = needs_reading(record.as_ref(), NOW);
+                s.envs[env].op = Some(Op::StaleWriting {
+                    key,
+                    token,
+                    needed,
+                    then,
+                });
+            }
+            Op::StaleWriting {
+                key,
+                token,
+                needed,
+                then,
+            } => {
+                let k = KEYS[key].to_owned();
+                match needed {
+                    true if s.next_token <= self.tokens => {
+                        let token = s.next_token;
+                        let refresh = KeyIndexWrite::Refresh { key: k, token };
+                        if Self::write_index(s, env, &refresh) == KeyIndexOutcome::Won {
+                            s.next_token += 1;
+                        }
+                    }
+                    true => {}
+                    false => {
+                        let remove = KeyIndexWrite::Remove { key: k, token };
+                        Self::write_index(s, env, &remove);
+                    }
+                }
+                self.token_answered(s, env, then);
+            }
+        }
+        Some(())
+    }
+}
