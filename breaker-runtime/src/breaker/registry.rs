@@ -103,7 +103,11 @@ pub(super) fn shared_circuit(
         }
         (circuit, site, settings.clone())
     });
-    let warning = config_conflict(name, (*first_site, first_settings.as_str()), (site, &settings));
+    let warning = config_conflict(
+        name,
+        (*first_site, first_settings.as_str()),
+        (site, &settings),
+    );
     let circuit = Arc::clone(circuit);
     drop(entries);
     if let Some(warning) = warning {
