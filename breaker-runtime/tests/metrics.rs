@@ -343,7 +343,8 @@ async fn a_keyed_circuit_counts_under_its_name_and_counts_refusals_by_its_cap() 
         .unwrap();
     let (keyed, shops) = metrics::with_local_recorder(&recorder, || {
         let keyed = KeyedCircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config)
-            .with_max_open_keys(1);
+            .with_max_open_keys(1)
+            .unwrap();
         let shops = [keyed.breaker("shop-1"), keyed.breaker("shop-2")];
         (keyed, shops)
     });
