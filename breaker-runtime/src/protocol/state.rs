@@ -30,7 +30,6 @@ impl CircuitState {
             Self::HalfOpen => "HALF_OPEN",
         }
     }
-
 }
 
 /// A name that is not one of [`CircuitState`]'s stored names (`CLOSED`, `OPEN`,
