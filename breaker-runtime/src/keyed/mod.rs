@@ -254,7 +254,8 @@ impl KeyedCircuitBreaker {
     /// use breaker_runtime::store::InMemoryStore;
     /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
     /// assert_eq!(hosts.max_open_keys(), 1_000);
-    /// assert_eq!(hosts.with_max_open_keys(0).max_open_keys(), 1, "at least 1");
+    /// assert!(hosts.clone().with_max_open_keys(0).is_err(), "a cap of 0 is refused");
+    /// assert_eq!(hosts.max_open_keys(), 1_000, "and the cap is left as it was");
     /// ```
     pub fn max_open_keys(&self) -> u32 {
         self.inner.index.cap()
