@@ -36,7 +36,7 @@ users() {
   lambda=$(user_build lambda CARGO_PROFILE_RELEASE_LTO=thin CARGO_PROFILE_RELEASE_CODEGEN_UNITS=1)
   printf '\n%-20s %16s %18s\n' "as users build" "default profile" "cargo-lambda's"
   for op in baseline breaker-sync recloser-sync failsafe-sync breaker-async recloser-async \
-    failsafe-async; do
+    failsafe-async breaker-open-sync recloser-open-sync failsafe-open-sync breaker-open-async; do
     printf '%-20s %16s %18s\n' "$op" "$(user_per_call "$default" "$op")" \
       "$(user_per_call "$lambda" "$op")"
   done

@@ -60,7 +60,7 @@ pub use events::{
 };
 pub use keyed::KeyedCircuitBreaker;
 pub use policy::SlidingWindow;
-pub use protocol::{CircuitState, RecoveryBackoff};
+pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]

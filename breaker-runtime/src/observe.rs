@@ -5,7 +5,7 @@
 //! feature the types are zero-sized and every method is empty, so the closed path is what
 //! it was.
 
-pub(crate) use imp::{CallClock, CircuitMetrics, KeyedMetrics};
+pub(crate) use imp::{CallClock, CircuitMetrics, KeyedMetrics, store_error};
 pub(crate) use span::CallSpan;
 
 #[cfg(feature = "metrics")]
@@ -37,6 +37,20 @@ mod imp {
     pub(crate) const KEYS_REFUSED_BY_CAP: &str = "circuitbreaker_keys_refused_by_cap_total";
     /// The keys a keyed circuit's index names, as this environment's copy shows it.
     pub(crate) const OPEN_KEYS: &str = "circuitbreaker_open_keys";
+    /// Store calls that failed (the circuit failed open), by kind.
+    pub(crate) const STORE_ERRORS: &str = "circuitbreaker_store_errors_total";
+
+    /// A store call of circuit `name` failed with `kind`: the circuit fails open. Looked
+    /// up on each error, not registered with the circuit: an error already waited on the
+    /// store, and most circuits never meet one.
+    pub(crate) fn store_error(name: &str, kind: crate::store::StoreErrorKind) {
+        describe();
+        let labels = [
+            Label::new("circuitbreaker_name", name.to_owned()),
+            Label::new("kind", kind.as_str()),
+        ];
+        metrics::counter!(STORE_ERRORS, labels.to_vec()).increment(1);
+    }
 
     /// What a keyed circuit reports besides its keys' circuits (whose metrics carry the
     /// keyed circuit's name, never the key: keys are unbounded; and no state gauge, which
@@ -303,6 +317,10 @@ mod imp {
                 "Keys of a keyed circuit not opened: max_open_keys reached"
             );
             metrics::describe_counter!(
+                STORE_ERRORS,
+                "Store calls that failed, so the circuit failed open, by kind"
+            );
+            metrics::describe_counter!(
                 SHADOW_DECISIONS,
                 "Shadow mode: what the breaker would have done, by decision"
             );
@@ -327,6 +345,10 @@ mod imp {
 
     /// Nothing: the `metrics` feature is off.
     pub(crate) struct KeyedMetrics;
+
+    /// Nothing: the `metrics` feature is off.
+    #[inline(always)]
+    pub(crate) fn store_error(_name: &str, _kind: crate::store::StoreErrorKind) {}
 
     impl KeyedMetrics {
         pub(crate) fn new(_name: &str) -> Self {

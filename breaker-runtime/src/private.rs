@@ -85,7 +85,7 @@ pub fn shared_keyed_breaker(
         found.unwrap_or_else(|| {
             let mut keyed = KeyedCircuitBreaker::new(name, Arc::clone(&store), config);
             if let Some(cap) = max_open_keys {
-                keyed = keyed.with_max_open_keys(cap);
+                keyed = (keyed.with_max_open_keys(cap)).expect("the attribute checks the cap");
             }
             entries.push(KeyedEntry {
                 name,

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::runtime::{Builder, Runtime};
 
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreErrorKind};
 
 fn runtime() -> Result<&'static Runtime, StoreError> {
     static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
@@ -45,9 +45,10 @@ pub(crate) async fn run<T: Send + 'static>(
     let task = runtime()?.spawn(async move {
         match tokio::time::timeout(timeout, operation).await {
             Ok(reply) => reply,
-            Err(_) => Err(StoreError::new(format!(
-                "store call timed out after {timeout:?}"
-            ))),
+            Err(_) => Err(StoreError::with_kind(
+                StoreErrorKind::Timeout,
+                format!("store call timed out after {timeout:?}"),
+            )),
         }
     });
     match task.await {

@@ -343,7 +343,8 @@ async fn a_keyed_circuit_counts_under_its_name_and_counts_refusals_by_its_cap() 
         .unwrap();
     let (keyed, shops) = metrics::with_local_recorder(&recorder, || {
         let keyed = KeyedCircuitBreaker::new(name, Arc::new(InMemoryStore::new()), config)
-            .with_max_open_keys(1);
+            .with_max_open_keys(1)
+            .unwrap();
         let shops = [keyed.breaker("shop-1"), keyed.breaker("shop-2")];
         (keyed, shops)
     });
@@ -399,4 +400,55 @@ async fn a_keyed_circuit_shows_its_open_keys_not_a_keys_state() {
     );
     let labels = [("circuitbreaker_name", name)];
     assert_eq!(gauge(&metrics, "circuitbreaker_open_keys", &labels), 1.0);
+}
+
+/// A store that refuses every call with one kind of error.
+#[derive(Debug)]
+struct Refusing(breaker_runtime::store::StoreErrorKind);
+
+impl breaker_runtime::store::StateStore for Refusing {
+    fn read<'a>(
+        &'a self,
+        circuit: &'a str,
+    ) -> breaker_runtime::store::StoreFuture<'a, Option<breaker_runtime::store::CircuitRecord>>
+    {
+        let error = breaker_runtime::store::StoreError::with_kind(self.0, format!("{circuit}: no"));
+        Box::pin(std::future::ready(Err(error)))
+    }
+    fn apply<'a>(
+        &'a self,
+        circuit: &'a str,
+        _: &'a breaker_runtime::store::RecordWrite,
+    ) -> breaker_runtime::store::StoreFuture<'a, breaker_runtime::store::WriteOutcome> {
+        let error = breaker_runtime::store::StoreError::with_kind(self.0, format!("{circuit}: no"));
+        Box::pin(std::future::ready(Err(error)))
+    }
+}
+
+#[test]
+fn store_errors_are_counted_by_kind_and_the_call_fails_open() {
+    use breaker_runtime::store::StoreErrorKind;
+    let recorder = DebuggingRecorder::new();
+    for (name, kind) in [
+        ("denied", StoreErrorKind::AccessDenied),
+        ("throttled", StoreErrorKind::Throttled),
+    ] {
+        let breaker = CircuitBreaker::new(
+            name,
+            Arc::new(Refusing(kind)),
+            CircuitBreakerConfig::default(),
+        );
+        let answer =
+            metrics::with_local_recorder(&recorder, || breaker.call_blocking(|| Ok::<_, Error>(7)));
+        assert_eq!(answer.unwrap(), 7, "the call ran: the circuit failed open");
+    }
+    let metrics = snapshot(&recorder);
+    let errors = |name, kind| {
+        let labels = [("circuitbreaker_name", name), ("kind", kind)];
+        counter(&metrics, "circuitbreaker_store_errors_total", &labels)
+    };
+    assert_eq!(errors("denied", "access_denied"), 1);
+    assert_eq!(errors("throttled", "throttled"), 1);
+    let other_kind = [("circuitbreaker_name", "denied"), ("kind", "throttled")];
+    assert!(!metrics.contains_key(&series("circuitbreaker_store_errors_total", &other_kind)));
 }

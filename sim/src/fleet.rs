@@ -325,7 +325,7 @@ fn new_env(
         Some(keys) if keys.guarding == Guarding::Keyed => {
             let keyed = KeyedCircuitBreaker::new(CIRCUIT, store, config);
             Guard::Keyed(match keys.max_open_keys {
-                Some(cap) => keyed.with_max_open_keys(cap),
+                Some(cap) => keyed.with_max_open_keys(cap)?,
                 None => keyed,
             })
         }

@@ -1,10 +1,11 @@
-//! breaker's closed path against recloser 1.4 and failsafe 1.3, each configured to trip on 5
-//! consecutive failures, built as a user's crate is (see `Cargo.toml`).
+//! breaker's closed and open paths against recloser 1.4 and failsafe 1.3, each configured
+//! to trip on 5 consecutive failures, built as a user's crate is (see `Cargo.toml`).
 //!
 //! - No argument: the time per call. A loop of [`CALLS`] successful calls of each library,
 //!   the three taking turns, [`ROUNDS`] rounds, the median of each. Sync (`call_blocking`,
 //!   `call`) and async (each library's call future, polled once inline with a no-op waker:
-//!   no executor).
+//!   no executor). Then the open path: the same loop of calls each library rejects, its
+//!   rejection kept in the error (breaker's with its `CircuitInfo`).
 //! - `OPERATION CALLS`: that one loop, CALLS times, and nothing else, for callgrind
 //!   (`scripts/count-instructions.sh` counts instructions per call from two such runs).
 //!
@@ -16,7 +17,7 @@ use std::hint::black_box;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use breaker_runtime::CircuitBreaker;
+use breaker_runtime::{CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError};
 use failsafe::backoff::Constant;
 use failsafe::failure_policy::ConsecutiveFailures;
 
@@ -35,8 +36,8 @@ const CALLS: u32 = 3_000_000;
 const ROUNDS: usize = 7;
 
 /// The operations, as named on the command line: one library's closed-path call, or
-/// `baseline`, the guarded closure alone.
-const OPERATIONS: [&str; 7] = [
+/// `baseline`, the guarded closure alone; `*-open-*`: a call its tripped breaker rejects.
+const OPERATIONS: [&str; 11] = [
     "baseline",
     "breaker-sync",
     "recloser-sync",
@@ -44,7 +45,32 @@ const OPERATIONS: [&str; 7] = [
     "breaker-async",
     "recloser-async",
     "failsafe-async",
+    "breaker-open-sync",
+    "recloser-open-sync",
+    "failsafe-open-sync",
+    "breaker-open-async",
 ];
+
+/// An error that keeps breaker's rejection, as a user's error type that reports it would.
+#[derive(Debug)]
+#[allow(dead_code, reason = "kept, not read: what the measured rejection builds")]
+enum Kept {
+    Open(CircuitBreakerOpenError),
+    Abandoned(CallAbandonedError),
+    Failure,
+}
+
+impl From<CallAbandonedError> for Kept {
+    fn from(abandoned: CallAbandonedError) -> Self {
+        Kept::Abandoned(abandoned)
+    }
+}
+
+impl From<CircuitBreakerOpenError> for Kept {
+    fn from(open: CircuitBreakerOpenError) -> Self {
+        Kept::Open(open)
+    }
+}
 
 /// The three libraries' breakers, each tripping on 5 consecutive failures and never
 /// recovering during a run.
@@ -53,6 +79,38 @@ struct Breakers {
     recloser: recloser::Recloser,
     async_recloser: recloser::AsyncRecloser,
     failsafe: failsafe::StateMachine<ConsecutiveFailures<Constant>, ()>,
+    /// The same breakers, tripped.
+    open: Tripped,
+}
+
+struct Tripped {
+    breaker: CircuitBreaker,
+    recloser: recloser::Recloser,
+    failsafe: failsafe::StateMachine<ConsecutiveFailures<Constant>, ()>,
+}
+
+impl Tripped {
+    /// Each library's breaker after the failures that trip it; asserts each rejects.
+    fn new() -> Self {
+        use failsafe::CircuitBreaker as _;
+        let tripped = Self {
+            breaker: warmed("bench-open", config()),
+            recloser: recloser_breaker(),
+            failsafe: failsafe_breaker(),
+        };
+        for _ in 0..6 {
+            let _ = tripped.breaker.call_blocking(|| Err::<(), Kept>(Kept::Failure));
+            let _ = tripped.recloser.call(|| Err::<(), Failure>(Failure));
+            let _ = tripped.failsafe.call(|| Err::<(), Failure>(Failure));
+        }
+        let open = tripped.breaker.call_blocking(|| Ok::<(), Kept>(()));
+        assert!(matches!(open, Err(Kept::Open(_))), "breaker rejects");
+        let open = tripped.recloser.call(|| Ok::<(), Failure>(()));
+        assert!(matches!(open, Err(recloser::Error::Rejected)), "recloser rejects");
+        let open = tripped.failsafe.call(|| Ok::<(), Failure>(()));
+        assert!(matches!(open, Err(failsafe::Error::Rejected)), "failsafe rejects");
+        tripped
+    }
 }
 
 impl Breakers {
@@ -62,6 +120,7 @@ impl Breakers {
             recloser: recloser_breaker(),
             async_recloser: recloser::AsyncRecloser::from(recloser_breaker()),
             failsafe: failsafe_breaker(),
+            open: Tripped::new(),
         }
     }
 
@@ -101,6 +160,35 @@ impl Breakers {
                 let _ = black_box(ready(
                     self.failsafe
                         .call(async { Ok::<u64, Failure>(black_box(7)) }),
+                ));
+            }),
+            "breaker-open-sync" => run.run(|| {
+                let _ = black_box(
+                    self.open
+                        .breaker
+                        .call_blocking(|| Ok::<u64, Kept>(black_box(7))),
+                );
+            }),
+            "recloser-open-sync" => run.run(|| {
+                let _ = black_box(
+                    self.open
+                        .recloser
+                        .call(|| Ok::<u64, Failure>(black_box(7))),
+                );
+            }),
+            "failsafe-open-sync" => run.run(|| {
+                use failsafe::CircuitBreaker as _;
+                let _ = black_box(
+                    self.open
+                        .failsafe
+                        .call(|| Ok::<u64, Failure>(black_box(7))),
+                );
+            }),
+            "breaker-open-async" => run.run(|| {
+                let _ = black_box(ready(
+                    self.open
+                        .breaker
+                        .call(|| async { Ok::<u64, Kept>(black_box(7)) }),
                 ));
             }),
             _ => return false,
@@ -183,6 +271,14 @@ fn timings(breakers: &Breakers) {
             breaker / recloser.min(failsafe)
         );
     }
+    println!("open path (a rejection), ns per call, the same rounds");
+    let open = ["breaker-open-sync", "recloser-open-sync", "failsafe-open-sync"].map(String::from);
+    let [breaker, recloser, failsafe] = medians(breakers, &open);
+    println!(
+        "{:<6} {breaker:>9.2} {recloser:>13.2} {failsafe:>13.2} {:>24.2}",
+        "sync",
+        breaker / recloser.min(failsafe)
+    );
 }
 
 /// The median time per call of each operation over [`ROUNDS`] rounds, the operations

@@ -87,14 +87,23 @@ pub(super) fn admit_blocking(
     }
 }
 
-/// [`Circuit::reject_from_cache`], a rejection dispatched.
+/// [`Circuit::reject_from_cache`], a rejection counted (what [`dispatch`] does with
+/// [`Event::Rejected`], without its call: the open path's share of a rejection).
 #[inline]
-fn reject_from_cache(circuit: &Circuit, now: u64) -> Option<CircuitInfo> {
+pub(super) fn reject_from_cache(circuit: &Circuit, now: u64) -> Option<CircuitInfo> {
     let rejected = circuit.reject_from_cache(now);
     if let Some(info) = &rejected {
-        dispatch(circuit, Event::Rejected(info.state));
+        circuit.metrics().rejected(info.state);
     }
     rejected
+}
+
+/// The blocking slow path, once the cache did not reject: [`permit_slow`] driven to its
+/// end.
+#[cold]
+#[inline(never)]
+pub(super) fn permit_slow_blocking(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitInfo> {
+    block_on(permit_slow(circuit))
 }
 
 /// [`decide_slow`], its decision shown: a rejection dispatched, or the state the circuit

@@ -257,6 +257,7 @@ impl Circuit {
 
     /// `recent`, or the clock's time if the recent time is not known.
     #[cold]
+    #[inline]
     pub(super) fn known(&self, recent: u64) -> u64 {
         match recent {
             crate::clock::UNKNOWN => self.now(),

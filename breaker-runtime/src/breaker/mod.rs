@@ -350,7 +350,12 @@ impl CircuitBreaker {
     where
         E: From<CircuitBreakerOpenError>,
     {
-        match admission::admit_blocking(&self.circuit, now) {
+        // The rejection first, straight from the cache: the slow admission's result (a
+        // permit or a rejection) would carry it through one more copy.
+        if let Some(circuit) = admission::reject_from_cache(&self.circuit, now) {
+            return Err(CircuitBreakerOpenError::new(circuit).into());
+        }
+        match admission::permit_slow_blocking(&self.circuit) {
             Ok(permit) => run_blocking(permit, counts, f),
             Err(circuit) => Err(CircuitBreakerOpenError::new(circuit).into()),
         }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use crate::config::{CircuitBreakerConfig, millis};
 use crate::environment;
+use crate::observe;
 use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
@@ -132,6 +133,7 @@ impl StoreAccess {
                 tracing::warn!(circuit = %self.name, %key, %error, "circuit breaker store failed; failing open");
             }
         }
+        observe::store_error(&self.name, error.kind());
         let backoff = self.backoff_millis;
         if error.is_throttled() {
             // Spread over [backoff / 2, backoff * 3 / 2): a fleet throttled by one

@@ -303,7 +303,8 @@ impl CircuitBreakerConfigBuilder {
 
     /// The id this circuit's environment writes as probe owner, instead of the process's
     /// (a random uuid). For simulations that run many execution environments in one
-    /// process; a Lambda function leaves it unset. It also seeds the recovery jitter.
+    /// process; a Lambda function leaves it unset. It also seeds the recovery jitter. A
+    /// hook for tests and the simulator, hidden from the docs and outside the stable API.
     ///
     /// ```
     /// let config = breaker_runtime::CircuitBreakerConfig::builder()
@@ -312,6 +313,7 @@ impl CircuitBreakerConfigBuilder {
     ///     .unwrap();
     /// # drop(config);
     /// ```
+    #[doc(hidden)]
     pub fn environment_id(mut self, id: impl Into<String>) -> Self {
         self.config.environment_id = Some(id.into().into());
         self
@@ -355,7 +357,9 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
-    /// Replaces the system clock, for deterministic tests.
+    /// Replaces the system clock with a [`ManualClock`], for deterministic tests. A hook
+    /// for tests and the simulator, hidden from the docs and outside the stable API.
+    #[doc(hidden)]
     pub fn clock(mut self, clock: ManualClock) -> Self {
         self.config.clock = clock.as_clock();
         self

@@ -34,12 +34,13 @@ pub(super) fn at_most(
     })
 }
 
-/// A count: at least [`MIN_COUNT`].
-pub(super) fn at_least_one(
+/// A count: at least [`MIN_COUNT`]. The one rule for every count a user sets, the config
+/// builder's and the keyed circuit's setters alike.
+pub(crate) fn at_least_one(
     field: &'static str,
-    value: u32,
+    value: impl TryInto<u64> + Copy + ToString,
 ) -> Result<(), CircuitBreakerConfigError> {
-    if count_ok(value as u64) {
+    if value.try_into().is_ok_and(count_ok) {
         return Ok(());
     }
     Err(CircuitBreakerConfigError::OutOfRange {

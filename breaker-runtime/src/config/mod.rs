@@ -17,7 +17,7 @@ use crate::protocol::RecoveryBackoff;
 
 mod builder;
 mod checks;
-mod limits;
+pub(crate) mod limits;
 
 pub use builder::CircuitBreakerConfigBuilder;
 

@@ -4,8 +4,10 @@
 //! - [`key_store`]: the store a key's circuit sees: its item, read only when the index
 //!   names it;
 //! - [`index`]: this environment's copy of the keyed circuit's index, and its writes;
-//! - [`lru`]: the bound on the keys' circuits one environment keeps.
+//! - [`lru`]: the bound on the keys' circuits one environment keeps;
+//! - [`calls`]: a key's calls, each run by that key's circuit.
 
+mod calls;
 mod index;
 mod key_store;
 mod lru;
@@ -15,13 +17,13 @@ pub use index::needs_reading;
 
 use std::borrow::Cow;
 use std::fmt;
-use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::breaker::{CircuitBreaker, Hooks, KeyOf};
 use crate::config::CircuitBreakerConfig;
-use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
+use crate::config::limits::at_least_one;
+use crate::error::CircuitBreakerConfigError;
 use crate::events::CircuitTransition;
 use crate::protocol::CircuitState;
 use crate::store::{StateStore, decode_key, encode_key};
@@ -74,7 +76,8 @@ pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let config = CircuitBreakerConfig::builder().failure_threshold(2).build().unwrap();
 /// let webhooks = KeyedCircuitBreaker::new("webhooks", Arc::new(InMemoryStore::new()), config)
-///     .with_max_open_keys(100);
+///     .with_max_open_keys(100)
+///     .unwrap();
 ///
 /// for _ in 0..2 {
 ///     let _ = webhooks.call("shop-17", || async { Err::<(), _>(anyhow::anyhow!("503")) }).await;
@@ -149,44 +152,50 @@ impl KeyedCircuitBreaker {
         }
     }
 
-    /// At most `cap` keys (at least 1) open, half-open or suspected at once, fleet-wide:
-    /// past it a key that would trip is refused and keeps running. Every environment of
-    /// the circuit should set the same cap: each enforces its own on the shared index.
+    /// At most `cap` keys open, half-open or suspected at once, fleet-wide: past it a key
+    /// that would trip is refused and keeps running. Every environment of the circuit
+    /// should set the same cap: each enforces its own on the shared index. A cap of 0 is
+    /// an error, as a count of 0 is to the config builder.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitBreakerConfigError, KeyedCircuitBreaker};
     /// use breaker_runtime::store::InMemoryStore;
-    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
-    ///     .with_max_open_keys(50);
-    /// assert_eq!(hosts.max_open_keys(), 50);
+    /// let hosts = || KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
+    /// assert_eq!(hosts().with_max_open_keys(50)?.max_open_keys(), 50);
+    /// let zero = hosts().with_max_open_keys(0).unwrap_err();
+    /// assert_eq!(zero.to_string(), "max_open_keys must be at least 1, got 0");
+    /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
-    pub fn with_max_open_keys(self, cap: u32) -> Self {
+    pub fn with_max_open_keys(self, cap: u32) -> Result<Self, CircuitBreakerConfigError> {
+        at_least_one("max_open_keys", cap)?;
         self.inner.index.set_cap(cap);
-        self
+        Ok(self)
     }
 
-    /// Keeps the circuits of at most `n` keys (at least 1) in this environment: the least
-    /// recently used key's circuit is evicted, and with it its counts (failures towards a
-    /// trip, a probe's successes so far); called again, the key starts afresh from its
-    /// shared state.
+    /// Keeps the circuits of at most `n` keys in this environment: the least recently used
+    /// key's circuit is evicted, and with it its counts (failures towards a trip, a probe's
+    /// successes so far); called again, the key starts afresh from its shared state. An
+    /// `n` of 0 is an error, as a count of 0 is to the config builder.
     ///
     /// ```
     /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    /// use breaker_runtime::{CircuitBreakerConfig, CircuitBreakerConfigError, KeyedCircuitBreaker};
     /// use breaker_runtime::store::InMemoryStore;
     /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default())
-    ///     .with_max_keys_in_memory(2);
+    ///     .with_max_keys_in_memory(2)?;
     /// for host in ["a", "b", "c"] {
     ///     hosts.breaker(host);
     /// }
     /// assert_eq!(hosts.keys_in_memory(), 2);
+    /// assert!(hosts.clone().with_max_keys_in_memory(0).is_err());
+    /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
-    pub fn with_max_keys_in_memory(self, n: usize) -> Self {
-        let n = n.max(1);
+    pub fn with_max_keys_in_memory(self, n: usize) -> Result<Self, CircuitBreakerConfigError> {
+        at_least_one("max_keys_in_memory", n)?;
         self.inner.max_keys_in_memory.store(n, Ordering::Relaxed);
         self.circuits().set_capacity(n);
-        self
+        Ok(self)
     }
 
     /// Adds a hook that runs after each transition any key's circuit commits in this
@@ -245,7 +254,8 @@ impl KeyedCircuitBreaker {
     /// use breaker_runtime::store::InMemoryStore;
     /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
     /// assert_eq!(hosts.max_open_keys(), 1_000);
-    /// assert_eq!(hosts.with_max_open_keys(0).max_open_keys(), 1, "at least 1");
+    /// assert!(hosts.clone().with_max_open_keys(0).is_err(), "a cap of 0 is refused");
+    /// assert_eq!(hosts.max_open_keys(), 1_000, "and the cap is left as it was");
     /// ```
     pub fn max_open_keys(&self) -> u32 {
         self.inner.index.cap()
@@ -316,107 +326,6 @@ impl KeyedCircuitBreaker {
             .circuits
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Runs `f` unless `key`'s circuit is open, as [`CircuitBreaker::call`]: every `Err`
-    /// counts as a failure of `key`.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
-    /// use breaker_runtime::store::InMemoryStore;
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
-    /// let answer: Result<u32, anyhow::Error> = hosts.call("db-1", || async { Ok(42) }).await;
-    /// assert_eq!(answer.unwrap(), 42);
-    /// # }
-    /// ```
-    pub fn call<T, E, F, Fut>(
-        &self,
-        key: &str,
-        f: F,
-    ) -> impl Future<Output = Result<T, E>> + use<T, E, F, Fut>
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
-    {
-        let breaker = self.breaker(key);
-        async move { breaker.call(f).await }
-    }
-
-    /// Like [`call`](Self::call), counting only the errors for which `counts` is true, as
-    /// [`CircuitBreaker::call_with`].
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
-    /// use breaker_runtime::store::InMemoryStore;
-    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
-    /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
-    /// let is_5xx = |e: &anyhow::Error| e.to_string().starts_with('5');
-    /// let _ = hosts.call_with("db-1", is_5xx, || async { Err::<(), _>(anyhow::anyhow!("404")) }).await;
-    /// assert_eq!(hosts.state("db-1"), CircuitState::Closed);
-    /// # }
-    /// ```
-    pub fn call_with<T, E, C, F, Fut>(
-        &self,
-        key: &str,
-        counts: C,
-        f: F,
-    ) -> impl Future<Output = Result<T, E>> + use<T, E, C, F, Fut>
-    where
-        C: Fn(&E) -> bool,
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<T, E>>,
-        E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
-    {
-        let breaker = self.breaker(key);
-        async move { breaker.call_with(counts, f).await }
-    }
-
-    /// The blocking twin of [`call`](Self::call).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
-    /// use breaker_runtime::store::InMemoryStore;
-    /// let files = KeyedCircuitBreaker::new("files", Arc::new(InMemoryStore::new()), CircuitBreakerConfig::default());
-    /// let n: Result<u32, Box<dyn std::error::Error + Send + Sync>> = files.call_blocking("/mnt/a", || Ok(7));
-    /// assert_eq!(n.unwrap(), 7);
-    /// ```
-    pub fn call_blocking<T, E>(&self, key: &str, f: impl FnOnce() -> Result<T, E>) -> Result<T, E>
-    where
-        E: From<CircuitBreakerOpenError>,
-    {
-        self.breaker(key).call_blocking(f)
-    }
-
-    /// The blocking twin of [`call_with`](Self::call_with).
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use breaker_runtime::{CircuitBreakerConfig, CircuitState, KeyedCircuitBreaker};
-    /// use breaker_runtime::store::InMemoryStore;
-    /// let config = CircuitBreakerConfig::builder().failure_threshold(1).build().unwrap();
-    /// let files = KeyedCircuitBreaker::new("files", Arc::new(InMemoryStore::new()), config);
-    /// let unless_not_found = |e: &anyhow::Error| e.to_string() != "not found";
-    /// let missing: Result<(), anyhow::Error> =
-    ///     files.call_blocking_with("/mnt/a", unless_not_found, || Err(anyhow::anyhow!("not found")));
-    /// assert!(missing.is_err());
-    /// assert_eq!(files.state("/mnt/a"), CircuitState::Closed);
-    /// ```
-    pub fn call_blocking_with<T, E>(
-        &self,
-        key: &str,
-        counts: impl Fn(&E) -> bool,
-        f: impl FnOnce() -> Result<T, E>,
-    ) -> Result<T, E>
-    where
-        E: From<CircuitBreakerOpenError>,
-    {
-        self.breaker(key).call_blocking_with(counts, f)
     }
 
     /// The state this environment believes `key`'s circuit is in, from its cache (no I/O,
@@ -494,7 +403,9 @@ mod tests {
             .failure_threshold(1)
             .build()
             .unwrap();
-        let keyed = KeyedCircuitBreaker::new("hosts", store.clone(), config).with_max_open_keys(1);
+        let keyed = KeyedCircuitBreaker::new("hosts", store.clone(), config)
+            .with_max_open_keys(1)
+            .unwrap();
         for key in ["a", "b"] {
             let failed: Result<(), anyhow::Error> = keyed
                 .call(key, || async { Err(anyhow::anyhow!("503")) })

@@ -23,5 +23,5 @@ pub use fleet::{
 pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};
-pub use state::CircuitState;
+pub use state::{CircuitState, ParseCircuitStateError};
 pub use write::{OPENED_AT_UNTIL_RELEASED, RecordWrite, WriteOutcome};

@@ -7,7 +7,8 @@ use std::fmt;
 /// ```
 /// use breaker_runtime::CircuitState;
 /// assert_eq!(CircuitState::HalfOpen.to_string(), "HALF_OPEN");
-/// assert_eq!(CircuitState::parse("OPEN"), Some(CircuitState::Open));
+/// assert_eq!("OPEN".parse(), Ok(CircuitState::Open));
+/// assert!("open".parse::<CircuitState>().is_err());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CircuitState {
@@ -29,14 +30,30 @@ impl CircuitState {
             Self::HalfOpen => "HALF_OPEN",
         }
     }
+}
 
-    /// Parses a stored name; `None` for anything else.
-    pub fn parse(stored: &str) -> Option<Self> {
+/// A name that is not one of [`CircuitState`]'s stored names (`CLOSED`, `OPEN`,
+/// `HALF_OPEN`), from its [`FromStr`](std::str::FromStr).
+///
+/// ```
+/// use breaker_runtime::{CircuitState, ParseCircuitStateError};
+/// let err: ParseCircuitStateError = "ajar".parse::<CircuitState>().unwrap_err();
+/// assert_eq!(err.to_string(), "not a circuit state: 'ajar' (CLOSED, OPEN or HALF_OPEN)");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a circuit state: '{0}' (CLOSED, OPEN or HALF_OPEN)")]
+pub struct ParseCircuitStateError(String);
+
+impl std::str::FromStr for CircuitState {
+    type Err = ParseCircuitStateError;
+
+    /// Parses a stored name, exactly as [`as_str`](Self::as_str) writes it.
+    fn from_str(stored: &str) -> Result<Self, Self::Err> {
         match stored {
-            "CLOSED" => Some(Self::Closed),
-            "OPEN" => Some(Self::Open),
-            "HALF_OPEN" => Some(Self::HalfOpen),
-            _ => None,
+            "CLOSED" => Ok(Self::Closed),
+            "OPEN" => Ok(Self::Open),
+            "HALF_OPEN" => Ok(Self::HalfOpen),
+            _ => Err(ParseCircuitStateError(stored.to_owned())),
         }
     }
 }

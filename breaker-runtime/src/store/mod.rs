@@ -42,33 +42,89 @@ pub(crate) fn same_store(a: &Arc<dyn StateStore>, b: &Arc<dyn StateStore>) -> bo
 /// The future a store operation returns: boxed so the trait stays object safe.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
-/// A store that could not answer: unreachable, throttled, timed out, or broken.
+/// A store that could not answer: unreachable, throttled, timed out, refused, or broken.
 ///
-/// The breaker never hands it to the protected call: it logs it and fails open.
+/// The breaker never hands it to the protected call: it logs it, counts it by its
+/// [`kind`](Self::kind), and fails open.
+///
+/// ```
+/// use breaker_runtime::store::{StoreError, StoreErrorKind};
+/// let err = StoreError::with_kind(StoreErrorKind::AccessDenied, "not authorized to GetItem");
+/// assert_eq!((err.kind(), err.to_string().as_str()), (StoreErrorKind::AccessDenied, "not authorized to GetItem"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct StoreError {
     message: String,
-    throttled: bool,
+    kind: StoreErrorKind,
+}
+
+/// Why a store could not answer, as operators act on it: the kinds of
+/// `circuitbreaker_store_errors_total` and of the EMF metric `StoreErrors`.
+///
+/// `#[non_exhaustive]`: later versions may tell more kinds apart.
+///
+/// ```
+/// use breaker_runtime::store::StoreErrorKind;
+/// assert_eq!(StoreErrorKind::AccessDenied.as_str(), "access_denied");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum StoreErrorKind {
+    /// The store answered, but refused the request for its throughput (DynamoDB's
+    /// `ProvisionedThroughputExceededException`, `ThrottlingException`): it can be
+    /// reached, so the breaker does not act as if it could not.
+    Throttled,
+    /// The store refused the caller's credentials or permissions.
+    AccessDenied,
+    /// The table (or what stands for it) does not exist.
+    NotFound,
+    /// No answer within the store timeout.
+    Timeout,
+    /// Anything else: unreachable, a malformed item, a broken store.
+    Other,
+}
+
+impl StoreErrorKind {
+    /// The kind's label in metrics: `throttled`, `access_denied`, `not_found`, `timeout`,
+    /// `other`.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Throttled => "throttled",
+            Self::AccessDenied => "access_denied",
+            Self::NotFound => "not_found",
+            Self::Timeout => "timeout",
+            Self::Other => "other",
+        }
+    }
+}
+
+impl fmt::Display for StoreErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 impl StoreError {
-    /// A store error with a message for the logs.
+    /// A store error of kind [`Other`](StoreErrorKind::Other), with a message for the logs.
     ///
     /// ```
-    /// let err = breaker_runtime::store::StoreError::new("table not found");
-    /// assert_eq!(err.to_string(), "table not found");
+    /// let err = breaker_runtime::store::StoreError::new("connection reset");
+    /// assert_eq!(err.to_string(), "connection reset");
     /// ```
     pub fn new(message: impl fmt::Display) -> Self {
+        Self::with_kind(StoreErrorKind::Other, message)
+    }
+
+    /// A store error of `kind`, with a message for the logs.
+    pub fn with_kind(kind: StoreErrorKind, message: impl fmt::Display) -> Self {
         Self {
             message: message.to_string(),
-            throttled: false,
+            kind,
         }
     }
 
-    /// The store answered, but refused the request for its throughput (DynamoDB's
-    /// `ProvisionedThroughputExceededException`, `ThrottlingException`): it can be reached,
-    /// so the breaker does not act as if it could not.
+    /// A store error of kind [`Throttled`](StoreErrorKind::Throttled).
     ///
     /// ```
     /// let err = breaker_runtime::store::StoreError::throttled("too many writes");
@@ -76,15 +132,17 @@ impl StoreError {
     /// assert!(!breaker_runtime::store::StoreError::new("timed out").is_throttled());
     /// ```
     pub fn throttled(message: impl fmt::Display) -> Self {
-        Self {
-            message: message.to_string(),
-            throttled: true,
-        }
+        Self::with_kind(StoreErrorKind::Throttled, message)
+    }
+
+    /// Why the store could not answer.
+    pub fn kind(&self) -> StoreErrorKind {
+        self.kind
     }
 
     /// Whether the store refused the request for its throughput.
     pub fn is_throttled(&self) -> bool {
-        self.throttled
+        self.kind == StoreErrorKind::Throttled
     }
 }
 

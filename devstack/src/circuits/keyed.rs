@@ -35,7 +35,9 @@ pub fn environment(
         .clock(clock.clone())
         .build()
         .expect("valid config");
-    KeyedCircuitBreaker::new("webhooks", store, config).with_max_open_keys(cap)
+    KeyedCircuitBreaker::new("webhooks", store, config)
+        .with_max_open_keys(cap)
+        .expect("a cap of at least 1")
 }
 
 /// One call of `key` whose downstream answers; whether the downstream was called.

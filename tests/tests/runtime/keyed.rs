@@ -141,7 +141,9 @@ async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
 async fn a_key_evicted_from_memory_reads_its_item_again() {
     let clock = ManualClock::new();
     let store = shared_store();
-    let a = environment("env-a", store.clone(), &clock, 10).with_max_keys_in_memory(2);
+    let a = environment("env-a", store.clone(), &clock, 10)
+        .with_max_keys_in_memory(2)
+        .expect("at least one key");
     trip(&a, "sick").await;
     for key in ["k1", "k2", "k3"] {
         assert!(succeed(&a, key).await);

@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::config::retry::RetryConfig;
 use aws_sdk_dynamodb::config::timeout::TimeoutConfig;
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 
-use crate::store::StoreError;
+use crate::store::{StoreError, StoreErrorKind};
 
 /// Where the client comes from.
 #[derive(Debug)]
@@ -21,7 +21,8 @@ pub(super) enum ClientSource {
 
 /// An SDK error of `operation` on `table` as a store error, in one line an operator can
 /// read: the service's code and message, or the chain of causes (no response dumps).
-/// Throttling is told apart, since the store can be reached.
+/// Its kind is told apart: throttling (the store can be reached), and what only a change
+/// of configuration cures (a missing table, a missing permission).
 pub(super) fn store_error<E>(table: &str, operation: &str, error: &E) -> StoreError
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
@@ -32,13 +33,26 @@ where
         _ => causes(error),
     };
     let message = format!("DynamoDB {operation} on table '{table}' failed: {cause}");
-    match error.code() {
+    StoreError::with_kind(kind_of(error.code()), message)
+}
+
+/// The kind of an error with the service's `code`.
+fn kind_of(code: Option<&str>) -> StoreErrorKind {
+    match code {
         Some(
             "ProvisionedThroughputExceededException"
             | "ThrottlingException"
             | "RequestLimitExceeded",
-        ) => StoreError::throttled(message),
-        _ => StoreError::new(message),
+        ) => StoreErrorKind::Throttled,
+        Some(
+            "AccessDeniedException"
+            | "UnrecognizedClientException"
+            | "MissingAuthenticationTokenException"
+            | "InvalidSignatureException"
+            | "ExpiredTokenException",
+        ) => StoreErrorKind::AccessDenied,
+        Some("ResourceNotFoundException") => StoreErrorKind::NotFound,
+        _ => StoreErrorKind::Other,
     }
 }
 
@@ -69,4 +83,23 @@ fn causes(error: &(dyn std::error::Error + 'static)) -> String {
         source = cause.source();
     }
     text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_code_an_operator_acts_on_has_its_kind() {
+        let kinds = [
+            ("ThrottlingException", StoreErrorKind::Throttled),
+            ("AccessDeniedException", StoreErrorKind::AccessDenied),
+            ("ResourceNotFoundException", StoreErrorKind::NotFound),
+            ("InternalServerError", StoreErrorKind::Other),
+        ];
+        for (code, kind) in kinds {
+            assert_eq!(kind_of(Some(code)), kind, "{code}");
+        }
+        assert_eq!(kind_of(None), StoreErrorKind::Other);
+    }
 }
