@@ -61,13 +61,13 @@ fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
 /// The call waits: the first time, arms its deadline if one applies (the call timeout
 /// runs from then); then abandons it if the deadline has come.
 #[inline(never)]
-pub(super) fn poll_deadline<'a, Fut: Future>(
+pub(super) fn poll_deadline<'a, Fut: Future, E: From<Box<CallAbandonedError>>>(
     circuit: &'a Circuit,
     mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
     held: &mut Option<Permit<&'a Circuit>>,
     slow: &mut SlowSlot<'a, Fut::Output>,
     cx: &mut Context<'_>,
-) -> Poll<Result<Fut::Output, Box<CallAbandonedError>>> {
+) -> Poll<Result<Fut::Output, E>> {
     if slow.is_none() && deadline::raw() | circuit.call_timeout_millis() != 0 {
         arm_deadline(circuit, slow);
     }
@@ -103,19 +103,20 @@ pub(super) fn poll_deadline<'a, Fut: Future>(
 
 /// Writes an abandoned call's failure, then reports the abandonment.
 #[inline(never)]
-pub(super) fn poll_abandoning<O>(
+pub(super) fn poll_abandoning<O, E: From<Box<CallAbandonedError>>>(
     circuit: &Circuit,
     slow: &mut SlowSlot<'_, O>,
     cx: &mut Context<'_>,
-) -> Poll<Result<O, Box<CallAbandonedError>>> {
+) -> Poll<Result<O, E>> {
     let Some(SlowPhase::Abandoning(recording, _)) = slow.as_deref_mut() else {
         unreachable!("only called while an abandoned call's failure is written");
     };
     ready!(Pin::new(recording).poll(cx));
     match slow.take().map(|slow| *slow) {
-        Some(SlowPhase::Abandoning(_, abandoned)) => Poll::Ready(Err(Box::new(
-            CallAbandonedError::from_parts(circuit.info(), abandoned),
-        ))),
+        Some(SlowPhase::Abandoning(_, abandoned)) => {
+            let abandoned = Box::new(CallAbandonedError::from_parts(circuit.info(), abandoned));
+            Poll::Ready(Err(abandoned.into()))
+        }
         _ => unreachable!("checked above"),
     }
 }

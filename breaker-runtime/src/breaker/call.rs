@@ -90,8 +90,7 @@ where
         let admitting = match this.slow.as_deref() {
             Some(SlowPhase::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
             Some(SlowPhase::Abandoning(..)) => {
-                return poll_abandoning(&this.breaker.circuit, this.slow, cx)
-                    .map_err(Stopped::Abandoned);
+                return poll_abandoning(&this.breaker.circuit, this.slow, cx);
             }
             Some(SlowPhase::Admitting(_)) => true,
             Some(SlowPhase::Running(_)) | None => false,
@@ -165,6 +164,12 @@ pub enum Stopped {
     /// Admitted, then abandoned at its deadline; counted as a failure. Boxed: the closed
     /// path moves this type's size with every output.
     Abandoned(Box<CallAbandonedError>),
+}
+
+impl From<Box<CallAbandonedError>> for Stopped {
+    fn from(abandoned: Box<CallAbandonedError>) -> Self {
+        Self::Abandoned(abandoned)
+    }
 }
 
 impl Stopped {
