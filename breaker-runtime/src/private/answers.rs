@@ -67,6 +67,8 @@ pub fn reject<R: OpenCircuitResult>(circuit: CircuitInfo) -> R {
 
 /// An admitted call abandoned at its deadline: `Err(CallAbandonedError.into())`.
 #[cold]
+// Boxed as `run_admitted` yields it: the closed path moves that type with every output.
+#[allow(clippy::boxed_local)]
 pub fn abandon<R: AbandonedCallResult>(abandoned: Box<CallAbandonedError>) -> R {
     R::abandoned(*abandoned)
 }
