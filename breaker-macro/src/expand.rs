@@ -147,7 +147,9 @@ impl Expansion<'_> {
     fn call_async(&self, future: TokenStream) -> TokenStream {
         if self.options.on_circuit_open.is_some() {
             // The callback takes the fn's arguments, so they must outlive a rejection: admit
-            // first, and only then move them into the body's future.
+            // first, and only then move them into the body's future. A call abandoned at its
+            // deadline may have reached the downstream and its arguments are gone with its
+            // future: the return type's error answers it, not the callback.
             let admit = self.admit(true);
             let run = self.run_async(future);
             return quote!(#admit #run);
@@ -274,8 +276,19 @@ impl Expansion<'_> {
     fn run_async(&self, future: TokenStream) -> TokenStream {
         let private = self.private();
         let outcome = self.outcome(true);
+        // Every token at the return type, so a type that cannot carry the abandonment is
+        // blamed there.
+        let abandoned = respan(
+            quote!(return #private::abandon(__breaker_abandoned)),
+            self.shape.output_span,
+        );
         quote! {
-            #private::run_admitted(__breaker_permit, #future, |__breaker_result| #outcome).await
+            match #private::run_admitted(__breaker_permit, #future, |__breaker_result| #outcome)
+                .await
+            {
+                ::core::result::Result::Ok(__breaker_output) => __breaker_output,
+                ::core::result::Result::Err(__breaker_abandoned) => #abandoned,
+            }
         }
     }
 }

@@ -46,12 +46,26 @@ impl CircuitBreakerOpenError {
     pub fn retry_after(&self) -> Option<u64> {
         self.circuit.retry_after
     }
+
+    /// Why the call was rejected: [`StopReason::Open`](crate::StopReason::Open), or
+    /// [`ProbeBusy`](crate::StopReason::ProbeBusy) while half-open.
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState, StopReason};
+    /// let circuit = CircuitInfo::new("ce", CircuitState::Open, 5, Some(1));
+    /// assert_eq!(CircuitBreakerOpenError::new(circuit).reason(), StopReason::Open);
+    /// ```
+    pub fn reason(&self) -> crate::StopReason {
+        self.circuit.reason().unwrap_or(crate::StopReason::Open)
+    }
 }
 
 /// Returned (converted into the protected function's error type) when the breaker admitted
 /// an async call, then abandoned it at its deadline: its `call_timeout`, or the invocation's
 /// deadline ([`deadline::scope`](crate::deadline::scope)). The call counts as a failure; it
-/// may have reached the downstream. A blocking call is never abandoned.
+/// may have reached the downstream. A blocking call is never abandoned. A call with an
+/// `on_circuit_open` callback is abandoned too, and answered with this error, not the
+/// callback: the callback answers rejections, calls that reached nothing.
 ///
 /// `#[non_exhaustive]`: later versions may add fields; every field is public to read.
 ///
@@ -83,6 +97,20 @@ impl CallAbandonedError {
             kind,
             after,
         }
+    }
+
+    /// Why the call was abandoned: [`StopReason::CallTimeout`](crate::StopReason::CallTimeout)
+    /// or [`InvocationDeadline`](crate::StopReason::InvocationDeadline).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::{CallAbandonedError, CircuitInfo, CircuitState, FailureKind, StopReason};
+    /// let circuit = CircuitInfo::new("ce", CircuitState::Closed, 1, None);
+    /// let err = CallAbandonedError::new(circuit, FailureKind::InvocationDeadline, Duration::from_secs(2));
+    /// assert_eq!(err.reason(), StopReason::InvocationDeadline);
+    /// ```
+    pub fn reason(&self) -> crate::StopReason {
+        crate::StopReason::abandoned_for(self.kind)
     }
 
     pub(crate) fn from_parts(circuit: CircuitInfo, abandoned: Abandoned) -> Self {

@@ -95,6 +95,20 @@ impl CircuitInfo {
     pub fn key(&self) -> Option<&str> {
         self.key.as_deref()
     }
+
+    /// Why a call that got this report was rejected (what an `on_circuit_open` callback
+    /// answers for): the circuit is open, or half-open with its probe busy; `None` for a
+    /// closed circuit, which rejects nothing. Read from the state, so a rejection carries
+    /// nothing more. An abandoned call's reason is [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
+    ///
+    /// ```
+    /// use breaker_runtime::{CircuitInfo, CircuitState, StopReason};
+    /// let info = CircuitInfo::new("payments", CircuitState::Open, 5, Some(1_700_000_000));
+    /// assert_eq!(info.reason(), Some(StopReason::Open));
+    /// ```
+    pub fn reason(&self) -> Option<crate::StopReason> {
+        crate::StopReason::rejected_in(self.state)
+    }
 }
 
 /// A state change committed by this environment, handed to `on_transition` hooks.

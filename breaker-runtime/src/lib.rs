@@ -36,6 +36,7 @@ mod log_line;
 mod observe;
 mod policy;
 mod protocol;
+mod stop_reason;
 mod store_runtime;
 #[cfg(test)]
 mod test_logs;
@@ -61,6 +62,7 @@ pub use events::{
 pub use keyed::KeyedCircuitBreaker;
 pub use policy::SlidingWindow;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
+pub use stop_reason::StopReason;
 pub use warm_up::{WarmUp, warm_up};
 
 #[cfg(feature = "macros")]

@@ -1,7 +1,9 @@
 //! Running an admitted call: poll it under `catch_unwind`, record the outcome, wait for a
 //! transition that outcome causes (trip, probe outcome), then return the output or resume
-//! the panic. [`RunAdmitted`] does this for the attribute's async expansion;
-//! `CircuitBreaker::call`'s future does it after its own admission, with the same functions.
+//! the panic. [`super::run_admitted`] does this for the attribute's async expansion with
+//! an `on_circuit_open` callback; `CircuitBreaker::call`'s future does it after its own
+//! admission, with the same functions. Both abandon a call still running at its deadline
+//! as [`super::abandon`] says.
 //!
 //! Written by hand rather than as `async fn`s for the closed path's sake: the poll inlines,
 //! and the phases that wait on the store sit behind one pointer that is null on the closed
@@ -85,69 +87,6 @@ pub(super) struct CallDeadline {
 
 /// The slow phase of a call in progress, if any.
 pub(super) type SlowSlot<'a, O> = Option<Box<SlowPhase<'a, O>>>;
-
-pin_project_lite::pin_project! {
-    /// The future of [`run_admitted`].
-    #[doc(hidden)]
-    #[must_use = "futures do nothing unless awaited"]
-    pub struct RunAdmitted<'a, Fut, C, O> {
-        // Some while the call runs: it admitted `running`.
-        permit: Option<Permit<&'a Circuit>>,
-        classify: C,
-        slow: SlowSlot<'a, O>,
-        #[pin]
-        running: Option<CatchUnwind<Fut>>,
-    }
-}
-
-/// Runs `future`, admitted by `permit`; `classify` says how its output counts. A panic
-/// counts as a failure and is resumed once the outcome is recorded.
-#[doc(hidden)]
-#[inline]
-pub fn run_admitted<'a, Fut, C>(
-    permit: Permit<&'a Circuit>,
-    future: Fut,
-    classify: C,
-) -> RunAdmitted<'a, Fut, C, Fut::Output>
-where
-    Fut: Future,
-    // An `Fn` bound, not `ClassifyOutput`, so a closure's argument type is inferred.
-    C: Fn(&Fut::Output) -> Outcome,
-{
-    RunAdmitted {
-        permit: Some(permit),
-        classify,
-        slow: None,
-        running: Some(catch_unwind_future(future)),
-    }
-}
-
-impl<Fut, C> Future for RunAdmitted<'_, Fut, C, Fut::Output>
-where
-    Fut: Future,
-    C: ClassifyOutput<Fut::Output>,
-{
-    type Output = Fut::Output;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let this = self.project();
-        if this.slow.is_some() {
-            return poll_recording(this.slow, cx);
-        }
-        let Some(permit) = this.permit.take() else {
-            panic!("a guarded call polled after completion");
-        };
-        poll_admitted(
-            this.running,
-            this.permit,
-            this.slow,
-            &*this.classify,
-            permit,
-            cx,
-        )
-    }
-}
 
 /// Polls the call in `running`, admitted by `permit`: the permit goes back to `held` while
 /// the call waits; once it is done, the outcome is recorded.

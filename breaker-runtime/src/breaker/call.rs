@@ -7,23 +7,20 @@ use std::future::Future;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use std::time::Duration;
 
 use super::CircuitBreaker;
+use super::abandon::{poll_abandoning, poll_deadline};
 use super::admission::{fast_admission, request_permit_at};
 use super::admitted::{
-    CallDeadline, CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot,
-    catch_unwind_future, complete, poll_admitted, poll_recording,
+    CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
+    poll_admitted, poll_recording,
 };
 use super::circuit::Circuit;
-use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitRequest};
-use crate::deadline;
-use crate::error::{Abandoned, CallAbandonedError, CircuitBreakerOpenError};
-use crate::events::{CircuitInfo, FailureKind};
+use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
+use crate::events::CircuitInfo;
 use crate::observe::CallSpan;
 use crate::protocol::machine::Outcome;
-use crate::timer::Timer;
 
 pin_project_lite::pin_project! {
     /// The future of [`guarded_call`].
@@ -92,7 +89,9 @@ where
         let _span = this.span.enter(circuit.config(), circuit.name());
         let admitting = match this.slow.as_deref() {
             Some(SlowPhase::Recording(..)) => return poll_recording(this.slow, cx).map(Ok),
-            Some(SlowPhase::Abandoning(..)) => return poll_abandoning(this.breaker, this.slow, cx),
+            Some(SlowPhase::Abandoning(..)) => {
+                return poll_abandoning(&this.breaker.circuit, this.slow, cx);
+            }
             Some(SlowPhase::Admitting(_)) => true,
             Some(SlowPhase::Running(_)) | None => false,
         };
@@ -143,7 +142,14 @@ where
         match polled {
             // A call that waits may outlive its deadline; one done in its first poll did
             // not wait, and the closed path pays nothing for deadlines.
-            Poll::Pending => poll_deadline(this.breaker, this.running, this.permit, this.slow, cx),
+            Poll::Pending => poll_deadline(
+                &this.breaker.circuit,
+                this.running,
+                this.permit,
+                this.slow,
+                cx,
+            )
+            .map_err(Stopped::Abandoned),
             polled => polled.map(Ok),
         }
     }
@@ -160,6 +166,12 @@ pub enum Stopped {
     Abandoned(Box<CallAbandonedError>),
 }
 
+impl From<Box<CallAbandonedError>> for Stopped {
+    fn from(abandoned: Box<CallAbandonedError>) -> Self {
+        Self::Abandoned(abandoned)
+    }
+}
+
 impl Stopped {
     /// The error a caller gets, in its own error type.
     pub fn into_error<E>(self) -> E
@@ -170,110 +182,6 @@ impl Stopped {
             Self::Rejected(circuit) => CircuitBreakerOpenError::new(circuit).into(),
             Self::Abandoned(abandoned) => (*abandoned).into(),
         }
-    }
-}
-
-/// Arms the deadline of a call just admitted: the earlier of its call timeout and the
-/// invocation's deadline minus the margin.
-#[cold]
-#[inline(never)]
-fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
-    let now = circuit.now();
-    let by_timeout = match circuit.call_timeout_millis() {
-        0 => None,
-        timeout => Some((now.saturating_add(timeout), FailureKind::CallTimeout)),
-    };
-    // A deadline already past is not this call's to enforce (an emulator's, or a skewed
-    // clock's); one nearer than the margin leaves the call until the deadline itself.
-    let by_deadline = deadline::current()
-        .filter(|deadline| *deadline > now)
-        .map(|deadline| {
-            let at = match deadline.saturating_sub(circuit.deadline_margin_millis()) {
-                at if at > now => at,
-                _ => deadline,
-            };
-            (at, FailureKind::InvocationDeadline)
-        });
-    let Some((at, kind)) = [by_timeout, by_deadline]
-        .into_iter()
-        .flatten()
-        .min_by_key(|(at, _)| *at)
-    else {
-        return;
-    };
-    if let Some(timer) = Timer::at(&circuit.config().clock, at, now) {
-        *slow = Some(Box::new(SlowPhase::Running(CallDeadline {
-            timer,
-            kind,
-            started: now,
-            at,
-            calls_at_start: circuit.counts().calls(),
-        })));
-    }
-}
-
-/// The call waits: the first time, arms its deadline if one applies (the call timeout
-/// runs from then); then abandons it if the deadline has come.
-#[inline(never)]
-fn poll_deadline<'a, Fut: Future>(
-    breaker: &'a CircuitBreaker,
-    mut running: Pin<&mut Option<CatchUnwind<Fut>>>,
-    held: &mut Option<Permit<&'a Circuit>>,
-    slow: &mut SlowSlot<'a, Fut::Output>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<Fut::Output, Stopped>> {
-    if slow.is_none() && deadline::raw() | breaker.circuit.call_timeout_millis() != 0 {
-        arm_deadline(&breaker.circuit, slow);
-    }
-    let Some(SlowPhase::Running(deadline)) = slow.as_deref_mut() else {
-        return Poll::Pending;
-    };
-    if deadline.timer.poll(cx).is_pending() {
-        return Poll::Pending;
-    }
-    let circuit = &*breaker.circuit;
-    let abandoned = Abandoned {
-        kind: deadline.kind,
-        // The timer fired, so the deadline has passed, whatever a coarse clock says.
-        after: Duration::from_millis(
-            circuit
-                .now()
-                .max(deadline.at)
-                .saturating_sub(deadline.started),
-        ),
-    };
-    let calls_at_start = deadline.calls_at_start;
-    // Dropping the caller's future is the abandonment.
-    running.set(None);
-    let Some(permit) = held.take() else {
-        unreachable!("a running call holds its permit");
-    };
-    dispatch(circuit, Event::Abandoned(&abandoned));
-    *slow = Some(Box::new(SlowPhase::Abandoning(
-        permit.record_abandoned(abandoned.kind, calls_at_start),
-        abandoned,
-    )));
-    poll_abandoning(breaker, slow, cx)
-}
-
-/// Writes an abandoned call's failure, then reports the abandonment.
-#[inline(never)]
-fn poll_abandoning<O>(
-    breaker: &CircuitBreaker,
-    slow: &mut SlowSlot<'_, O>,
-    cx: &mut Context<'_>,
-) -> Poll<Result<O, Stopped>> {
-    let Some(SlowPhase::Abandoning(recording, _)) = slow.as_deref_mut() else {
-        unreachable!("only called while an abandoned call's failure is written");
-    };
-    ready!(Pin::new(recording).poll(cx));
-    match slow.take().map(|slow| *slow) {
-        Some(SlowPhase::Abandoning(_, abandoned)) => {
-            Poll::Ready(Err(Stopped::Abandoned(Box::new(
-                CallAbandonedError::from_parts(breaker.circuit.info(), abandoned),
-            ))))
-        }
-        _ => unreachable!("checked above"),
     }
 }
 

@@ -32,6 +32,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Arc;
 use std::time::Instant;
 
+mod abandon;
 mod admission;
 mod admitted;
 mod cache;
@@ -48,19 +49,20 @@ mod permit;
 mod probe_slot;
 mod registry;
 mod rejection;
+mod run_admitted;
 mod seam;
 mod store_access;
 mod transitions;
 mod would_be;
 
 pub use admission::{fast_permit, request_permit, request_permit_blocking};
-pub use admitted::{RunAdmitted, run_admitted};
 pub use call::{GuardedCall, Stopped, guarded_call};
 pub(crate) use circuit::KeyOf;
 pub(crate) use hooks::Hooks;
 #[cfg(feature = "tower")]
 pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
 pub use permit::{Permit, PermitRequest, Recording, classify};
+pub use run_admitted::{RunAdmitted, run_admitted};
 
 use crate::config::CircuitBreakerConfig;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};

@@ -96,6 +96,14 @@ impl<'a> Permit<&'a Circuit> {
     }
 }
 
+impl<'a> Permit<&'a Circuit> {
+    /// The circuit, for as long as the permit's borrow of it.
+    #[inline(always)]
+    pub(super) fn circuit_ref(&self) -> &'a Circuit {
+        self.handle
+    }
+}
+
 impl<H: CircuitHandle> Permit<H> {
     #[inline(always)]
     fn circuit(&self) -> &Circuit {

@@ -2,10 +2,12 @@
 //! buffered for `overflow-replay` when it cannot be charged now (circuit open, a transient
 //! failure, the ledger unavailable). While the circuit is open the attribute's
 //! `on_circuit_open` buffers it: nothing is written to the ledger, the API is not called.
+//! A charge abandoned at its deadline is not the callback's: it may have reached the API, so
+//! what it left behind is settled (a charge sent is parked as `unknown`), never buffered.
 
 use std::time::Duration;
 
-use breaker_runtime::{CircuitInfo, circuit_breaker};
+use breaker_runtime::{CallAbandonedError, CircuitInfo, circuit_breaker};
 use lambda_runtime::Diagnostic;
 use payment_pipeline::{
     BufferError, BufferReason, Charged, NotCharged, Order, PaymentError, Pipeline, Progress,
@@ -36,6 +38,13 @@ enum Unsettled {
     Buffer(BufferError),
 }
 
+/// Abandoned at its deadline: what the attempt left behind is settled by the caller.
+impl From<CallAbandonedError> for Unsettled {
+    fn from(error: CallAbandonedError) -> Self {
+        Self::Attempt(error.into())
+    }
+}
+
 /// Only an unwell payment API counts toward opening (5xx, 429, systemic refusals, timeouts,
 /// unreachable); never a decline, a duplicate, the ledger or SQS.
 fn payment_api_unwell(outcome: &Unsettled) -> bool {
@@ -43,7 +52,8 @@ fn payment_api_unwell(outcome: &Unsettled) -> bool {
 }
 
 /// Charges `order` once: the ledger's claim, the payment call, the record of its outcome,
-/// all only once the circuit admitted the call.
+/// all only once the circuit admitted the call. `progress` says how far it got, for the
+/// caller of a charge abandoned at its deadline.
 #[circuit_breaker(
     name = "payment-backend",
     on_circuit_open = buffer_order,
@@ -51,11 +61,10 @@ fn payment_api_unwell(outcome: &Unsettled) -> bool {
     handled = payment_api_unwell,
     on_transition = breaker_runtime::emf::log_transition
 )]
-async fn charge(app: &Pipeline, order: &Order) -> Result<Value, Unsettled> {
-    let progress = Progress::default();
+async fn charge(app: &Pipeline, order: &Order, progress: &Progress) -> Result<Value, Unsettled> {
     let receipt = app
         .payments
-        .charge_admitted(&app.ledger, order, &progress)
+        .charge_admitted(&app.ledger, order, progress)
         .await
         .map_err(Unsettled::Attempt)?;
     Ok(json!({
@@ -70,6 +79,7 @@ async fn charge(app: &Pipeline, order: &Order) -> Result<Value, Unsettled> {
 async fn buffer_order(
     app: &Pipeline,
     order: &Order,
+    _progress: &Progress,
     circuit: CircuitInfo,
 ) -> Result<Value, Unsettled> {
     let buffering = Buffering {
@@ -83,13 +93,19 @@ async fn buffer_order(
 
 /// Charges `order` once, or buffers it; answers in the API-Gateway style.
 pub async fn charge_or_buffer(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
-    match charge(app, order).await {
+    let progress = Progress::default();
+    let charged = match charge(app, order, &progress).await {
+        Ok(answer) => return Ok(answer),
+        Err(Unsettled::Buffer(error)) => return Err(error.into()),
+        Err(Unsettled::Attempt(NotCharged {
+            charged: Charged::Abandoned(error),
+            ..
+        })) => payment_pipeline::settle_abandoned(&app.ledger, order, &progress, &error).await,
+        Err(Unsettled::Attempt(attempt)) => attempt.charged,
+    };
+    match answer(app, &order.order_id, charged) {
         Ok(answer) => Ok(answer),
-        Err(Unsettled::Buffer(error)) => Err(error.into()),
-        Err(Unsettled::Attempt(attempt)) => match answer(app, &order.order_id, attempt.charged) {
-            Ok(answer) => Ok(answer),
-            Err(buffering) => Ok(buffer(app, order, buffering).await?),
-        },
+        Err(buffering) => Ok(buffer(app, order, buffering).await?),
     }
 }
 
@@ -161,7 +177,7 @@ fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering
             BufferReason::OutcomeUnrecorded,
             lease_until,
         )),
-        // A call with `on_circuit_open` is never abandoned; were it, the claim would be
+        // Settled before it gets here (`settle_abandoned`); were it not, the claim is
         // parked by the copy that meets it once the lease ran out.
         Charged::Abandoned(_) => Err(Buffering::until(
             BufferReason::OutcomeUnrecorded,

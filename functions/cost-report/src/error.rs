@@ -31,6 +31,14 @@ impl CostError {
     }
 }
 
+/// A call the breaker abandoned at the invocation's deadline: Cost Explorer was too slow,
+/// so the snapshot answers, as for any transient failure.
+impl From<breaker_runtime::CallAbandonedError> for CostError {
+    fn from(error: breaker_runtime::CallAbandonedError) -> Self {
+        Self::Transient(error.to_string())
+    }
+}
+
 /// `handled = is_transient` takes a `fn(&E) -> bool`.
 pub fn is_transient(error: &CostError) -> bool {
     error.is_transient()

@@ -22,10 +22,11 @@ use crate::request::Period;
 
 const METRIC: &str = "UnblendedCost";
 
-/// Most pages read for one report. The call runs with an `on_circuit_open` fallback, so the
-/// breaker never abandons it at the deadline: a service that kept answering with a next
-/// token would otherwise page until the invocation died. A year of daily costs by service
-/// fits in a few dozen pages.
+/// Most pages read for one report. The breaker abandons a call still paging at the
+/// invocation's deadline, but a service that kept answering with a next token would keep
+/// every invocation busy until then, and each would count as a failure: a bound on pages
+/// ends it sooner, as an error of its own. A year of daily costs by service fits in a few
+/// dozen pages.
 pub const MAX_PAGES: usize = 100;
 
 /// Error codes that mean "slow down": they count toward opening the circuit.

@@ -44,8 +44,8 @@ async fn main() -> Result<(), Error> {
         prime_on_init(&app).await;
     }
     let app = &app;
-    // breaker's `run` puts each invocation in its deadline scope. The `cost-explorer` call
-    // has a callback, so it is never abandoned: Cost Explorer's client timeouts bound it.
+    // breaker's `run` puts each invocation in its deadline scope: a `cost-explorer` call
+    // still running near the deadline is abandoned and counted, callback or not.
     run(service_fn(move |event: LambdaEvent<Value>| {
         handle(app, event.payload)
     }))

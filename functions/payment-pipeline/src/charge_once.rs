@@ -121,7 +121,8 @@ impl PaymentClient {
 
 /// What an attempt dropped at its deadline left behind, settled: a claim never sent is
 /// released, a charge sent is parked as `unknown`, an answer being recorded is recorded.
-async fn settle_abandoned(
+/// `progress` is the one the abandoned attempt wrote.
+pub async fn settle_abandoned(
     ledger: &Ledger,
     order: &Order,
     progress: &Progress,

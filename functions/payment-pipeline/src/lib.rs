@@ -22,7 +22,7 @@ mod sdk;
 mod text;
 
 pub use admitted::MIN_SEND_TIME;
-pub use charge_once::{Charged, NotCharged, payment_api_unwell};
+pub use charge_once::{Charged, NotCharged, payment_api_unwell, settle_abandoned};
 pub use ledger::{
     Attempt, Claim, Ledger, LedgerError, ParkedOrder, Phase, Progress, Resolution, SettleError,
     Settlement,

@@ -2,11 +2,13 @@
 //! attribute with `failure_threshold = 3`, the default store, `breaker_runtime::lambda::run`),
 //! as a fresh process under the Runtime API's deadlines, against an inventory API that
 //! accepts connections and never answers: each invocation answers before its deadline with
-//! the hang counted, and the third opens the circuit for the fleet.
+//! the hang counted, and the third opens the circuit for the fleet. The same with an
+//! `on_circuit_open` callback (`quickstart-callback`): the hang protection holds, and the
+//! callback answers once the circuit is open.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::harness::function_process::{FunctionProcess, LogEcho};
@@ -119,4 +121,76 @@ async fn circuit_state(dynalite: &Dynalite) -> String {
         Some(aws_sdk_dynamodb::types::AttributeValue::S(state)) => state.clone(),
         _ => "none".into(),
     }
+}
+
+/// Invocations of the callback's function: the hung ones and the ones the callback answers.
+const CALLBACK_INVOCATIONS: usize = 8;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quickstart_function_with_a_callback_keeps_its_hang_protection() {
+    let dynalite = Dynalite::start().await.unwrap();
+    dynalite
+        .create_circuit_table("circuit-breakers")
+        .await
+        .unwrap();
+    let (inventory, calls) = hung_api().await;
+    let mut env = dynalite.env();
+    env.push(("INVENTORY_URL", inventory));
+    let function = FunctionProcess::start("quickstart-callback", &env, LogEcho::Stderr)
+        .await
+        .unwrap();
+    function.set_timeout(FUNCTION_TIMEOUT);
+
+    let mut outcomes = Vec::new();
+    for n in 1..=CALLBACK_INVOCATIONS {
+        let started = Instant::now();
+        let outcome = function
+            .invoke(json!({ "sku": format!("sku-{n}") }))
+            .await
+            .unwrap();
+        outcomes.push((outcome, started.elapsed()));
+    }
+    let state = circuit_state(&dynalite).await;
+    let hung = calls.load(Ordering::SeqCst);
+    eprintln!("{CALLBACK_INVOCATIONS} invocations: {outcomes:?}; the hung API saw {hung} calls");
+    for (n, (outcome, took)) in outcomes.iter().enumerate() {
+        assert!(
+            !matches!(outcome, Invocation::Error { error_type, .. } if error_type == TIMED_OUT),
+            "invocation {n} timed out"
+        );
+        assert!(
+            *took < FUNCTION_TIMEOUT,
+            "invocation {n} answered after {took:?}"
+        );
+    }
+    // The hung calls are abandoned (with their error, not the callback's answer: they may
+    // have reached the API); once open, the callback holds every reservation.
+    let abandoned = outcomes
+        .iter()
+        .take_while(|(outcome, _)| matches!(outcome, Invocation::Error { .. }))
+        .count();
+    assert!(
+        (1..=FAILURE_THRESHOLD).contains(&abandoned),
+        "{abandoned} abandoned before the circuit opened"
+    );
+    for (outcome, _) in &outcomes[..abandoned] {
+        let Invocation::Error { error_message, .. } = outcome else {
+            unreachable!("counted above")
+        };
+        assert!(error_message.contains("abandoned"), "{error_message}");
+    }
+    for (outcome, _) in &outcomes[abandoned..] {
+        let Invocation::Response(response) = outcome else {
+            panic!("answered by the callback once open: {outcome:?}")
+        };
+        assert_eq!(response["held"], true, "{response}");
+        assert_eq!(response["reason"], "Some(Open)", "{response}");
+    }
+    assert!(hung <= FAILURE_THRESHOLD, "{hung} calls reached the API");
+    assert_eq!(state, "OPEN", "the hung calls opened the circuit");
+    assert_eq!(
+        function.restarts(),
+        0,
+        "no invocation ran into its deadline"
+    );
 }
