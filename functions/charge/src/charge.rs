@@ -4,6 +4,10 @@
 //! `on_circuit_open` buffers it: nothing is written to the ledger, the API is not called.
 //! A charge abandoned at its deadline is not the callback's: it may have reached the API, so
 //! what it left behind is settled (a charge sent is parked as `unknown`), never buffered.
+//!
+//! In the order an order travels: [`charge_or_buffer`], the guarded [`charge`] (or, while
+//! open, [`buffer_order`]), then [`answer`] for an attempt that did not charge, and
+//! [`buffer`] for one that must wait.
 
 use std::time::Duration;
 
@@ -29,19 +33,39 @@ impl From<ChargeError> for Diagnostic {
     }
 }
 
+/// Charges `order` once, or buffers it; answers in the API-Gateway style.
+pub async fn charge_or_buffer(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
+    let progress = Progress::default();
+    let charged = match charge(app, order, &progress).await {
+        Ok(answer) => return Ok(answer),
+        Err(Unsettled::Buffer(error)) => return Err(error.into()),
+        Err(Unsettled::Abandoned(error)) => {
+            payment_pipeline::settle_abandoned(&app.ledger, order, &progress, &error).await
+        }
+        Err(Unsettled::Attempt(attempt)) => attempt.charged,
+    };
+    match answer(&order.order_id, charged) {
+        Ok(answer) => Ok(answer),
+        Err(buffering) => Ok(buffer(app, order, buffering).await?),
+    }
+}
+
 /// Why [`charge`] did not answer: the attempt's outcome, or the buffering that failed.
 #[derive(Debug)]
 enum Unsettled {
     /// Admitted, not charged: what the ledger or the API answered.
     Attempt(NotCharged),
+    /// Abandoned at its deadline: it may have reached the API, so what it left behind is
+    /// settled ([`charge_or_buffer`]), never buffered.
+    Abandoned(CallAbandonedError),
     /// Open, and SQS did not take the order.
     Buffer(BufferError),
 }
 
-/// Abandoned at its deadline: what the attempt left behind is settled by the caller.
+/// The breaker answers an abandoned call with this error, not with the callback.
 impl From<CallAbandonedError> for Unsettled {
     fn from(error: CallAbandonedError) -> Self {
-        Self::Attempt(error.into())
+        Self::Abandoned(error)
     }
 }
 
@@ -91,24 +115,6 @@ async fn buffer_order(
         .map_err(Unsettled::Buffer)
 }
 
-/// Charges `order` once, or buffers it; answers in the API-Gateway style.
-pub async fn charge_or_buffer(app: &Pipeline, order: &Order) -> Result<Value, ChargeError> {
-    let progress = Progress::default();
-    let charged = match charge(app, order, &progress).await {
-        Ok(answer) => return Ok(answer),
-        Err(Unsettled::Buffer(error)) => return Err(error.into()),
-        Err(Unsettled::Attempt(NotCharged {
-            charged: Charged::Abandoned(error),
-            ..
-        })) => payment_pipeline::settle_abandoned(&app.ledger, order, &progress, &error).await,
-        Err(Unsettled::Attempt(attempt)) => attempt.charged,
-    };
-    match answer(app, &order.order_id, charged) {
-        Ok(answer) => Ok(answer),
-        Err(buffering) => Ok(buffer(app, order, buffering).await?),
-    }
-}
-
 /// Why an order that cannot be charged now is buffered, and for how long it stays hidden.
 #[derive(Debug)]
 struct Buffering {
@@ -136,7 +142,7 @@ impl Buffering {
 }
 
 /// The answer to a settled attempt, or how to buffer the order.
-fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering> {
+fn answer(id: &str, charged: Charged) -> Result<Value, Buffering> {
     match charged {
         Charged::Now(receipt) => Ok(json!({
             "statusCode": receipt.status,
@@ -177,16 +183,6 @@ fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering
             BufferReason::OutcomeUnrecorded,
             lease_until,
         )),
-        // Settled before it gets here (`settle_abandoned`); were it not, the claim is
-        // parked by the copy that meets it once the lease ran out.
-        Charged::Abandoned(_) => Err(Buffering::until(
-            BufferReason::OutcomeUnrecorded,
-            payment_pipeline::clock::unix_now() + app.ledger.lease().as_secs(),
-        )),
-        Charged::CircuitOpen(open) => Err(Buffering {
-            opened_at: open.circuit.opened_at,
-            ..Buffering::now(BufferReason::CircuitOpen)
-        }),
         Charged::OutOfTime => Err(Buffering::now(BufferReason::OutOfTime)),
         Charged::Failed(error) => {
             tracing::warn!(order_id = %id, %error, "payment API failed; buffering the order");

@@ -156,22 +156,29 @@ impl App {
                 None,
             );
         }
-        let charged = self
+        let charged = match self
             .pipeline
             .payments
             .charge_once(&self.pipeline.ledger, &order)
-            .await;
+            .await
+        {
+            Ok(charged) => charged,
+            Err(open) => {
+                let delay = self.wait_for_probe(open.retry_after());
+                return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
+            }
+        };
         if let Charged::Declined(error) = &charged {
             tracing::warn!(order_id = %order.order_id, %error, "declined by the payment API: final");
         }
-        self.fate(charged)
+        (self.fate(charged), None)
     }
 
     /// What becomes of a record whose charge ended so. Deleted only when the outcome is
     /// durable elsewhere (the ledger, the payment API); kept (deferred, or left in the
     /// queue for the DLQ) otherwise.
-    fn fate(&self, charged: Charged) -> (Fate, Option<Duration>) {
-        let fate = match charged {
+    fn fate(&self, charged: Charged) -> Fate {
+        match charged {
             Charged::Now(_) => Fate::Done("charged"),
             Charged::Before => Fate::Done("already charged: duplicate dropped"),
             Charged::Declined(_) => Fate::Done("declined"),
@@ -181,10 +188,6 @@ impl App {
                 Duration::from_secs(lease_until.saturating_sub(unix_now())),
                 FailureCount::Keep,
             ),
-            Charged::CircuitOpen(open) => {
-                let delay = self.wait_for_probe(open.retry_after());
-                return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
-            }
             Charged::OutOfTime => Fate::Defer(Duration::ZERO, FailureCount::Keep),
             Charged::Failed(error) => Fate::Retry(error.to_string()),
             Charged::LedgerUnavailable(error) => Fate::Retry(error.to_string()),
@@ -192,13 +195,11 @@ impl App {
                 "outcome unknown and not parked (the ledger failed): kept until a later receive parks it"
                     .to_owned(),
             ),
-            Charged::Abandoned(error) => Fate::Fail(format!("charge abandoned: {error}")),
             Charged::Conflict => Fate::Fail(
                 "the order id belongs to another order (another amount, currency or customer): kept for a human"
                     .to_owned(),
             ),
-        };
-        (fate, None)
+        }
     }
 
     /// Until the open circuit may admit a probe, as the rejection said (`retry_after`: the
@@ -248,15 +249,15 @@ mod tests {
     #[test]
     fn a_possibly_charged_order_that_is_not_parked_is_never_deleted() {
         let app = app();
-        let (fate, _) = app.fate(Charged::Unrecorded { lease_until: 1 });
+        let fate = app.fate(Charged::Unrecorded { lease_until: 1 });
         assert!(matches!(fate, Fate::Fail(_)), "{fate:?}");
         // Parked with its metric: the ledger holds it; the record may go.
-        assert!(matches!(app.fate(Charged::Unknown).0, Fate::Done(_)));
+        assert!(matches!(app.fate(Charged::Unknown), Fate::Done(_)));
     }
 
     #[test]
     fn a_reused_order_id_is_kept_for_a_human_not_dropped_as_a_duplicate() {
-        let (fate, _) = app().fate(Charged::Conflict);
+        let fate = app().fate(Charged::Conflict);
         assert!(
             matches!(fate, Fate::Fail(ref why) if why.contains("another order")),
             "{fate:?}"

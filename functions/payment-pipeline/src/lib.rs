@@ -5,24 +5,23 @@
 //! queue where orders wait while they cannot be charged ([`overflow`]).
 //! [`PaymentClient::charge_admitted`] ties the first three together once the circuit
 //! admitted a charge, [`PaymentClient::charge_once`] puts the circuit around it; [`Pipeline`]
-//! builds all of them from the environment.
+//! builds all of them from the environment (`settings.rs`).
+//!
+//! One order's path, hop by hop with each hop's file and function, is the numbered list in
+//! docs/functions.md ("One order's path through `charge`").
 #![forbid(unsafe_code)]
 
-mod admitted;
-mod charge_once;
 pub mod clock;
 pub mod ledger;
 mod metric_line;
 pub mod order;
 pub mod overflow;
 pub mod payments;
-mod pipeline;
 pub mod rejected;
 mod sdk;
+mod settings;
 mod text;
 
-pub use admitted::MIN_SEND_TIME;
-pub use charge_once::{Charged, NotCharged, payment_api_unwell, settle_abandoned};
 pub use ledger::{
     Attempt, Claim, Ledger, LedgerError, ParkedOrder, Phase, Progress, Resolution, SettleError,
     Settlement,
@@ -30,7 +29,8 @@ pub use ledger::{
 pub use order::{InvalidOrder, MAX_AMOUNT_LEN, MAX_EVENT_BYTES, MAX_ID_LEN, Order};
 pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQueue};
 pub use payments::{
-    CIRCUIT, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError, PaymentError,
-    REFUSAL_WINDOW, Receipt,
+    CIRCUIT, Charged, GuardedError, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, MIN_SEND_TIME,
+    NotCharged, PaymentClient, PaymentConfigError, PaymentError, REFUSAL_WINDOW, Receipt,
+    payment_api_unwell, settle_abandoned,
 };
-pub use pipeline::Pipeline;
+pub use settings::Pipeline;

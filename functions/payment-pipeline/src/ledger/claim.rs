@@ -1,12 +1,20 @@
-//! What the ledger answers before a charge, and how the item a claim ran into is read.
+//! The ledger's first write for an order, before its charge: [`Ledger::claim`], what it
+//! answers ([`Claim`]), and how the item a claim ran into is read.
 
-use super::attempt::Attempt;
-use super::item::{Item, number, text};
+use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+
+use super::attempt::{Attempt, Settlement};
+use super::item::{COUNTED, Item, n, number, s, text};
+use super::progress::{Phase, Progress};
+use super::table::{Ledger, LedgerError};
+use crate::clock::unix_now;
+use crate::order::Order;
 
 /// What the ledger says about an order before it is charged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// This attempt holds the order: charge it, then [`Ledger::settle`](super::Ledger::settle).
+    /// This attempt holds the order: charge it, then [`Ledger::settle`].
     Claimed(Attempt),
     /// Already charged: do not charge again.
     Charged,
@@ -22,6 +30,83 @@ pub enum Claim {
     /// The id belongs to another order (another amount, currency or customer): this one is
     /// not charged, and the other one is not answered for.
     Conflict,
+}
+
+impl Ledger {
+    /// Claims `order` for one attempt, or says why it must not be charged now.
+    /// Each attempt is recorded in `progress` before its put, so a caller whose future was
+    /// dropped can release a put that may have landed.
+    pub async fn claim(&self, order: &Order, progress: &Progress) -> Result<Claim, LedgerError> {
+        let order_id = order.order_id.as_str();
+        let contents = order.contents_key();
+        // A claim can vanish between the failed put and the read (its attempt released it),
+        // or a stale attempt can settle while it is being parked: then look again. Three
+        // rounds cover any realistic race.
+        for _ in 0..3 {
+            let now = unix_now();
+            let attempt = Attempt {
+                order_id: order_id.to_owned(),
+                attempt_id: uuid::Uuid::new_v4().to_string(),
+                lease_until: now + self.lease.as_secs(),
+            };
+            progress.set(Phase::Claiming(attempt.clone()));
+            let put = self
+                .dynamodb
+                .put_item()
+                .table_name(&self.table)
+                .item("order_id", s(order_id))
+                .item("status", s("in_progress"))
+                .item("attempt_id", s(&attempt.attempt_id))
+                .item("idempotency_key", s(order_id))
+                .item("contents", s(&contents))
+                .item("started_at", n(now))
+                .item("lease_until", n(attempt.lease_until))
+                .item("expiration", n(now + self.ttl.as_secs()))
+                .condition_expression("attribute_not_exists(order_id)")
+                .send()
+                .await;
+            match put {
+                Ok(_) => return Ok(Claim::Claimed(attempt)),
+                Err(SdkError::ServiceError(e))
+                    if matches!(e.err(), PutItemError::ConditionalCheckFailedException(_)) => {}
+                Err(e) => {
+                    let error = self.error(e);
+                    // The put may have been written though no answer says so (its last try
+                    // timed out, a 500 after the write): release it, or every copy of the
+                    // order would wait out the lease and then park it as unknown, unsent.
+                    if let Err(release) = self.settle(&attempt, Settlement::NotCharged, "").await {
+                        tracing::warn!(%order_id, error = %release, "could not release a claim whose put failed");
+                    }
+                    return Err(error);
+                }
+            }
+            let Some(item) = self.read(order_id).await? else {
+                continue;
+            };
+            match found(&item, &attempt, &contents, now) {
+                Found::Answer(Claim::Unknown) => {
+                    // Parked, but perhaps never counted: the park's write landed and its
+                    // answer did not (an SDK timeout, a killed process). Count it now.
+                    if !item.contains_key(COUNTED) {
+                        self.count_unknown(order_id, text(&item, "detail")).await;
+                    }
+                    return Ok(Claim::Unknown);
+                }
+                Found::Answer(claim) => return Ok(claim),
+                Found::Expired(stale) => {
+                    // Its attempt died mid-call (killed, timed out): the charge may have
+                    // gone through. Park it; never charge it again blindly. If it settled
+                    // or released the order meanwhile, what it wrote is the answer: look again.
+                    if self.park(&stale, "its attempt's lease ran out").await? {
+                        return Ok(Claim::Unknown);
+                    }
+                }
+            }
+        }
+        Ok(Claim::InFlight {
+            lease_until: unix_now() + 1,
+        })
+    }
 }
 
 /// What the item a claim ran into means.

@@ -7,6 +7,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 /// One item as DynamoDB returns it.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
+/// Set on a parked item once `PaymentOutcomeUnknown` was counted for it (Unix seconds).
+pub(super) const COUNTED: &str = "unknown_counted_at";
+
 /// Longest `detail` recorded (the payment API's answer, an error): an item stays small.
 pub(super) const MAX_DETAIL_BYTES: usize = 512;
 

@@ -17,8 +17,10 @@
 //! so a later copy may charge. Items expire (`expiration`, TTL) after
 //! `LEDGER_TTL_DAYS`, longer than an order can live in the queues; a parked item does not.
 //!
-//! [`Ledger`] makes the writes; [`Claim`] is what it answers before a charge, [`Attempt`]
-//! and [`Settlement`] what it records after one.
+//! In the order an order meets them: [`Ledger::claim`] (`claim.rs`) answers a [`Claim`]
+//! before a charge; [`Ledger::settle`] (`settle.rs`) records how the [`Attempt`] ended, a
+//! [`Settlement`]. `table.rs` holds the table's settings and client, `parked.rs` the
+//! operator's side of parked orders.
 
 mod attempt;
 mod claim;
@@ -26,7 +28,10 @@ mod item;
 pub mod outcome_unknown;
 mod parked;
 mod progress;
+mod settle;
 mod table;
+#[cfg(test)]
+mod tests;
 
 pub use attempt::{Attempt, Settlement};
 pub use claim::Claim;

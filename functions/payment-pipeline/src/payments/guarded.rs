@@ -1,13 +1,14 @@
-//! The guarded payment call `overflow-replay` makes (and [`PaymentClient::charge_once`]
-//! wraps): the `payment-backend` circuit around [`PaymentClient::charge_admitted`], with
-//! the one classifier both functions use (`charge` declares the same circuit with its own
-//! `on_circuit_open`).
+//! The guarded payment call `overflow-replay` makes: the `payment-backend` circuit around
+//! [`PaymentClient::charge_admitted`] ([`PaymentClient::charge_guarded`]), and
+//! [`PaymentClient::charge_once`], which settles what an abandoned call left. `charge`
+//! declares the same circuit with its own `on_circuit_open`, around the same body.
 
-use breaker_runtime::circuit_breaker;
+use breaker_runtime::{CircuitBreakerOpenError, circuit_breaker};
 
+use super::abandoned::settle_abandoned;
 use super::answer::Receipt;
 use super::client::PaymentClient;
-use crate::charge_once::NotCharged;
+use super::outcome::{Charged, GuardedError, NotCharged};
 use crate::ledger::{Ledger, Progress};
 use crate::order::Order;
 
@@ -22,13 +23,13 @@ impl PaymentClient {
     /// state every function calling it shares through the circuit table
     /// (`CIRCUIT_BREAKER_TABLE`). Tunables from `circuit-env`; each transition is logged as a
     /// CloudWatch metric. While the circuit is open this returns
-    /// [`Charged::CircuitOpen`](crate::Charged::CircuitOpen) without writing the ledger or
-    /// calling the payment API; only an unwell payment API counts toward opening it
+    /// [`GuardedError::CircuitOpen`] without writing the ledger or calling the payment API;
+    /// only an unwell payment API counts toward opening it
     /// ([`payment_api_unwell`](crate::payment_api_unwell)).
     #[circuit_breaker(
         name = "payment-backend",
         config = circuit_env::circuit_config(),
-        handled = crate::charge_once::payment_api_unwell,
+        handled = super::outcome::guarded_api_unwell,
         on_transition = breaker_runtime::emf::log_transition
     )]
     pub async fn charge_guarded(
@@ -36,8 +37,43 @@ impl PaymentClient {
         ledger: &Ledger,
         order: &Order,
         progress: &Progress,
-    ) -> Result<Receipt, NotCharged> {
-        self.charge_admitted(ledger, order, progress).await
+    ) -> Result<Receipt, GuardedError> {
+        self.charge_admitted(ledger, order, progress)
+            .await
+            .map_err(GuardedError::Attempt)
+    }
+
+    /// Charges `order` at most once across every copy of it, through the ledger, behind
+    /// the `payment-backend` circuit: the claim is written only once the circuit admitted
+    /// the call. The error is the circuit's rejection (nothing sent, nothing written); a
+    /// call abandoned at its deadline is settled here, so what it reached is the answer.
+    ///
+    /// ```no_run
+    /// # async fn demo(payments: payment_pipeline::PaymentClient, ledger: payment_pipeline::Ledger) {
+    /// use payment_pipeline::{Charged, Order};
+    /// let order = Order::parse(r#"{"order_id": "o-1", "amount": 5, "currency": "EUR"}"#).unwrap();
+    /// match payments.charge_once(&ledger, &order).await {
+    ///     Ok(Charged::Now(receipt)) => println!("charged: {}", receipt.body),
+    ///     Ok(Charged::Before) => println!("a duplicate: nothing sent"),
+    ///     Ok(other) => println!("not charged now: {other:?}"),
+    ///     Err(open) => println!("circuit open, retry after {:?}", open.retry_after()),
+    /// }
+    /// # }
+    /// ```
+    pub async fn charge_once(
+        &self,
+        ledger: &Ledger,
+        order: &Order,
+    ) -> Result<Charged, CircuitBreakerOpenError> {
+        let progress = Progress::default();
+        match self.charge_guarded(ledger, order, &progress).await {
+            Ok(receipt) => Ok(Charged::Now(receipt)),
+            Err(GuardedError::CircuitOpen(open)) => Err(open),
+            Err(GuardedError::Abandoned(error)) => {
+                Ok(settle_abandoned(ledger, order, &progress, &error).await)
+            }
+            Err(GuardedError::Attempt(NotCharged { charged, .. })) => Ok(charged),
+        }
     }
 }
 
@@ -48,13 +84,13 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::TcpListener;
 
-    use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError, FailureKind};
+    use breaker_runtime::{CallAbandonedError, FailureKind};
     use devstack::fixtures::dynalite::Dynalite;
 
     use super::*;
-    use crate::charge_once::Charged;
     use crate::ledger::Phase;
     use crate::payments::PaymentError;
+    use crate::payments::outcome::guarded_api_unwell;
 
     /// A payment API that answers every request with `status`.
     async fn stub_api(status: u16) -> PaymentClient {
@@ -105,14 +141,16 @@ mod tests {
     #[test]
     fn an_abandoned_charge_is_outcome_unknown_a_rejection_was_never_sent() {
         let rejected = CircuitBreakerOpenError::new(circuit());
-        assert!(matches!(
-            NotCharged::from(rejected).charged,
-            Charged::CircuitOpen(_)
-        ));
+        let rejected = GuardedError::from(rejected);
+        assert!(matches!(rejected, GuardedError::CircuitOpen(_)));
+        assert!(
+            !guarded_api_unwell(&rejected),
+            "a rejection is not the API's"
+        );
         for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
             let error = CallAbandonedError::new(circuit(), kind, Duration::from_secs(3));
             assert!(
-                matches!(NotCharged::from(error).charged, Charged::Abandoned(_)),
+                matches!(GuardedError::from(error), GuardedError::Abandoned(_)),
                 "an abandoned charge may have reached the API ({kind:?})"
             );
         }
@@ -148,10 +186,10 @@ mod tests {
         for n in 0..20 {
             let order = order(&format!("declined-{n}"));
             match declining.charge_guarded(&ledger, &order, &progress).await {
-                Err(NotCharged {
+                Err(GuardedError::Attempt(NotCharged {
                     charged: Charged::Declined(PaymentError::Declined { status: 402, .. }),
                     api_unwell: false,
-                }) => {}
+                })) => {}
                 other => panic!("a decline must reach the caller, uncounted: {other:?}"),
             }
         }
@@ -165,10 +203,10 @@ mod tests {
                 .charge_guarded(&ledger, &order, &progress)
                 .await
             {
-                Err(NotCharged {
+                Err(GuardedError::Attempt(NotCharged {
                     charged: Charged::Failed(PaymentError::Unavailable { status: 401, .. }),
                     api_unwell: true,
-                }) => {
+                })) => {
                     failures += 1;
                     assert!(
                         failures <= 20,
@@ -180,10 +218,7 @@ mod tests {
                         "the claim is released, never declined: {item:?}"
                     );
                 }
-                Err(NotCharged {
-                    charged: Charged::CircuitOpen(open),
-                    ..
-                }) => break open,
+                Err(GuardedError::CircuitOpen(open)) => break open,
                 other => panic!("expected a failure or an open circuit: {other:?}"),
             }
         };
@@ -199,10 +234,7 @@ mod tests {
             .charge_guarded(&ledger, &order("after-open"), &progress)
             .await
         {
-            Err(NotCharged {
-                charged: Charged::CircuitOpen(_),
-                ..
-            }) => {}
+            Err(GuardedError::CircuitOpen(_)) => {}
             other => panic!("a rejected call must write nothing: {other:?}"),
         }
         assert_eq!(progress.phase(), Phase::Idle, "no attempt was made");

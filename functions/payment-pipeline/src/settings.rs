@@ -1,12 +1,13 @@
-//! What `charge` and `overflow-replay` both build once at start: the payment client, the
-//! ledger and the overflow queue, each from its settings.
+//! What `charge` and `overflow-replay` both build once at start, before any order: the
+//! payment client, the ledger and the overflow queue, each from its settings, and the
+//! checks of those settings against each other and against the function's timeout. The
+//! path an order then takes is docs/functions.md's numbered list.
 
 use std::time::Duration;
 
-use crate::admitted::MIN_SEND_TIME;
 use crate::ledger::Ledger;
 use crate::overflow::OverflowQueue;
-use crate::payments::PaymentClient;
+use crate::payments::{MIN_SEND_TIME, PaymentClient};
 
 /// The three parts of the pipeline, shared by every invocation.
 ///

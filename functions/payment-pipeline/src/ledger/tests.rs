@@ -3,6 +3,11 @@
 //! first try landed or because the stale attempt settled meanwhile.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::operation::put_item::PutItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
 
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemOutput;
 use aws_sdk_dynamodb::operation::get_item::GetItemOutput;
@@ -12,7 +17,8 @@ use aws_sdk_dynamodb::types::error::{ConditionalCheckFailedException, InternalSe
 use aws_smithy_mocks::{Rule, RuleMode, mock, mock_client};
 
 use super::*;
-use crate::ledger::item::Item;
+use crate::ledger::item::{Item, n, s};
+use crate::order::Order;
 
 fn order() -> Order {
     Order::parse(r#"{"order_id": "o-1", "amount": 5, "currency": "EUR"}"#).unwrap()

@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use breaker_runtime::deadline;
 
-use crate::charge_once::{Charged, NotCharged};
+use super::answer::{PaymentError, Receipt};
+use super::client::PaymentClient;
+use super::outcome::{Charged, NotCharged};
 use crate::clock::unix_millis;
 use crate::ledger::{Claim, Ledger, Phase, Progress, Settlement};
 use crate::order::Order;
-use crate::payments::{PaymentClient, PaymentError, Receipt};
 
 /// Least time worth sending a charge with: below it the claim is released unsent.
 pub const MIN_SEND_TIME: Duration = Duration::from_millis(100);
