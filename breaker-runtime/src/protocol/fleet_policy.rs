@@ -36,6 +36,12 @@ use std::time::Duration;
 ///     .unwrap_err();
 /// assert!(error.to_string().contains("fleet_failure_rate"));
 /// ```
+///
+/// A struct literal does not build one (a later version may add a field):
+///
+/// ```compile_fail
+/// let fleet = breaker_runtime::FleetPolicy { failure_threshold: 20, ..Default::default() };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FleetPolicy {

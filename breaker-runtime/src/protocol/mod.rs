@@ -17,7 +17,7 @@ mod state;
 mod write;
 
 pub use backoff::RecoveryBackoff;
-pub(crate) use fleet::{EPOCH_SLICES, SAMPLE_WEIGHT};
+pub(crate) use fleet::SAMPLE_WEIGHT;
 pub use fleet::{EpochTally, FailureReport, FleetTally, SuspectReport};
 pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};

@@ -18,6 +18,13 @@
 //! assert_eq!(store.read("ce").await.unwrap(), Some(CircuitRecord::open(100, 5)));
 //! # }
 //! ```
+//!
+//! The protocol's own numbers (the sample weight of a suspicion, the slices of an epoch)
+//! and the ids of a keyed circuit's items are not part of it: the breaker fills them in.
+//!
+//! ```compile_fail
+//! use breaker_runtime::store::SAMPLE_WEIGHT;
+//! ```
 
 pub use super::key_index::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 pub use super::{StateStore, StoreError, StoreErrorKind, StoreFuture};

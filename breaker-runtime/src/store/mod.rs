@@ -29,9 +29,9 @@ pub use implement::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, KeyIndex, KeyIndexOutcome, KeyIndexWrite,
     Override, OverrideKind, RecordWrite, SuspectReport, WriteOutcome,
 };
-pub(crate) use key_ids::{
-    decode_key, encode_key, key_index_id, key_item_id, key_item_id_encoded, split_key_item_id,
-};
+pub(crate) use key_ids::{decode_key, encode_key, key_item_id, key_item_id_encoded};
+#[cfg(feature = "dynamodb")]
+pub(crate) use key_ids::{key_index_id, split_key_item_id};
 pub use memory::InMemoryStore;
 
 #[cfg(feature = "dynamodb")]

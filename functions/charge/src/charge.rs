@@ -73,7 +73,7 @@ async fn buffer_order(
     circuit: CircuitInfo,
 ) -> Result<Value, Unsettled> {
     let buffering = Buffering {
-        opened_at: circuit.opened_at,
+        opened_at: circuit.opened_at_unix_secs,
         ..Buffering::now(BufferReason::CircuitOpen)
     };
     buffer(app, order, buffering)
@@ -168,7 +168,7 @@ fn answer(app: &Pipeline, id: &str, charged: Charged) -> Result<Value, Buffering
             payment_pipeline::clock::unix_now() + app.ledger.lease().as_secs(),
         )),
         Charged::CircuitOpen(open) => Err(Buffering {
-            opened_at: open.circuit.opened_at,
+            opened_at: open.circuit.opened_at_unix_secs,
             ..Buffering::now(BufferReason::CircuitOpen)
         }),
         Charged::OutOfTime => Err(Buffering::now(BufferReason::OutOfTime)),

@@ -182,7 +182,7 @@ impl App {
                 FailureCount::Keep,
             ),
             Charged::CircuitOpen(open) => {
-                let delay = self.wait_for_probe(open.retry_after());
+                let delay = self.wait_for_probe(open.retry_after_unix_secs());
                 return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
             }
             Charged::OutOfTime => Fate::Defer(Duration::ZERO, FailureCount::Keep),
