@@ -1,8 +1,8 @@
 //! Where the shared state of a circuit lives.
 //!
-//! A [`StateStore`] holds one [`CircuitRecord`](implement::CircuitRecord) per circuit and
+//! A [`StateStore`] holds one [`implement::CircuitRecord`] per circuit and
 //! offers exactly the protocol's operations: a read, and [`apply`](StateStore::apply) of one
-//! conditional [`RecordWrite`](implement::RecordWrite).
+//! conditional [`implement::RecordWrite`].
 //! Each write either wins (the condition held and the record was written) or loses and
 //! returns the record that made it lose, so the caller can adopt it without another read.
 //!
