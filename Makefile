@@ -35,7 +35,7 @@ lint:
 	$(CARGO) fmt --all --check
 	scripts/check-file-sizes.sh
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
-	$(CARGO) clippy -p breaker-runtime --all-targets --features metrics,call-spans,tower,contract -- -D warnings
+	$(CARGO) clippy -p breaker-runtime --all-targets --features metrics,call-spans,tower,contract,serde -- -D warnings
 	RUSTDOCFLAGS="-D warnings" $(CARGO) doc --workspace --no-deps --all-features --quiet
 
 # The functions' tests run the real function binaries, which `cargo test` does not build for

@@ -4,7 +4,7 @@
 # items (`__private`, `unstable`) are not part of it. Usage: scripts/public-items.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo doc --quiet -p breaker-runtime --no-deps --features metrics,call-spans,tower,contract
+cargo doc --quiet -p breaker-runtime --no-deps --features metrics,call-spans,tower,contract,serde
 python3 - <<'PY'
 import os, re
 root = "target/doc/breaker_runtime"

@@ -205,12 +205,12 @@ macro_rules! knobs {
                 doc "instead of `call_timeout`: the call timeout in milliseconds"
                 => |builder, millis: u64| builder.call_timeout(Duration::from_millis(millis));
             fleet_failure_threshold: Tunable, Count, default "10",
-                builder "`.fleet_policy(FleetPolicy { failure_threshold, .. })`",
+                builder "`.fleet_policy(FleetPolicy::default().with_failure_threshold(n))`",
                 section "the-fleet-wide-policy",
                 doc "sets the fleet rule: a third of it in one fleet window raises a suspicion, twice it under the suspicion opens the circuit"
                 => |builder, failures: u32| builder.fleet_failure_threshold(failures);
             fleet_failure_rate: Tunable, Percent, default "50",
-                builder "`.fleet_policy(FleetPolicy { failure_rate, .. })`",
+                builder "`.fleet_policy(FleetPolicy::default().with_failure_rate(p))`",
                 section "the-fleet-wide-policy",
                 doc "percent of the calls those failures must make (reported in a window, estimated under a suspicion)"
                 => |builder, percent: u8| builder.fleet_failure_rate(percent);

@@ -50,11 +50,20 @@ thread_local! {
 ///
 /// ```
 /// use breaker_runtime::deadline;
-/// assert_eq!(deadline::current(), None);
-/// assert_eq!(deadline::scope_blocking(1_700_000_000_000, deadline::current), Some(1_700_000_000_000));
+/// assert_eq!(deadline::current_unix_millis(), None);
+/// assert_eq!(
+///     deadline::scope_blocking(1_700_000_000_000, deadline::current_unix_millis),
+///     Some(1_700_000_000_000)
+/// );
 /// ```
-pub fn current() -> Option<u64> {
+pub fn current_unix_millis() -> Option<u64> {
     Some(raw()).filter(|deadline| *deadline != NONE)
+}
+
+/// The old name of [`current_unix_millis`].
+#[deprecated(note = "renamed `current_unix_millis`: the name says the unit")]
+pub fn current() -> Option<u64> {
+    current_unix_millis()
 }
 
 /// The current deadline, 0 for none: one thread-local load.
@@ -137,18 +146,18 @@ mod tests {
     #[test]
     fn scopes_nest_to_the_earlier_deadline_and_restore_the_outer_one() {
         scope_blocking(2_000, || {
-            assert_eq!(current(), Some(2_000));
-            scope_blocking(3_000, || assert_eq!(current(), Some(2_000)));
-            scope_blocking(1_000, || assert_eq!(current(), Some(1_000)));
-            assert_eq!(current(), Some(2_000));
+            assert_eq!(current_unix_millis(), Some(2_000));
+            scope_blocking(3_000, || assert_eq!(current_unix_millis(), Some(2_000)));
+            scope_blocking(1_000, || assert_eq!(current_unix_millis(), Some(1_000)));
+            assert_eq!(current_unix_millis(), Some(2_000));
         });
-        assert_eq!(current(), None);
+        assert_eq!(current_unix_millis(), None);
     }
 
     #[test]
     fn a_panic_in_a_scope_leaves_no_deadline_behind() {
         let caught = std::panic::catch_unwind(|| scope_blocking(5, || panic!("boom")));
         assert!(caught.is_err());
-        assert_eq!(current(), None);
+        assert_eq!(current_unix_millis(), None);
     }
 }

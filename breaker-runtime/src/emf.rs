@@ -152,7 +152,12 @@ pub fn shadow_record(event: &ShadowEvent, namespace: &str, timestamp_millis: u64
         timestamp_millis,
         metric,
     };
-    record.write(&event.name, &verdict, event.opened_at, event.cause)
+    record.write(
+        &event.name,
+        &verdict,
+        event.opened_at_unix_secs,
+        event.cause,
+    )
 }
 
 /// The EMF document for `transition`, as one line of JSON: pure, for tests and for code
@@ -197,7 +202,7 @@ pub fn transition_record(
     record.write(
         &transition.name,
         &states,
-        transition.opened_at,
+        transition.opened_at_unix_secs,
         transition.cause,
     )
 }
@@ -278,7 +283,7 @@ mod tests {
             name: name.into(),
             from_state: CircuitState::HalfOpen,
             to_state,
-            opened_at,
+            opened_at_unix_secs: opened_at,
             cause: None,
             key: None,
         }

@@ -34,17 +34,23 @@ impl CircuitBreakerOpenError {
     }
 
     /// Unix seconds from which the circuit may next admit a call, if known: the
-    /// circuit's [`CircuitInfo::retry_after`] (whose due time it is is said there). A caller
-    /// that defers work until then (a queue's delay) meets the open circuit no sooner.
+    /// circuit's [`CircuitInfo::retry_after_unix_secs`] (whose due time it is is said there).
+    /// A caller that defers work until then (a queue's delay) meets the open circuit no sooner.
     ///
     /// ```
     /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState};
     /// let circuit = CircuitInfo::new("ce", CircuitState::Open, 5, Some(1_700_000_000))
-    ///     .with_retry_after(Some(1_700_000_060));
-    /// assert_eq!(CircuitBreakerOpenError::new(circuit).retry_after(), Some(1_700_000_060));
+    ///     .with_retry_after_unix_secs(Some(1_700_000_060));
+    /// assert_eq!(CircuitBreakerOpenError::new(circuit).retry_after_unix_secs(), Some(1_700_000_060));
     /// ```
+    pub fn retry_after_unix_secs(&self) -> Option<u64> {
+        self.circuit.retry_after_unix_secs
+    }
+
+    /// The old name of [`retry_after_unix_secs`](Self::retry_after_unix_secs).
+    #[deprecated(note = "renamed `retry_after_unix_secs`: the name says the unit")]
     pub fn retry_after(&self) -> Option<u64> {
-        self.circuit.retry_after
+        self.retry_after_unix_secs()
     }
 
     /// Why the call was rejected: [`StopReason::Open`](crate::StopReason::Open), or

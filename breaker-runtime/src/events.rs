@@ -17,9 +17,10 @@ use crate::protocol::CircuitState;
 /// let info = CircuitInfo::new("payment-backend", CircuitState::Open, 5, Some(1_700_000_000));
 /// assert_eq!(info.name(), "payment-backend");
 /// assert_eq!((info.state, info.failure_count), (CircuitState::Open, 5));
-/// let info = info.with_retry_after(Some(1_700_000_030));
-/// assert_eq!(info.retry_after, Some(1_700_000_030));
+/// let info = info.with_retry_after_unix_secs(Some(1_700_000_030));
+/// assert_eq!(info.retry_after_unix_secs, Some(1_700_000_030));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CircuitInfo {
@@ -31,7 +32,7 @@ pub struct CircuitInfo {
     /// Consecutive failures: of the environment that tripped it while open, local ones while closed.
     pub failure_count: u32,
     /// Unix seconds when the circuit opened; `None` while closed.
-    pub opened_at: Option<u64>,
+    pub opened_at_unix_secs: Option<u64>,
     /// Unix seconds from which the circuit may next admit a call: the first right's due
     /// time. That is the end of the recovery wait (the recovery timeout, backed off by the
     /// circuit's reopens) for an open circuit, the end of the probe's lease for a
@@ -42,7 +43,7 @@ pub struct CircuitInfo {
     /// unless it is quiet, and learns of the probe from its next read. `None` when no such
     /// time is known: closed, disabled or shadowed (calls run), or forced open until
     /// released. An absolute time, so two reports of one state compare equal.
-    pub retry_after: Option<u64>,
+    pub retry_after_unix_secs: Option<u64>,
     /// The key of a keyed circuit's call ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)),
     /// whose own circuit this is; `None` for a plain circuit. [`name`](Self::name) stays the
     /// keyed circuit's name.
@@ -51,27 +52,33 @@ pub struct CircuitInfo {
 
 impl CircuitInfo {
     /// What circuit `name` in `state` tells a rejected call: `failure_count` failures,
-    /// opened at `opened_at` (unix seconds; `None` while closed).
+    /// opened at `opened_at_unix_secs` (unix seconds; `None` while closed).
     pub fn new(
         name: impl Into<Arc<str>>,
         state: CircuitState,
         failure_count: u32,
-        opened_at: Option<u64>,
+        opened_at_unix_secs: Option<u64>,
     ) -> Self {
         Self {
             name: name.into(),
             state,
             failure_count,
-            opened_at,
-            retry_after: None,
+            opened_at_unix_secs,
+            retry_after_unix_secs: None,
             key: None,
         }
     }
 
-    /// This report with [`retry_after`](Self::retry_after) set.
-    pub fn with_retry_after(mut self, retry_after: Option<u64>) -> Self {
-        self.retry_after = retry_after;
+    /// This report with [`retry_after_unix_secs`](Self::retry_after_unix_secs) set.
+    pub fn with_retry_after_unix_secs(mut self, retry_after_unix_secs: Option<u64>) -> Self {
+        self.retry_after_unix_secs = retry_after_unix_secs;
         self
+    }
+
+    /// The old name of [`with_retry_after_unix_secs`](Self::with_retry_after_unix_secs).
+    #[deprecated(note = "renamed `with_retry_after_unix_secs`: the name says the unit")]
+    pub fn with_retry_after(self, retry_after_unix_secs: Option<u64>) -> Self {
+        self.with_retry_after_unix_secs(retry_after_unix_secs)
     }
 
     /// This report with [`key`](Self::key) set: a keyed circuit's.
@@ -129,6 +136,7 @@ impl CircuitInfo {
 /// );
 /// assert_eq!((t.name(), t.to_state), ("ce", CircuitState::Open));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct CircuitTransition {
@@ -139,7 +147,7 @@ pub struct CircuitTransition {
     /// The state after the transition.
     pub to_state: CircuitState,
     /// Unix seconds when the circuit (last) opened; `None` once closed.
-    pub opened_at: Option<u64>,
+    pub opened_at_unix_secs: Option<u64>,
     /// What opened the circuit, for a trip or a reopen; `None` for other transitions.
     pub cause: Option<TransitionCause>,
     /// The key whose circuit made the transition, in a keyed circuit
@@ -149,20 +157,20 @@ pub struct CircuitTransition {
 }
 
 impl CircuitTransition {
-    /// Circuit `name` went from `from_state` to `to_state`; `opened_at` (unix seconds) is
+    /// Circuit `name` went from `from_state` to `to_state`; `opened_at_unix_secs` (unix seconds) is
     /// when it (last) opened, `cause` what opened it.
     pub fn new(
         name: impl Into<String>,
         from_state: CircuitState,
         to_state: CircuitState,
-        opened_at: Option<u64>,
+        opened_at_unix_secs: Option<u64>,
         cause: Option<TransitionCause>,
     ) -> Self {
         Self {
             name: name.into(),
             from_state,
             to_state,
-            opened_at,
+            opened_at_unix_secs,
             cause,
             key: None,
         }
@@ -198,6 +206,8 @@ impl CircuitTransition {
 /// use breaker_runtime::FailureKind;
 /// assert_eq!(FailureKind::InvocationDeadline.as_str(), "invocation_deadline");
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum FailureKind {
@@ -240,6 +250,8 @@ impl fmt::Display for FailureKind {
 }
 
 /// What opened a circuit.
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(tag = "cause", rename_all = "snake_case"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum TransitionCause {
@@ -279,6 +291,8 @@ impl TransitionCause {
 /// assert_eq!(ShadowDecision::WouldReject.as_str(), "would_reject");
 /// assert_eq!(ShadowDecision::WouldOpen.would_be_state(), breaker_runtime::CircuitState::Open);
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum ShadowDecision {
@@ -333,6 +347,7 @@ impl fmt::Display for ShadowDecision {
 /// let event = ShadowEvent::new("payment-backend", ShadowDecision::WouldOpen, Some(1_700_000_000), None);
 /// assert_eq!((event.name(), event.decision.as_str()), ("payment-backend", "would_open"));
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ShadowEvent {
@@ -342,24 +357,24 @@ pub struct ShadowEvent {
     pub decision: ShadowDecision,
     /// Unix seconds when the would-be circuit (last) opened; `None` once it would be
     /// closed.
-    pub opened_at: Option<u64>,
+    pub opened_at_unix_secs: Option<u64>,
     /// What would have opened it, for a would-be opening; `None` otherwise.
     pub cause: Option<TransitionCause>,
 }
 
 impl ShadowEvent {
-    /// Circuit `name` in shadow would have made `decision`; `opened_at` (unix seconds) is
+    /// Circuit `name` in shadow would have made `decision`; `opened_at_unix_secs` (unix seconds) is
     /// when the would-be circuit (last) opened, `cause` what would have opened it.
     pub fn new(
         name: impl Into<Arc<str>>,
         decision: ShadowDecision,
-        opened_at: Option<u64>,
+        opened_at_unix_secs: Option<u64>,
         cause: Option<TransitionCause>,
     ) -> Self {
         Self {
             name: name.into(),
             decision,
-            opened_at,
+            opened_at_unix_secs,
             cause,
         }
     }

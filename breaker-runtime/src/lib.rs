@@ -92,6 +92,11 @@ pub mod __protocol {
         on_probe_outcome, settle, settle_alone, trip,
     };
     pub use crate::protocol::refusals::RefusedElections;
+    // The ids of a keyed circuit's items, for the CLI, the simulator and tests that read
+    // them through a store.
+    pub use crate::store::key_ids::{
+        MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id,
+    };
 }
 
 /// The README's examples, compiled and run as doctests.

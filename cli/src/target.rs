@@ -2,7 +2,7 @@
 //! a keyed circuit (`{name}#key={encoded key}`), and how the command names it.
 
 use anyhow::bail;
-use breaker_runtime::store::{decode_key, key_item_id, split_key_item_id};
+use breaker_runtime::__protocol::{decode_key, key_item_id, split_key_item_id};
 
 use crate::printable::printable;
 

@@ -21,7 +21,8 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::sync::Arc;
 
-use breaker_runtime::store::{CircuitRecord, key_item_id};
+use breaker_runtime::__protocol::key_item_id;
+use breaker_runtime::store::CircuitRecord;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerConfigError, KeyedCircuitBreaker,

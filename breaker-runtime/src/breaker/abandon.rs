@@ -31,7 +31,7 @@ fn arm_deadline<O>(circuit: &Circuit, slow: &mut SlowSlot<'_, O>) {
     };
     // A deadline already past is not this call's to enforce (an emulator's, or a skewed
     // clock's); one nearer than the margin leaves the call until the deadline itself.
-    let by_deadline = deadline::current()
+    let by_deadline = deadline::current_unix_millis()
         .filter(|deadline| *deadline > now)
         .map(|deadline| {
             let at = match deadline.saturating_sub(circuit.deadline_margin_millis()) {

@@ -87,7 +87,7 @@ fn transition(
         name: name.to_string(),
         from_state,
         to_state,
-        opened_at,
+        opened_at_unix_secs: opened_at,
         cause,
         key: circuit.key().cloned(),
     };
@@ -113,7 +113,7 @@ fn verdict(
     let event = ShadowEvent {
         name: Arc::clone(name),
         decision,
-        opened_at,
+        opened_at_unix_secs: opened_at,
         cause,
     };
     circuit.would_be().hooks().run(&event, name);

@@ -226,7 +226,7 @@ impl<H: CircuitHandle> Permit<H> {
         let margin = circuit.deadline_margin_millis();
         // Late: it ran into the margin before the deadline, having started before it (a
         // call that starts inside the margin had no room to begin with).
-        let near_deadline = deadline::current().is_some_and(|deadline| {
+        let near_deadline = deadline::current_unix_millis().is_some_and(|deadline| {
             let at = deadline.saturating_sub(margin);
             now >= at && (self.started == 0 || self.started < at)
         });

@@ -275,20 +275,14 @@ impl CircuitBreakerConfigBuilder {
     /// fields as they were (the defaults), for the attribute's `fleet_failure_threshold`.
     pub(crate) fn fleet_failure_threshold(self, failures: u32) -> Self {
         let fleet = self.config.fleet.unwrap_or_default();
-        self.fleet_policy(FleetPolicy {
-            failure_threshold: failures,
-            ..fleet
-        })
+        self.fleet_policy(fleet.with_failure_threshold(failures))
     }
 
     /// The fleet policy's [`failure_rate`](FleetPolicy::failure_rate), its other fields as
     /// they were (the defaults), for the attribute's `fleet_failure_rate`.
     pub(crate) fn fleet_failure_rate(self, percent: u8) -> Self {
         let fleet = self.config.fleet.unwrap_or_default();
-        self.fleet_policy(FleetPolicy {
-            failure_rate: percent,
-            ..fleet
-        })
+        self.fleet_policy(fleet.with_failure_rate(percent))
     }
 
     /// Whether this circuit reports its failures for the fleet-wide policy (default

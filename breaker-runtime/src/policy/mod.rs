@@ -35,7 +35,10 @@ use crate::protocol::Counts;
 /// assert_eq!(config.sliding_window(), Some(SlidingWindow::Time(Duration::from_secs(60))));
 /// # Ok::<(), breaker_runtime::CircuitBreakerConfigError>(())
 /// ```
+///
+/// `#[non_exhaustive]`: later versions may add kinds of window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SlidingWindow {
     /// The last N calls (1 to 10,000).
     Calls(u32),

@@ -58,7 +58,7 @@ impl FleetTally {
     /// The tally after `report` was added.
     ///
     /// ```
-    /// use breaker_runtime::store::{FailureReport, FleetTally};
+    /// use breaker_runtime::store::implement::{FailureReport, FleetTally};
     /// let report = FailureReport { window_start: 100, window_secs: 10, failures: 2, calls: 3, new_reporter: 1, expiration: 3710 };
     /// let tally = FleetTally::default().plus(&report).plus(&report);
     /// assert_eq!((tally.failures, tally.calls, tally.reporters), (4, 6, 2));
@@ -83,11 +83,11 @@ pub const MIN_REPORTERS: u64 = 2;
 /// success counts this many successes. 8: a quiet fleet of 10,000 environments calling
 /// once per 50 s writes ~25 success reports a second while suspected, ~2.5 WCU/s per
 /// 1,000 environments.
-pub const SAMPLE_WEIGHT: u32 = 8;
+pub(crate) const SAMPLE_WEIGHT: u32 = 8;
 
 /// The slices of time an epoch's counters are split into (each a twentieth of the fleet
 /// window: 0.5 s by default).
-pub const EPOCH_SLICES: usize = 20;
+pub(crate) const EPOCH_SLICES: usize = 20;
 
 /// The failures a window must hold to raise a suspicion: a third of the policy's failure
 /// threshold (3 by default), at least 2. A suspicion only costs its write and the sampled
@@ -114,11 +114,13 @@ pub(crate) fn fleet_suspects(tally: &FleetTally, policy: &FleetPolicy) -> bool {
 pub struct SuspectReport {
     /// The suspicion's end (unix seconds, the record's `suspected_until`): names the epoch.
     pub epoch: u64,
-    /// The slice of the epoch the report falls in, below [`EPOCH_SLICES`].
+    /// The slice of the epoch the report falls in, below the length of [`EpochTally::failures`]
+    /// (20 slices; [`EpochTally::plus`] counts a later slice in the last one).
     pub slice: u8,
     /// Failures not reported before (each counts 1).
     pub failures: u32,
-    /// The successes the report stands for: [`SAMPLE_WEIGHT`] per sampled success.
+    /// The successes the report stands for: 8 per sampled success (a call is sampled with
+    /// probability 1/8 while suspected).
     pub successes: u32,
     /// 1 if this is this environment's first report in the epoch, else 0.
     pub new_reporter: u32,
@@ -141,7 +143,7 @@ impl EpochTally {
     /// The tally after `report` was added.
     ///
     /// ```
-    /// use breaker_runtime::store::{EpochTally, SuspectReport};
+    /// use breaker_runtime::store::implement::{EpochTally, SuspectReport};
     /// let report = SuspectReport { epoch: 110, slice: 3, failures: 1, successes: 8, new_reporter: 1, expiration: 3710 };
     /// let tally = EpochTally::default().plus(&report).plus(&report);
     /// assert_eq!((tally.failures[3], tally.successes[3], tally.reporters), (2, 16, 2));

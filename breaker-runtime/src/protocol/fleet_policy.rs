@@ -13,24 +13,98 @@ use std::time::Duration;
 /// calls (see `docs/design.md`, "Fleet-wide detection"). Besides, not instead of, each
 /// environment's own policy.
 ///
+/// `#[non_exhaustive]`, its fields private: start from [`Default`] and change what you
+/// need with the `with_` setters. The config builder's [`build`](crate::CircuitBreakerConfigBuilder::build)
+/// checks the policy with the rest of the config, and names a bad value by its attribute key
+/// (`fleet_failure_threshold`, `fleet_failure_rate`, ...).
+///
 /// ```
-/// let fleet = breaker_runtime::FleetPolicy::default();
-/// assert_eq!((fleet.failure_threshold, fleet.failure_rate), (10, 50));
-/// assert_eq!(fleet.window, std::time::Duration::from_secs(10));
+/// use std::time::Duration;
+/// use breaker_runtime::{CircuitBreakerConfig, FleetPolicy};
+///
+/// let fleet = FleetPolicy::default();
+/// assert_eq!((fleet.failure_threshold(), fleet.failure_rate()), (10, 50));
+/// assert_eq!((fleet.window(), fleet.report_interval()), (Duration::from_secs(10), Duration::from_secs(1)));
+///
+/// let strict = FleetPolicy::default().with_failure_threshold(20).with_failure_rate(30);
+/// let config = CircuitBreakerConfig::builder().fleet_policy(strict).build().unwrap();
+/// assert_eq!(config.fleet_policy().map(|p| p.failure_threshold()), Some(20));
+///
+/// let error = CircuitBreakerConfig::builder()
+///     .fleet_policy(FleetPolicy::default().with_failure_rate(0))
+///     .build()
+///     .unwrap_err();
+/// assert!(error.to_string().contains("fleet_failure_rate"));
+/// ```
+///
+/// A struct literal does not build one (a later version may add a field):
+///
+/// ```compile_fail
+/// let fleet = breaker_runtime::FleetPolicy { failure_threshold: 20, ..Default::default() };
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FleetPolicy {
-    /// Sets the rule's counts (default 10): a third of it in one window raises a
-    /// suspicion, twice it under the suspicion opens the circuit.
-    pub failure_threshold: u32,
-    /// Percent of the calls those failures must make: the calls reported in a window, the
-    /// calls estimated under a suspicion (default 50).
-    pub failure_rate: u8,
-    /// The fleet window: counters start again at each multiple of it (default 10 s).
-    pub window: Duration,
-    /// At most one report per environment per interval (default 1 s); failures in
-    /// between wait for the next report.
-    pub report_interval: Duration,
+    /// Sets the rule's counts: a third of it in one window raises a suspicion, twice it
+    /// under the suspicion opens the circuit.
+    pub(crate) failure_threshold: u32,
+    /// Percent of the calls those failures must make.
+    pub(crate) failure_rate: u8,
+    /// The fleet window: counters start again at each multiple of it.
+    pub(crate) window: Duration,
+    /// At most one report per environment per interval.
+    pub(crate) report_interval: Duration,
+}
+
+impl FleetPolicy {
+    /// Sets the rule's counts (default 10, at least 1): a third of it in one window raises
+    /// a suspicion, twice it under the suspicion opens the circuit.
+    pub const fn with_failure_threshold(mut self, failures: u32) -> Self {
+        self.failure_threshold = failures;
+        self
+    }
+
+    /// Percent of the calls those failures must make, 1 to 100 (default 50): of the calls
+    /// reported in a window, of the calls estimated under a suspicion.
+    pub const fn with_failure_rate(mut self, percent: u8) -> Self {
+        self.failure_rate = percent;
+        self
+    }
+
+    /// The fleet window (default 10 s; whole seconds, 1 s to 1 h): counters start again at
+    /// each multiple of it.
+    pub const fn with_window(mut self, window: Duration) -> Self {
+        self.window = window;
+        self
+    }
+
+    /// At most one report per environment per interval (default 1 s, at most the window);
+    /// failures in between wait for the next report.
+    pub const fn with_report_interval(mut self, interval: Duration) -> Self {
+        self.report_interval = interval;
+        self
+    }
+
+    /// The rule's counts ([`with_failure_threshold`](Self::with_failure_threshold)).
+    pub const fn failure_threshold(&self) -> u32 {
+        self.failure_threshold
+    }
+
+    /// Percent of the calls the failures must make ([`with_failure_rate`](Self::with_failure_rate)).
+    pub const fn failure_rate(&self) -> u8 {
+        self.failure_rate
+    }
+
+    /// The fleet window ([`with_window`](Self::with_window)).
+    pub const fn window(&self) -> Duration {
+        self.window
+    }
+
+    /// The least time between two reports of one environment
+    /// ([`with_report_interval`](Self::with_report_interval)).
+    pub const fn report_interval(&self) -> Duration {
+        self.report_interval
+    }
 }
 
 impl Default for FleetPolicy {

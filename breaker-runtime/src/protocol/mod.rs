@@ -17,9 +17,8 @@ mod state;
 mod write;
 
 pub use backoff::RecoveryBackoff;
-pub use fleet::{
-    EPOCH_SLICES, EpochTally, FailureReport, FleetTally, SAMPLE_WEIGHT, SuspectReport,
-};
+pub(crate) use fleet::SAMPLE_WEIGHT;
+pub use fleet::{EpochTally, FailureReport, FleetTally, SuspectReport};
 pub use fleet_policy::FleetPolicy;
 pub(crate) use rates::{Counts, Rates};
 pub use record::{CircuitRecord, Override, OverrideKind};

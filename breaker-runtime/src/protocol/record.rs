@@ -10,7 +10,7 @@ use super::state::CircuitState;
 ///
 /// ```
 /// use breaker_runtime::CircuitState;
-/// use breaker_runtime::store::CircuitRecord;
+/// use breaker_runtime::store::implement::CircuitRecord;
 /// let record = CircuitRecord::closed();
 /// assert_eq!(record.state, CircuitState::Closed);
 /// assert_eq!(record.opened_at, None);
@@ -62,7 +62,7 @@ impl CircuitRecord {
     /// An open circuit, opened at `opened_at` (unix seconds) after `failure_count` failures.
     ///
     /// ```
-    /// let record = breaker_runtime::store::CircuitRecord::open(1_700_000_000, 5);
+    /// let record = breaker_runtime::store::implement::CircuitRecord::open(1_700_000_000, 5);
     /// assert_eq!(record.opened_at, Some(1_700_000_000));
     /// assert_eq!(record.half_open_owner, None);
     /// ```
@@ -94,7 +94,7 @@ impl CircuitRecord {
     /// The operator's override, if one is set and holds at `now` (unix seconds).
     ///
     /// ```
-    /// use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
+    /// use breaker_runtime::store::implement::{CircuitRecord, Override, OverrideKind};
     /// let mut record = CircuitRecord::closed();
     /// record.operator_override = Some(Override::new(OverrideKind::Disabled, "ops", 100).until(200));
     /// assert!(record.live_override(150).is_some());
@@ -108,7 +108,7 @@ impl CircuitRecord {
     /// suspicion holds at `now` (unix seconds).
     ///
     /// ```
-    /// use breaker_runtime::store::CircuitRecord;
+    /// use breaker_runtime::store::implement::CircuitRecord;
     /// let mut record = CircuitRecord::closed();
     /// record.suspected_until = Some(110);
     /// assert_eq!(record.live_suspicion(100), Some(110));
@@ -125,7 +125,7 @@ impl CircuitRecord {
     ///
     /// ```
     /// use breaker_runtime::CircuitState;
-    /// use breaker_runtime::store::{CircuitRecord, Override, OverrideKind};
+    /// use breaker_runtime::store::implement::{CircuitRecord, Override, OverrideKind};
     /// let mut record = CircuitRecord::closed();
     /// record.operator_override = Some(Override::new(OverrideKind::ForcedOpen, "ops", 100).until(200));
     /// assert_eq!(record.effective_state(150), CircuitState::Open);
@@ -153,7 +153,7 @@ impl OverrideKind {
     /// How the item stores it: `OPEN`, `DISABLED` or `SHADOW`.
     ///
     /// ```
-    /// use breaker_runtime::store::OverrideKind;
+    /// use breaker_runtime::store::implement::OverrideKind;
     /// assert_eq!(OverrideKind::ForcedOpen.as_str(), "OPEN");
     /// assert_eq!(OverrideKind::parse("DISABLED"), Some(OverrideKind::Disabled));
     /// ```
@@ -170,7 +170,7 @@ impl OverrideKind {
     ///
     /// ```
     /// use breaker_runtime::CircuitState;
-    /// use breaker_runtime::store::OverrideKind;
+    /// use breaker_runtime::store::implement::OverrideKind;
     /// assert_eq!(OverrideKind::ForcedOpen.acts_as(), CircuitState::Open);
     /// assert_eq!(OverrideKind::Disabled.acts_as(), CircuitState::Closed);
     /// ```
@@ -209,7 +209,7 @@ impl std::fmt::Display for OverrideKind {
 /// ([`same_as`](Self::same_as)): a release or a replacement names the one it read.
 ///
 /// ```
-/// use breaker_runtime::store::{Override, OverrideKind};
+/// use breaker_runtime::store::implement::{Override, OverrideKind};
 /// let forced = Override::new(OverrideKind::ForcedOpen, "alice", 1_700_000_000)
 ///     .until(1_700_001_800)
 ///     .reason("payments incident 42");

@@ -23,7 +23,7 @@ use super::record::CircuitRecord;
 ///
 /// ```
 /// use breaker_runtime::__protocol::RefusedElections;
-/// use breaker_runtime::store::CircuitRecord;
+/// use breaker_runtime::store::implement::CircuitRecord;
 /// # let thresholds = breaker_runtime::__protocol::Thresholds {
 /// #     failure_threshold: 1, success_threshold: 1, recovery_millis: 30_000,
 /// #     fallback_millis: 6_000, probe_lease_secs: 30, probe_secs: 15, recovery_secs: 30,

@@ -10,6 +10,8 @@ use std::fmt;
 /// assert_eq!("OPEN".parse(), Ok(CircuitState::Open));
 /// assert!("open".parse::<CircuitState>().is_err());
 /// ```
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "SCREAMING_SNAKE_CASE"))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum CircuitState {
     /// Calls go through; failures are counted.

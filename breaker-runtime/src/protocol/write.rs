@@ -35,7 +35,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 ///
 /// ```
 /// use breaker_runtime::CircuitState;
-/// use breaker_runtime::store::{CircuitRecord, RecordWrite};
+/// use breaker_runtime::store::implement::{CircuitRecord, RecordWrite};
 ///
 /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
 /// assert!(trip.allowed(None));

@@ -17,7 +17,7 @@ use sha2::{Digest as _, Sha256};
 /// most). It bounds the size of each entry of the index item.
 ///
 /// ```
-/// use breaker_runtime::store::{MAX_KEY_BYTES, key_item_id};
+/// use breaker_runtime::__protocol::{MAX_KEY_BYTES, key_item_id};
 /// let long = "x".repeat(500);
 /// let id = key_item_id("webhooks", &long);
 /// assert_eq!(id.len(), "webhooks#key=".len() + MAX_KEY_BYTES);
@@ -39,7 +39,7 @@ const HASH_MARK: char = '~';
 /// long keys with the same 47-byte prefix).
 ///
 /// ```
-/// use breaker_runtime::store::key_item_id;
+/// use breaker_runtime::__protocol::key_item_id;
 /// assert_eq!(key_item_id("webhooks", "shop-17"), "webhooks#key=shop-17");
 /// assert_eq!(key_item_id("webhooks", "a#b%c~d"), "webhooks#key=a%23b%25c%7Ed");
 /// assert_eq!(key_item_id("webhooks", ""), "webhooks#key=");
@@ -63,7 +63,7 @@ pub(crate) fn key_item_id_encoded(circuit: &str, encoded: &str) -> String {
 /// keys whose items are not known closed.
 ///
 /// ```
-/// assert_eq!(breaker_runtime::store::key_index_id("webhooks"), "webhooks#keys");
+/// assert_eq!(breaker_runtime::__protocol::key_index_id("webhooks"), "webhooks#keys");
 /// ```
 pub fn key_index_id(circuit: &str) -> String {
     format!("{circuit}{INDEX_SUFFIX}")
@@ -73,7 +73,7 @@ pub fn key_index_id(circuit: &str) -> String {
 /// circuit, an index, fleet counters, or a key part that no key encodes to).
 ///
 /// ```
-/// use breaker_runtime::store::{key_item_id, split_key_item_id};
+/// use breaker_runtime::__protocol::{key_item_id, split_key_item_id};
 /// let id = key_item_id("a#key=b", "c#d");
 /// assert_eq!(split_key_item_id(&id), Some(("a#key=b", "c%23d")));
 /// assert_eq!(split_key_item_id("webhooks"), None);
@@ -92,7 +92,7 @@ pub fn split_key_item_id(id: &str) -> Option<(&str, &str)> {
 /// as it is.
 ///
 /// ```
-/// use breaker_runtime::store::{decode_key, key_item_id, split_key_item_id};
+/// use breaker_runtime::__protocol::{decode_key, key_item_id, split_key_item_id};
 /// let id = key_item_id("webhooks", "a#b%c~d");
 /// let (_, encoded) = split_key_item_id(&id).unwrap();
 /// assert_eq!(decode_key(encoded), "a#b%c~d");

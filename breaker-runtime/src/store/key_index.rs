@@ -15,7 +15,7 @@ use super::key_ids::decode_key;
 /// fields.
 ///
 /// ```
-/// use breaker_runtime::store::KeyIndex;
+/// use breaker_runtime::store::implement::KeyIndex;
 /// let mut index = KeyIndex::default();
 /// index.entries.insert("shop%2317".into(), 1_700_000_000_000_123);
 /// index.open_keys = 1;
@@ -61,7 +61,7 @@ impl KeyIndex {
 /// the same conditions in its own words (docs/dynamodb.md).
 ///
 /// ```
-/// use breaker_runtime::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
+/// use breaker_runtime::store::implement::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 /// let mut index = None;
 /// let add = |key: &str| KeyIndexWrite::Add { key: key.into(), token: 1, cap: Some(1) };
 /// assert_eq!(add("a").apply(&mut index), KeyIndexOutcome::Won);
@@ -106,7 +106,7 @@ pub enum KeyIndexWrite {
 /// What a [`KeyIndexWrite`] met.
 ///
 /// ```
-/// use breaker_runtime::store::{KeyIndexOutcome, KeyIndexWrite};
+/// use breaker_runtime::store::implement::{KeyIndexOutcome, KeyIndexWrite};
 /// let mut index = None;
 /// let refresh = KeyIndexWrite::Refresh { key: "a".into(), token: 2 };
 /// assert_eq!(refresh.apply(&mut index), KeyIndexOutcome::Lost(None), "no entry to refresh");

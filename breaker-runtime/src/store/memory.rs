@@ -14,7 +14,8 @@ use crate::protocol::{
 ///
 /// ```
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-/// use breaker_runtime::store::{InMemoryStore, StateStore, RecordWrite, WriteOutcome};
+/// use breaker_runtime::store::InMemoryStore;
+/// use breaker_runtime::store::implement::{StateStore, RecordWrite, WriteOutcome};
 /// let store = InMemoryStore::new();
 /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
@@ -70,7 +71,8 @@ impl InMemoryStore {
     ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
-    /// use breaker_runtime::store::{FailureReport, InMemoryStore, StateStore};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// use breaker_runtime::store::implement::{FailureReport, StateStore};
     /// let store = InMemoryStore::with_fleet_counters();
     /// let report = FailureReport { window_start: 100, window_secs: 10, failures: 1, calls: 1, new_reporter: 1, expiration: 3710 };
     /// store.report("ce", &report).await.unwrap();

@@ -1,31 +1,37 @@
 //! Where the shared state of a circuit lives.
 //!
-//! A [`StateStore`] holds one [`CircuitRecord`] per circuit and offers exactly the protocol's
-//! operations: a read, and [`apply`](StateStore::apply) of one conditional [`RecordWrite`].
+//! A [`StateStore`] holds one [`implement::CircuitRecord`] per circuit and
+//! offers exactly the protocol's operations: a read, and [`apply`](StateStore::apply) of one
+//! conditional [`implement::RecordWrite`].
 //! Each write either wins (the condition held and the record was written) or loses and
 //! returns the record that made it lose, so the caller can adopt it without another read.
 //!
 //! [`InMemoryStore`] keeps the records in the process (state is per environment);
 //! `DynamoDbStore` (feature `dynamodb`) shares them across a fleet. Anyone implementing the
-//! trait can check their store with the contract suite (feature `contract`,
-//! `breaker_runtime::testing::contract`).
+//! trait finds everything it needs in [`implement`], and can check their store with the
+//! contract suite (feature `contract`, `breaker_runtime::testing::contract`).
 
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-mod key_ids;
+pub(crate) mod key_ids;
 mod key_index;
 mod memory;
 
-pub use crate::protocol::{
-    CircuitRecord, EPOCH_SLICES, EpochTally, FailureReport, FleetTally, Override, OverrideKind,
-    RecordWrite, SAMPLE_WEIGHT, SuspectReport, WriteOutcome,
+pub mod implement;
+
+// The implementer's types at their first home, kept so code naming them here still builds;
+// `implement` is where they are documented.
+#[doc(hidden)]
+pub use implement::{
+    CircuitRecord, EpochTally, FailureReport, FleetTally, KeyIndex, KeyIndexOutcome, KeyIndexWrite,
+    Override, OverrideKind, RecordWrite, SuspectReport, WriteOutcome,
 };
-pub use key_ids::{MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id};
-pub(crate) use key_ids::{encode_key, key_item_id_encoded};
-pub use key_index::{KeyIndex, KeyIndexOutcome, KeyIndexWrite};
+pub(crate) use key_ids::{decode_key, encode_key, key_item_id, key_item_id_encoded};
+#[cfg(feature = "dynamodb")]
+pub(crate) use key_ids::{key_index_id, split_key_item_id};
 pub use memory::InMemoryStore;
 
 #[cfg(feature = "dynamodb")]
@@ -153,8 +159,9 @@ impl StoreError {
 /// runtime, with the configured store timeout around it.
 ///
 /// ```
-/// use breaker_runtime::store::{
-///     CircuitRecord, InMemoryStore, StateStore, StoreFuture, RecordWrite, WriteOutcome,
+/// use breaker_runtime::store::InMemoryStore;
+/// use breaker_runtime::store::implement::{
+///     CircuitRecord, RecordWrite, StateStore, StoreFuture, WriteOutcome,
 /// };
 ///
 /// /// A store that logs each operation and delegates to an in-memory one.
@@ -195,7 +202,8 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// answer in one request (`DynamoDbStore`: one `BatchGetItem`).
     ///
     /// ```
-    /// use breaker_runtime::store::{CircuitRecord, InMemoryStore, StateStore, RecordWrite};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// use breaker_runtime::store::implement::{CircuitRecord, RecordWrite, StateStore};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let store = InMemoryStore::new();
     /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
@@ -283,14 +291,14 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// that keeps no index is never asked (see [`keeps_key_index`](Self::keeps_key_index)).
     ///
     /// ```
-    /// use breaker_runtime::store::{InMemoryStore, KeyIndexOutcome, KeyIndexWrite, StateStore, key_index_id};
+    /// use breaker_runtime::store::InMemoryStore;
+    /// use breaker_runtime::store::implement::{KeyIndexOutcome, KeyIndexWrite, StateStore};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let store = InMemoryStore::new();
     /// let add = KeyIndexWrite::Add { key: "shop-17".into(), token: 7, cap: Some(1_000) };
     /// assert_eq!(store.apply_key_index("webhooks", &add).await.unwrap(), KeyIndexOutcome::Won);
     /// let index = store.read_key_index("webhooks", false).await.unwrap().unwrap();
     /// assert_eq!((index.token("shop-17"), index.open_keys), (Some(7), 1));
-    /// assert_eq!(key_index_id("webhooks"), "webhooks#keys");
     /// # }
     /// ```
     fn apply_key_index<'a>(

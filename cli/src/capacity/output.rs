@@ -40,7 +40,7 @@ pub(crate) struct CapacityArgs {
     #[arg(long, value_name = "N", default_value_t = CircuitBreakerConfig::default().failure_threshold())]
     pub(crate) failure_threshold: u32,
     /// The fleet policy's `report_interval`.
-    #[arg(long, value_name = "DURATION", default_value_t = FleetPolicy::default().report_interval.into())]
+    #[arg(long, value_name = "DURATION", default_value_t = FleetPolicy::default().report_interval().into())]
     pub(crate) report_interval: humantime::Duration,
     /// The circuit has no fleet-wide detection (`fleet_detection = false`).
     #[arg(long)]
@@ -115,7 +115,7 @@ impl CapacityArgs {
         if self.open_keys > keys {
             bail!("--open-keys must be at most --keys ({keys})");
         }
-        let most = breaker_runtime::store::MAX_KEY_BYTES;
+        let most = breaker_runtime::__protocol::MAX_KEY_BYTES;
         if self.key_bytes as usize > most {
             bail!("--key-bytes must be at most {most}: a longer key's id holds a hash of it");
         }

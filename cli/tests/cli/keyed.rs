@@ -5,7 +5,8 @@
 use std::sync::Arc;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use breaker_runtime::store::{StateStore, key_index_id, key_item_id};
+use breaker_runtime::__protocol::{key_index_id, key_item_id};
+use breaker_runtime::store::StateStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::unstable::OperatorWrites as _;
 use devstack::circuits::keyed::{environment, succeed, trip};

@@ -107,7 +107,7 @@ async fn buffer_order(
     circuit: CircuitInfo,
 ) -> Result<Value, Unsettled> {
     let buffering = Buffering {
-        opened_at: circuit.opened_at,
+        opened_at: circuit.opened_at_unix_secs,
         ..Buffering::now(BufferReason::CircuitOpen)
     };
     buffer(app, order, buffering)

@@ -164,7 +164,7 @@ impl App {
         {
             Ok(charged) => charged,
             Err(open) => {
-                let delay = self.wait_for_probe(open.retry_after());
+                let delay = self.wait_for_probe(open.retry_after_unix_secs());
                 return (Fate::Defer(delay, FailureCount::Reset), Some(delay));
             }
         };

@@ -20,10 +20,9 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
+use breaker_runtime::__protocol::{key_index_id, split_key_item_id};
 use breaker_runtime::CircuitState;
-use breaker_runtime::store::{
-    CircuitRecord, KeyIndex, KeyIndexOutcome, KeyIndexWrite, key_index_id, split_key_item_id,
-};
+use breaker_runtime::store::{CircuitRecord, KeyIndex, KeyIndexOutcome, KeyIndexWrite};
 
 use super::{Consistency, Cost, Item, ItemModel, RequestOutcome, Served};
 

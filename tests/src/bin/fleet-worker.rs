@@ -87,7 +87,7 @@ async fn main() -> anyhow::Result<()> {
     let interval = millis("FLEET_INTERVAL_MS")?;
     let breaker = CircuitBreaker::new(var("FLEET_CIRCUIT")?, store.clone(), config)
         .with_on_transition(|t| {
-            let opened_at = t.opened_at.unwrap_or(0);
+            let opened_at = t.opened_at_unix_secs.unwrap_or(0);
             println!(
                 "transition {} {} {opened_at} {}",
                 t.from_state,

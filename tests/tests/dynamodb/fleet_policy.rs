@@ -105,7 +105,7 @@ async fn sixteen_processes_none_of_which_would_trip_alone_open_the_circuit_toget
         failed.push(stats.failed);
     }
     let total: u64 = failed.iter().sum();
-    let fleet_threshold = FleetPolicy::default().failure_threshold;
+    let fleet_threshold = FleetPolicy::default().failure_threshold();
     assert!(
         total >= u64::from(fleet_threshold),
         "{total} failures cannot meet the fleet threshold {fleet_threshold}: {failed:?}"

@@ -273,7 +273,7 @@ async fn a_circuit_opened_by_another_writer_rejects_and_a_trip_sets_the_ttl(emul
     let open = open
         .downcast_ref::<CircuitBreakerOpenError>()
         .expect("open error");
-    assert_eq!(open.circuit.opened_at, Some(now));
+    assert_eq!(open.circuit.opened_at_unix_secs, Some(now));
 
     // A trip by this environment: expiration = now + recovery_timeout + 3600.
     let own = CircuitBreaker::new("own", store, config);

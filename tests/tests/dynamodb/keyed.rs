@@ -5,7 +5,8 @@
 
 use std::sync::Arc;
 
-use breaker_runtime::store::{DynamoDbStore, StateStore, key_index_id, key_item_id};
+use breaker_runtime::__protocol::{key_index_id, key_item_id};
+use breaker_runtime::store::{DynamoDbStore, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreakerOpenError, CircuitState};
 use devstack::circuits::BoxError;

@@ -39,7 +39,7 @@ async fn trips_skips_the_body_while_open_and_recovers() {
             .expect("open error");
         assert_eq!(&*open.circuit.name, "async-plain");
         assert_eq!(open.circuit.state, CircuitState::Open);
-        assert_eq!(open.circuit.opened_at, Some(opened_at));
+        assert_eq!(open.circuit.opened_at_unix_secs, Some(opened_at));
     }
     assert_eq!(ENTRIES.load(Ordering::SeqCst), 3);
 
@@ -73,7 +73,7 @@ async fn a_failed_probe_reopens_with_a_new_opened_at() {
     let open = error
         .downcast_ref::<CircuitBreakerOpenError>()
         .expect("open");
-    assert_eq!(open.circuit.opened_at, Some(reopened_at));
+    assert_eq!(open.circuit.opened_at_unix_secs, Some(reopened_at));
 }
 
 /// A hand-written error enum with `From` conversions, like thiserror's `#[from]`.

@@ -54,7 +54,7 @@ async fn an_async_callback_is_awaited_with_the_exact_arguments() {
         vec![(
             order,
             CircuitInfo::new("async-cb-async", CircuitState::Open, 2, Some(opened_at))
-                .with_retry_after(Some(opened_at + RECOVERY.as_secs()))
+                .with_retry_after_unix_secs(Some(opened_at + RECOVERY.as_secs()))
         )]
     );
 }

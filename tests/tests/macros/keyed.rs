@@ -6,7 +6,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::Duration;
 
-use breaker_runtime::store::{InMemoryStore, StateStore as _, key_item_id};
+use breaker_runtime::__protocol::key_item_id;
+use breaker_runtime::store::{InMemoryStore, StateStore as _};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState, circuit_breaker};
 use devstack::circuits::manual_config;

@@ -45,7 +45,7 @@ fn trips_after_failure_threshold_and_then_skips_the_body() {
             .expect("a rejection carries CircuitBreakerOpenError");
         assert_eq!(&*open.circuit.name, "sync-plain");
         assert_eq!(open.circuit.state, CircuitState::Open);
-        assert_eq!(open.circuit.opened_at, Some(opened_at));
+        assert_eq!(open.circuit.opened_at_unix_secs, Some(opened_at));
         assert_eq!(open.circuit.failure_count, 3);
     }
     assert_eq!(
@@ -147,7 +147,7 @@ fn callback_gets_the_exact_arguments_and_the_circuit_info() {
     assert_eq!(
         *circuit,
         CircuitInfo::new("sync-callback", CircuitState::Open, 3, Some(opened_at))
-            .with_retry_after(Some(opened_at + RECOVERY.as_secs()))
+            .with_retry_after_unix_secs(Some(opened_at + RECOVERY.as_secs()))
     );
 }
 

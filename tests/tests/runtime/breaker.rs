@@ -62,7 +62,7 @@ async fn trips_after_threshold_rejects_without_calling_then_recovers() {
     assert_eq!(&*info.name, "svc");
     assert_eq!(info.state, CircuitState::Open);
     assert_eq!(info.failure_count, 3);
-    assert_eq!(info.opened_at, Some(stored.opened_at.unwrap()));
+    assert_eq!(info.opened_at_unix_secs, Some(stored.opened_at.unwrap()));
     assert_eq!(e.to_string(), "circuit 'svc' is open");
 
     clock.advance(Duration::from_secs(1));
@@ -210,7 +210,10 @@ async fn hooks_fire_once_per_committed_transition_and_panicking_hooks_are_contai
     );
     let first = seen.lock().unwrap()[0].clone();
     assert_eq!(first.name, "svc");
-    assert_eq!(first.opened_at, Some(clock.unix_millis() / 1000 - 30));
+    assert_eq!(
+        first.opened_at_unix_secs,
+        Some(clock.unix_millis() / 1000 - 30)
+    );
 }
 
 #[tokio::test]
@@ -294,7 +297,7 @@ async fn info_reports_local_failures_while_closed() {
     assert!(fail(&breaker).await.is_err());
     let info = breaker.info().await;
     assert_eq!(
-        (info.state, info.failure_count, info.opened_at),
+        (info.state, info.failure_count, info.opened_at_unix_secs),
         (CircuitState::Closed, 2, None)
     );
 }

@@ -6,9 +6,9 @@
 
 use std::sync::{Arc, Mutex};
 
+use breaker_runtime::__protocol::key_item_id;
 use breaker_runtime::store::{
     InMemoryStore, KeyIndex, KeyIndexOutcome, KeyIndexWrite, RecordWrite, StateStore, WriteOutcome,
-    key_item_id,
 };
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreakerOpenError, CircuitState, CircuitTransition};

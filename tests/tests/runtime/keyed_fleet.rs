@@ -5,7 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use breaker_runtime::store::{InMemoryStore, StateStore, key_item_id};
+use breaker_runtime::__protocol::key_item_id;
+use breaker_runtime::store::{InMemoryStore, StateStore};
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
 use devstack::circuits::fail;

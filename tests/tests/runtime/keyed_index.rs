@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use breaker_runtime::__protocol::{key_item_id, split_key_item_id};
 use breaker_runtime::CircuitState;
 use breaker_runtime::store::{
     CircuitRecord, InMemoryStore, KeyIndex, KeyIndexOutcome, KeyIndexWrite, RecordWrite,
-    StateStore, StoreFuture, WriteOutcome, key_item_id, split_key_item_id,
+    StateStore, StoreFuture, WriteOutcome,
 };
 use breaker_runtime::testing::ManualClock;
 use devstack::circuits::keyed::{environment, succeed, trip};

@@ -4,7 +4,8 @@
 
 use std::sync::{Arc, Mutex};
 
-use breaker_runtime::store::{InMemoryStore, key_item_id};
+use breaker_runtime::__protocol::key_item_id;
+use breaker_runtime::store::InMemoryStore;
 use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{CircuitState, CircuitTransition};
 use devstack::circuits::keyed::{environment, trip};

@@ -110,7 +110,10 @@ async fn the_would_be_opening_carries_its_cause_and_counts_in_emf() {
     let opened = shadowed.verdicts.lock().unwrap()[0].clone();
     assert_eq!(opened.decision, ShadowDecision::WouldOpen);
     assert_eq!(opened.cause.map(|c| c.as_str()), Some("error"));
-    assert_eq!(opened.opened_at, Some(shadowed.clock.unix_millis() / 1000));
+    assert_eq!(
+        opened.opened_at_unix_secs,
+        Some(shadowed.clock.unix_millis() / 1000)
+    );
     let record = emf::shadow_record(&opened, "Breaker", 1);
     assert!(
         record.contains(r#""Metrics":[{"Name":"CircuitWouldOpen","Unit":"Count"}]"#)
@@ -174,7 +177,7 @@ async fn a_failed_would_be_probe_would_have_reopened_it() {
     let events = shadowed.verdicts.lock().unwrap().clone();
     assert_eq!(events[0].decision, ShadowDecision::WouldReject);
     assert_eq!(
-        events[0].opened_at,
+        events[0].opened_at_unix_secs,
         Some(reopened),
         "the reopening's recovery"
     );

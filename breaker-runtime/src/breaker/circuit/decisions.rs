@@ -121,8 +121,8 @@ impl Circuit {
             name: Arc::clone(self.name()),
             state: rejected.state,
             failure_count,
-            opened_at: rejected.opened_at,
-            retry_after: rejected.retry_after,
+            opened_at_unix_secs: rejected.opened_at,
+            retry_after_unix_secs: rejected.retry_after,
             key: self.key().cloned(),
         }
     }

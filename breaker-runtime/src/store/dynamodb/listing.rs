@@ -34,7 +34,7 @@ impl StoredCircuit {
     /// a TTL.
     ///
     /// ```
-    /// use breaker_runtime::store::CircuitRecord;
+    /// use breaker_runtime::store::implement::CircuitRecord;
     /// use breaker_runtime::unstable::StoredCircuit;
     /// let circuit = StoredCircuit::new("payment-backend", Ok(CircuitRecord::closed()));
     /// assert_eq!(circuit.expiration, None);
@@ -53,7 +53,7 @@ impl StoredCircuit {
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), breaker_runtime::store::StoreError> {
-/// use breaker_runtime::store::decode_key;
+/// use breaker_runtime::__protocol::decode_key;
 /// use breaker_runtime::unstable::OperatorReads as _;
 /// let store = breaker_runtime::store::DynamoDbStore::builder().table_name("circuits").build().unwrap();
 /// if let Some(index) = store.inspect_key_index("webhooks").await? {

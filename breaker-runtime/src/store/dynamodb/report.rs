@@ -22,7 +22,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 
 use super::Shared;
 use super::item::Item;
-use crate::protocol::{EPOCH_SLICES, EpochTally, FailureReport, FleetTally, SuspectReport};
+use crate::protocol::fleet::EPOCH_SLICES;
+use crate::protocol::{EpochTally, FailureReport, FleetTally, SuspectReport};
 use crate::store::StoreError;
 
 /// Failures reported in the window (N).

@@ -47,7 +47,7 @@ impl PaymentClient {
         let bound = send_bound(
             unix_millis(),
             attempt.lease_until,
-            deadline::current(),
+            deadline::current_unix_millis(),
             ledger.timeout(),
             margin,
         );

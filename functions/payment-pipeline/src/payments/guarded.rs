@@ -56,7 +56,7 @@ impl PaymentClient {
     ///     Ok(Charged::Now(receipt)) => println!("charged: {}", receipt.body),
     ///     Ok(Charged::Before) => println!("a duplicate: nothing sent"),
     ///     Ok(other) => println!("not charged now: {other:?}"),
-    ///     Err(open) => println!("circuit open, retry after {:?}", open.retry_after()),
+    ///     Err(open) => println!("circuit open, retry after {:?}", open.retry_after_unix_secs()),
     /// }
     /// # }
     /// ```

@@ -1,6 +1,7 @@
 use super::*;
 use crate::model::ModelConfig;
-use breaker_runtime::store::{WriteOutcome, key_item_id};
+use breaker_runtime::__protocol::key_item_id;
+use breaker_runtime::store::WriteOutcome;
 
 const NOW_S: u64 = 1_700_000_000;
 
