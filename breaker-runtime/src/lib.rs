@@ -61,7 +61,7 @@ pub use events::{
 pub use keyed::KeyedCircuitBreaker;
 pub use policy::SlidingWindow;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
-pub use warm_up::{WarmUp, warm_up};
+pub use warm_up::{WarmUp, WarmUpError, warm_up};
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]
