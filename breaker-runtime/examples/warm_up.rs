@@ -59,7 +59,13 @@ async fn main() -> Result<(), Error> {
         store.clone(),
         CircuitBreakerConfig::default(),
     );
-    let warmed = WarmUp::new().breaker(&breaker).run().await?;
+    // A misconfigured store (no such table, access denied) stops init; an outage fails
+    // open, and the circuits read on their first call.
+    let warmed = match WarmUp::new().breaker(&breaker).run().await {
+        Ok(warmed) => warmed,
+        Err(error) if error.is_misconfiguration() => return Err(error.into()),
+        Err(_) => 0,
+    };
     println!(
         "warm-up read {warmed} record(s) in {} store read(s)",
         store.reads.load(Ordering::SeqCst)

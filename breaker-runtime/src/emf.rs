@@ -34,6 +34,11 @@
 //! [`CIRCUIT_WOULD_OPEN`], [`CIRCUIT_WOULD_PROBE`], [`CIRCUIT_WOULD_CLOSE`], and the
 //! properties `verdict`, `would_be_state` and `opened_at`.
 //!
+//! Store errors (each a call that failed open) are no transition: [`log_store_errors`],
+//! called once in `main`, makes every one write a line counting [`STORE_ERRORS`], with the
+//! dimensions `circuit` and `circuit` + `kind` (`throttled`, `access_denied`, `not_found`,
+//! `timeout`, `other`), so an alarm can page on a store the fleet cannot use.
+//!
 //! With JSON logging, Lambda's application log-level filter gives a line without a valid
 //! `level` and an RFC 3339 `timestamp` the level INFO, and drops it when the function's
 //! application log level is WARN or ERROR: the metric, and the alarm on it, would go
@@ -45,8 +50,12 @@ use std::io::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use crate::events::{CircuitTransition, ShadowDecision, ShadowEvent};
+
+mod store_errors;
 use crate::log_line::{LOG_LEVEL, rfc3339_millis};
 use crate::protocol::CircuitState;
+pub(crate) use store_errors::on_store_error;
+pub use store_errors::{STORE_ERRORS, log_store_errors, store_error_record};
 
 /// The namespace used when `BREAKER_METRICS_NAMESPACE` is unset.
 pub const DEFAULT_NAMESPACE: &str = "Breaker";

@@ -63,7 +63,7 @@ pub use keyed::KeyedCircuitBreaker;
 pub use policy::SlidingWindow;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
 pub use stop_reason::StopReason;
-pub use warm_up::{WarmUp, warm_up};
+pub use warm_up::{WarmUp, WarmUpError, warm_up};
 
 #[cfg(feature = "macros")]
 #[cfg_attr(docsrs, doc(cfg(feature = "macros")))]

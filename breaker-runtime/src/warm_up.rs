@@ -12,8 +12,11 @@ use std::time::{Duration, Instant};
 use crate::breaker::CircuitBreaker;
 use crate::config::CircuitBreakerConfig;
 use crate::default_store::{DefaultStoreError, default_store, try_default_store};
-use crate::store::{StateStore, StoreError, same_store};
+use crate::store::{StateStore, same_store};
 use crate::{environment, store_runtime};
+
+mod error;
+pub use error::WarmUpError;
 
 /// Reads the shared records of the circuits named `circuits` on the
 /// [default store](crate::default_store) in one batched request, before the first
@@ -21,15 +24,18 @@ use crate::{environment, store_runtime};
 /// `persistence_store`. Call it once in `main`, after
 /// [`set_default_store`](crate::set_default_store) if you use it.
 ///
-/// It fails open: a store that errs or does not answer within the timeout (1 s, see
-/// [`WarmUp::timeout`]) is logged and the error returned; the circuits then read the
-/// store on their first call, as without a warm-up. Returns how many records were read.
+/// An outage fails open: a store that errs or does not answer within the timeout (1 s,
+/// see [`WarmUp::timeout`]) is logged and returned as [`WarmUpError::Unavailable`]; the
+/// circuits then read the store on their first call, as without a warm-up. Returns how
+/// many records were read.
 ///
-/// Inside a Lambda function a default store that is missing or invalid
-/// ([`DefaultStoreError`]: `CIRCUIT_BREAKER_TABLE` unset, blank or not a table name,
-/// without `CIRCUIT_BREAKER_STORE=memory`) is an error too, whose message names the
-/// variable: stop the function on it, or each execution environment keeps a circuit of
-/// its own. [`try_default_store`] tells the two errors apart.
+/// A misconfiguration is an error to stop the function on
+/// ([`WarmUpError::is_misconfiguration`]), or every call of every execution environment
+/// fails open until it is fixed: a table that does not exist or whose access is denied
+/// ([`WarmUpError::Misconfigured`], its message naming the table and the missing
+/// permission), or, inside a Lambda function, a default store that is missing or invalid
+/// ([`WarmUpError::DefaultStore`]: `CIRCUIT_BREAKER_TABLE` unset, blank or not a table
+/// name, without `CIRCUIT_BREAKER_STORE=memory`; its message names the variable).
 /// For `CircuitBreaker` values, circuits on other stores and a timeout of your own, see
 /// [`WarmUp`].
 ///
@@ -40,7 +46,19 @@ use crate::{environment, store_runtime};
 /// assert_eq!(warmed, Ok(2));
 /// # }
 /// ```
-pub async fn warm_up<I>(circuits: I) -> Result<usize, StoreError>
+///
+/// In a function's `main`, stop on a misconfiguration and go on through an outage:
+///
+/// ```
+/// # #[tokio::main(flavor = "current_thread")] async fn main() -> Result<(), breaker_runtime::WarmUpError> {
+/// if let Err(error) = breaker_runtime::warm_up(["inventory-api"]).await
+///     && error.is_misconfiguration()
+/// {
+///     return Err(error);
+/// }
+/// # Ok(()) }
+/// ```
+pub async fn warm_up<I>(circuits: I) -> Result<usize, WarmUpError>
 where
     I: IntoIterator,
     I::Item: AsRef<str>,
@@ -143,15 +161,15 @@ impl WarmUp {
     /// Reads every circuit's record, one batched read per store, and hands each to its
     /// circuit. Returns how many records were read; on an error (logged), the circuits
     /// of the stores that answered are warm and the others read on their first call.
-    /// A [`DefaultStoreError`] is returned before any read, as a `StoreError` with its
-    /// message.
-    pub async fn run(self) -> Result<usize, StoreError> {
+    /// A [`DefaultStoreError`] is returned before any read. See [`WarmUpError`] for which
+    /// errors should stop the function.
+    pub async fn run(self) -> Result<usize, WarmUpError> {
         if environment::breakers_disabled() {
             return Ok(0);
         }
         if let Some(problem) = self.default_store_problem {
             // Logged at ERROR once already, when the default store was resolved.
-            return Err(StoreError::new(problem));
+            return Err(problem.into());
         }
         let timeout = self
             .timeout
@@ -171,10 +189,7 @@ impl WarmUp {
             .await;
             let records = match records {
                 Ok(records) => records,
-                Err(error) => {
-                    tracing::warn!(%error, circuits = ?group.names, "circuit breaker warm-up failed; these circuits read the store on their first call");
-                    return Err(error);
-                }
+                Err(error) => return Err(logged(error.into(), &group.names)),
             };
             read += records.len();
             for (name, record) in group.names.iter().zip(records) {
@@ -203,4 +218,14 @@ impl WarmUp {
         };
         &mut self.groups[index]
     }
+}
+
+/// `error`, logged: a misconfiguration at ERROR, an outage at WARN.
+fn logged(error: WarmUpError, circuits: &[Arc<str>]) -> WarmUpError {
+    if error.is_misconfiguration() {
+        tracing::error!(%error, ?circuits, "circuit breaker warm-up: the store is misconfigured; every call fails open until it is fixed");
+    } else {
+        tracing::warn!(%error, ?circuits, "circuit breaker warm-up failed; these circuits read the store on their first call");
+    }
+    error
 }

@@ -18,7 +18,12 @@ async fn handler(event: LambdaEvent<Value>) -> Result<Value, Error> {
 async fn main() -> Result<(), Error> {
     set_default_store(DynamoDbStore::builder().table_name("circuit-breakers").build()?)?;
     // During init: read the circuits' records (one BatchGetItem) and open the connection,
-    // so the first invocation's guarded call is a cache hit. Fails open within 1 s.
-    let _ = breaker_runtime::warm_up(["inventory-api"]).await;
+    // so the first invocation's guarded call is a cache hit. A store that is down fails
+    // open within 1 s; a missing table or denied access stops init, naming the table.
+    if let Err(error) = breaker_runtime::warm_up(["inventory-api"]).await
+        && error.is_misconfiguration()
+    {
+        return Err(error.into());
+    }
     breaker_runtime::lambda::run(service_fn(handler)).await
 }

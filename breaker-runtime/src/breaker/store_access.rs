@@ -134,6 +134,7 @@ impl StoreAccess {
             }
         }
         observe::store_error(&self.name, error.kind());
+        crate::emf::on_store_error(&self.name, self.key.as_deref(), error.kind());
         let backoff = self.backoff_millis;
         if error.is_throttled() {
             // Spread over [backoff / 2, backoff * 3 / 2): a fleet throttled by one

@@ -8,9 +8,11 @@ use std::fmt::Display;
 /// Starts a function: Lambda's log subscriber, the AWS config, the circuit tunables
 /// ([`init`](crate::init)), then `build` with the function's own settings; finally one
 /// batched read warms `circuits` up. A setting that `init` or `build` rejects is logged
-/// and returned, so `main` stops before polling for work; so is a default store the
-/// warm-up finds unfit inside Lambda (`CIRCUIT_BREAKER_TABLE` missing or invalid, without
-/// `CIRCUIT_BREAKER_STORE=memory`), the error naming the variable.
+/// and returned, so `main` stops before polling for work; so is a misconfiguration the
+/// warm-up finds: a default store unfit inside Lambda (`CIRCUIT_BREAKER_TABLE` missing or
+/// invalid, without `CIRCUIT_BREAKER_STORE=memory`, the error naming the variable), or a
+/// table that does not exist or denies access (the error naming the table and the
+/// permission). A store that is down or slow fails open.
 ///
 /// ```no_run
 /// # async fn demo() -> Result<(), lambda_runtime::Error> {
@@ -33,12 +35,16 @@ pub async fn start<A, E: Display>(
         tracing::error!(%error, "invalid configuration: the function stops");
         error
     })?;
-    if breaker_runtime::warm_up(circuits).await.is_err()
-        && let Err(problem) = breaker_runtime::try_default_store()
+    // Each call that fails open on a store error counts `StoreErrors` (template.yaml alarms).
+    breaker_runtime::emf::log_store_errors();
+    if let Err(error) = breaker_runtime::warm_up(circuits).await
+        && error.is_misconfiguration()
     {
-        tracing::error!(variable = problem.variable(), error = %problem, "invalid configuration: the function stops");
-        return Err(problem.to_string().into());
+        // No table configured, a table that does not exist, or access denied to it: every
+        // call would fail open until the configuration changes.
+        tracing::error!(%error, "invalid configuration: the function stops");
+        return Err(error.into());
     }
-    // Any other warm-up error is a cold cache: the first call reads the item itself.
+    // An outage is a cold cache: the first call reads the item itself.
     Ok(app)
 }

@@ -18,7 +18,9 @@ async fn reserve(sku: String) -> Result<Value, Error> {
 /// While the circuit is open: the reservation is held for later, with why.
 fn hold(sku: String, circuit: CircuitInfo) -> Result<Value, Error> {
     let reason = format!("{:?}", circuit.reason());
-    Ok(json!({ "sku": sku, "held": true, "reason": reason, "retry_after": circuit.retry_after }))
+    Ok(
+        json!({ "sku": sku, "held": true, "reason": reason, "retry_after": circuit.retry_after_unix_secs }),
+    )
 }
 
 async fn handler(event: LambdaEvent<Value>) -> Result<Value, Error> {

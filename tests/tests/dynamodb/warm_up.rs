@@ -5,8 +5,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::ErrorMetadata;
+use aws_sdk_dynamodb::operation::batch_get_item::BatchGetItemError;
+use aws_sdk_dynamodb::types::error::ProvisionedThroughputExceededException;
+use aws_smithy_mocks::{RuleMode, mock, mock_client};
+use breaker_runtime::store::StoreErrorKind;
 use breaker_runtime::store::{CircuitRecord, DynamoDbStore, RecordWrite, StateStore};
-use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, WarmUp};
+use breaker_runtime::{
+    CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, WarmUp, WarmUpError,
+};
 use devstack::fixtures::dynalite::Dynalite;
 use devstack::fixtures::fault_proxy::{FaultProxy, Service};
 use devstack::fixtures::sdk::local_sdk_config;
@@ -126,4 +134,81 @@ async fn inside_lambda_the_table_named_by_the_environment_is_warmed_up() {
         .expect("run default-store-probe");
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(stdout.trim(), "warmed=1", "{output:?}");
+}
+
+/// The warm-up of one circuit on `store`.
+async fn warm_up_on(store: impl StateStore + 'static) -> Result<usize, WarmUpError> {
+    let store: Arc<dyn StateStore> = Arc::new(store);
+    WarmUp::new()
+        .circuits_in(&store, ["payment-backend"])
+        .run()
+        .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_that_does_not_exist_is_a_misconfiguration_naming_it() {
+    let dynalite = Dynalite::start().await.unwrap();
+    let store = DynamoDbStore::builder()
+        .table_name("no-such-table")
+        .client(dynalite.client())
+        .build()
+        .unwrap();
+    let error = warm_up_on(store).await.expect_err("no table");
+    assert!(
+        matches!(&error, WarmUpError::Misconfigured(e) if e.kind() == StoreErrorKind::NotFound),
+        "{error:?}"
+    );
+    assert!(error.is_misconfiguration());
+    assert!(
+        error.to_string().contains("table 'no-such-table'"),
+        "{error}"
+    );
+}
+
+#[tokio::test]
+async fn access_denied_is_a_misconfiguration_naming_the_table_and_the_permission() {
+    let denied = mock!(Client::batch_get_item).then_error(|| {
+        BatchGetItemError::generic(
+            ErrorMetadata::builder()
+                .code("AccessDeniedException")
+                .message("User: arn:aws:sts::123456789012:assumed-role/charge is not authorized")
+                .build(),
+        )
+    });
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&denied]);
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(client)
+        .build()
+        .unwrap();
+    let error = warm_up_on(store).await.expect_err("denied");
+    assert!(
+        matches!(&error, WarmUpError::Misconfigured(e) if e.kind() == StoreErrorKind::AccessDenied),
+        "{error:?}"
+    );
+    let message = error.to_string();
+    assert!(
+        message.contains("table 'circuits'") && message.contains("dynamodb:BatchGetItem"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn a_throttled_warm_up_fails_open() {
+    let throttled = mock!(Client::batch_get_item).then_error(|| {
+        BatchGetItemError::ProvisionedThroughputExceededException(
+            ProvisionedThroughputExceededException::builder()
+                .message("rate exceeded")
+                .build(),
+        )
+    });
+    let client = mock_client!(aws_sdk_dynamodb, RuleMode::MatchAny, [&throttled]);
+    let store = DynamoDbStore::builder()
+        .table_name("circuits")
+        .client(client)
+        .build()
+        .unwrap();
+    let error = warm_up_on(store).await.expect_err("throttled");
+    assert!(matches!(error, WarmUpError::Unavailable(_)), "{error:?}");
+    assert!(!error.is_misconfiguration());
 }

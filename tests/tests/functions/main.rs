@@ -7,6 +7,7 @@ mod backoff;
 mod charge;
 mod cost_report;
 mod deadlines;
+mod init_errors;
 mod outcomes;
 mod parked;
 mod pipeline;

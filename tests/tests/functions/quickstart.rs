@@ -194,3 +194,87 @@ async fn a_quickstart_function_with_a_callback_keeps_its_hang_protection() {
         "no invocation ran into its deadline"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quickstart_function_without_its_table_fails_its_init_naming_the_table() {
+    let dynalite = Dynalite::start().await.unwrap();
+    let (inventory, _) = hung_api().await;
+    let mut env = dynalite.env();
+    env.push(("INVENTORY_URL", inventory));
+    let function = FunctionProcess::start("quickstart-function", &env, LogEcho::Stderr)
+        .await
+        .unwrap();
+    let status = function
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the function stops at init");
+    assert!(!status.success(), "{status:?}");
+    let logs = function.logs().join("\n");
+    assert!(
+        logs.contains("table 'circuit-breakers'") && logs.contains("ResourceNotFoundException"),
+        "the init error names the table: {logs}"
+    );
+    assert_eq!(function.init_duration(), None, "it never polled for work");
+}
+
+/// The quickstart's warm-up timeout: the default `store_timeout`.
+const WARM_UP_TIMEOUT: Duration = Duration::from_secs(1);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quickstart_function_whose_store_is_unreachable_starts_within_its_warm_up_timeout() {
+    // DynamoDB's endpoint accepts connections and never answers: an outage, not a
+    // misconfiguration.
+    let (blackhole, _) = hung_api().await;
+    let inventory = answering_api().await;
+    let dynalite = Dynalite::start().await.unwrap();
+    let mut env: Vec<(&str, String)> = dynalite
+        .env()
+        .into_iter()
+        .filter(|(name, _)| *name != "AWS_ENDPOINT_URL_DYNAMODB")
+        .collect();
+    env.push(("AWS_ENDPOINT_URL_DYNAMODB", format!("http://{blackhole}")));
+    env.push(("INVENTORY_URL", inventory));
+    let function = FunctionProcess::start("quickstart-function", &env, LogEcho::Stderr)
+        .await
+        .unwrap();
+    function.set_timeout(FUNCTION_TIMEOUT);
+    let init = function
+        .wait_for_init(Duration::from_secs(10))
+        .await
+        .unwrap();
+    eprintln!("init with the store unreachable: {init:?}");
+    assert!(
+        init <= WARM_UP_TIMEOUT + Duration::from_millis(500),
+        "init took {init:?}"
+    );
+
+    for n in 1..=2 {
+        let answer = function
+            .invoke(json!({ "sku": format!("sku-{n}") }))
+            .await
+            .unwrap();
+        match answer {
+            Invocation::Response(body) => assert_eq!(body["reserved"], true, "{body}"),
+            other => panic!("invocation {n}: the call fails open and runs: {other:?}"),
+        }
+    }
+}
+
+/// An inventory API that answers every request `200 OK`.
+async fn answering_api() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                use tokio::io::{AsyncReadExt, AsyncWriteExt};
+                let mut request = [0u8; 1024];
+                let _ = stream.read(&mut request).await;
+                let _ = stream
+                    .write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+                    .await;
+            });
+        }
+    });
+    address
+}

@@ -124,6 +124,10 @@ async fn a_failing_or_hanging_store_fails_the_warm_up_open() {
         .await
         .expect("the warm-up ends by its timeout");
         let error = warmed.expect_err("the store did not answer");
+        assert!(
+            !error.is_misconfiguration(),
+            "an outage fails open: {error:?}"
+        );
         if behaviour == Behaviour::Hanging {
             assert!(error.to_string().contains("timed out"), "{error}");
         }

@@ -32,8 +32,19 @@ where
         (Some(code), None) => code.to_owned(),
         _ => causes(error),
     };
-    let message = format!("DynamoDB {operation} on table '{table}' failed: {cause}");
-    StoreError::with_kind(kind_of(error.code()), message)
+    let kind = kind_of(error.code());
+    let mut message = format!("DynamoDB {operation} on table '{table}' failed: {cause}");
+    match kind {
+        // What to change, said where the operator reads it (the error, the log line).
+        StoreErrorKind::AccessDenied => message.push_str(&format!(
+            " (the caller needs dynamodb:{operation} on table '{table}')"
+        )),
+        StoreErrorKind::NotFound => message.push_str(&format!(
+            " (no table '{table}' in this account and region: create it, or fix the name)"
+        )),
+        _ => {}
+    }
+    StoreError::with_kind(kind, message)
 }
 
 /// The kind of an error with the service's `code`.
