@@ -90,6 +90,10 @@ pub mod __protocol {
         on_probe_outcome, settle, settle_alone, trip,
     };
     pub use crate::protocol::refusals::RefusedElections;
+    #[cfg(feature = "dynamodb")]
+    pub use crate::store::dynamodb::as_sent::{
+        SentRequest, item_as_stored, record_as_read, request_as_sent,
+    };
 }
 
 /// The README's examples, compiled and run as doctests.

@@ -23,15 +23,15 @@ pub struct Bindings {
 impl Bindings {
     fn name(&self, placeholder: &str) -> Result<&str, String> {
         self.names
-            .get(&format!("#{placeholder}"))
+            .get(placeholder)
             .map(String::as_str)
-            .ok_or_else(|| format!("#{placeholder} is not bound"))
+            .ok_or_else(|| format!("{placeholder} is not bound"))
     }
 
     fn value(&self, placeholder: &str) -> Result<&AttributeValue, String> {
         self.values
-            .get(&format!(":{placeholder}"))
-            .ok_or_else(|| format!(":{placeholder} is not bound"))
+            .get(placeholder)
+            .ok_or_else(|| format!("{placeholder} is not bound"))
     }
 
     /// What `operand` reads on `item`: `None` for an absent attribute.
@@ -49,7 +49,7 @@ impl Bindings {
     fn path(&self, operand: &Operand) -> Result<&str, String> {
         match operand {
             Operand::Name(n) => self.name(n),
-            Operand::Value(v) => Err(format!(":{v} used where an attribute path belongs")),
+            Operand::Value(v) => Err(format!("{v} used where an attribute path belongs")),
         }
     }
 }

@@ -9,6 +9,7 @@ mod parse;
 
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
+use std::rc::Rc;
 
 pub use eval::{Attributes, Bindings};
 pub use parse::ParseError;
@@ -31,21 +32,41 @@ pub struct Request {
     pub bindings: Bindings,
 }
 
-thread_local! {
-    static CONDITIONS: RefCell<HashMap<String, Condition>> = RefCell::default();
-    static UPDATES: RefCell<HashMap<String, Update>> = RefCell::default();
+/// A parsed expression with the placeholders it uses.
+struct Parsed<T> {
+    tree: T,
+    placeholders: HashSet<String>,
 }
 
-fn cached<T: Clone>(
-    cache: &'static std::thread::LocalKey<RefCell<HashMap<String, T>>>,
+type Cache<T> = RefCell<HashMap<String, Rc<Parsed<T>>>>;
+
+thread_local! {
+    // The store sends a few dozen distinct strings; the checker evaluates them millions of
+    // times.
+    static CONDITIONS: Cache<Condition> = RefCell::default();
+    static UPDATES: Cache<Update> = RefCell::default();
+}
+
+fn cached<T>(
+    cache: &'static std::thread::LocalKey<Cache<T>>,
     expression: &str,
     parse: fn(&str) -> Result<T, ParseError>,
-) -> Result<T, String> {
+    placeholders: fn(&T, &mut HashSet<String>),
+) -> Result<Rc<Parsed<T>>, String> {
     if let Some(parsed) = cache.with(|c| c.borrow().get(expression).cloned()) {
         return Ok(parsed);
     }
-    let parsed = parse(expression).map_err(|e| e.to_string())?;
-    cache.with(|c| c.borrow_mut().insert(expression.to_owned(), parsed.clone()));
+    let tree = parse(expression).map_err(|e| e.to_string())?;
+    let mut used = HashSet::new();
+    placeholders(&tree, &mut used);
+    let parsed = Rc::new(Parsed {
+        tree,
+        placeholders: used,
+    });
+    cache.with(|c| {
+        c.borrow_mut()
+            .insert(expression.to_owned(), Rc::clone(&parsed))
+    });
     Ok(parsed)
 }
 
@@ -89,8 +110,7 @@ fn update_placeholders(update: &Update, out: &mut HashSet<String>) {
 
 fn placeholder(operand: &Operand) -> String {
     match operand {
-        Operand::Name(n) => format!("#{n}"),
-        Operand::Value(v) => format!(":{v}"),
+        Operand::Name(p) | Operand::Value(p) => p.clone(),
     }
 }
 
@@ -100,21 +120,34 @@ impl Request {
     /// not parse, a placeholder used but not bound or bound but not used) or one this
     /// reading does not understand.
     pub fn applied_to(&self, item: Option<&Attributes>) -> Result<Option<Attributes>, String> {
-        let condition = cached(&CONDITIONS, &self.condition, parse::condition)?;
+        let condition = cached(
+            &CONDITIONS,
+            &self.condition,
+            parse::condition,
+            condition_placeholders,
+        )?;
         let update = match &self.write {
-            Write::Update(expression) => Some(cached(&UPDATES, expression, parse::update)?),
+            Write::Update(expression) => Some(cached(
+                &UPDATES,
+                expression,
+                parse::update,
+                update_placeholders,
+            )?),
             Write::Put(_) => None,
         };
-        self.check_placeholders(&condition, update.as_ref())?;
+        self.check_placeholders(
+            &condition.placeholders,
+            update.as_ref().map(|u| &u.placeholders),
+        )?;
         let empty = Attributes::new();
         let current = item.unwrap_or(&empty);
-        if !eval::holds(&condition, current, &self.bindings)? {
+        if !eval::holds(&condition.tree, current, &self.bindings)? {
             return Ok(None);
         }
         match (&self.write, update) {
             (Write::Put(whole), _) => Ok(Some(whole.clone())),
             (Write::Update(_), Some(update)) => {
-                eval::apply(&update, current, &self.bindings).map(Some)
+                eval::apply(&update.tree, current, &self.bindings).map(Some)
             }
             (Write::Update(_), None) => unreachable!("an update is parsed above"),
         }
@@ -124,25 +157,21 @@ impl Request {
     /// that binds one they do not use.
     fn check_placeholders(
         &self,
-        condition: &Condition,
-        update: Option<&Update>,
+        condition: &HashSet<String>,
+        update: Option<&HashSet<String>>,
     ) -> Result<(), String> {
-        let mut used = HashSet::new();
-        condition_placeholders(condition, &mut used);
-        if let Some(update) = update {
-            update_placeholders(update, &mut used);
-        }
-        let bound: HashSet<String> = self
-            .bindings
-            .names
-            .keys()
-            .chain(self.bindings.values.keys())
-            .cloned()
+        let used = |p: &String| condition.contains(p) || update.is_some_and(|u| u.contains(p));
+        let bound = |p: &String| {
+            self.bindings.names.contains_key(p) || self.bindings.values.contains_key(p)
+        };
+        let names = self.bindings.names.keys();
+        let all_bound = names.chain(self.bindings.values.keys());
+        let unused: Vec<_> = all_bound.filter(|p| !used(p)).collect();
+        let unbound: Vec<_> = condition
+            .iter()
+            .chain(update.into_iter().flatten())
+            .filter(|p| !bound(p))
             .collect();
-        let mut unbound: Vec<_> = used.difference(&bound).collect();
-        let mut unused: Vec<_> = bound.difference(&used).collect();
-        unbound.sort();
-        unused.sort();
         match (unbound.is_empty(), unused.is_empty()) {
             (true, true) => Ok(()),
             _ => Err(format!(

@@ -9,9 +9,9 @@ use std::fmt;
 /// A placeholder: `#name` for an attribute, `:value` for a value.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operand {
-    /// `#st`: an attribute, through `ExpressionAttributeNames`.
+    /// `#st` (with its `#`): an attribute, through `ExpressionAttributeNames`.
     Name(String),
-    /// `:now`: a value, through `ExpressionAttributeValues`.
+    /// `:now` (with its `:`): a value, through `ExpressionAttributeValues`.
     Value(String),
 }
 
@@ -110,9 +110,10 @@ fn tokens(expression: &str) -> Result<Vec<Token>, String> {
                 if w.is_empty() {
                     return Err(format!("an empty placeholder after `{c}`"));
                 }
+                // Kept with their sigil: the bindings are keyed so.
                 out.push(match c {
-                    '#' => Token::Name(w),
-                    _ => Token::Value(w),
+                    '#' => Token::Name(format!("#{w}")),
+                    _ => Token::Value(format!(":{w}")),
                 });
             }
             '=' | '<' | '>' => {
@@ -319,11 +320,11 @@ mod tests {
     use super::*;
 
     fn name(n: &str) -> Operand {
-        Operand::Name(n.into())
+        Operand::Name(format!("#{n}"))
     }
 
     fn value(v: &str) -> Operand {
-        Operand::Value(v.into())
+        Operand::Value(format!(":{v}"))
     }
 
     #[test]

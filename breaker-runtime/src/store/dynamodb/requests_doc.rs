@@ -43,7 +43,11 @@ fn rows() -> Vec<Row> {
             &conditions::elect(true, true),
             conditions::elect_update(true),
         ),
-        update("**Hand-over**", conditions::OWNER, conditions::HAND_OVER_UPDATE),
+        update(
+            "**Hand-over**",
+            conditions::OWNER,
+            conditions::HAND_OVER_UPDATE,
+        ),
         put("**Close**", conditions::OWNER),
         put("**Reopen**", conditions::OWNER),
         update(
