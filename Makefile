@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model package bench-user
+.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model mutants package bench-user
 
 tools:
 	scripts/install-tools.sh all
@@ -96,6 +96,13 @@ bench-user:
 sim:
 	$(CARGO) run --release -p breaker-sim -- --markdown
 	$(CARGO) run --release -p breaker-sim -- --scenario keyed --seed 1,2,3 --markdown --no-charts
+
+# Mutation testing of the protocol and the store's requests (docs/testing.md); not part of
+# `make test`. One file: make mutants MUTANTS_ARGS='-f breaker-runtime/src/protocol/write.rs'
+MUTANTS_ARGS ?=
+mutants:
+	scripts/install-tools.sh mutants
+	.local/cargo/bin/cargo-mutants mutants --in-place $(MUTANTS_ARGS)
 
 # The protocol's model checker at its deeper horizons (docs/design.md): sizes, times, and
 # any counterexample's trace. `make test` runs the shorter horizons (model/tests).

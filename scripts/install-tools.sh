@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the local services and tools the tests and the demo need, into .local/ (git-ignored).
-# Idempotent: a second run only checks. Usage: scripts/install-tools.sh [node|python|all|cross]
-# (`cross`, for `make cross-check`, is not part of `all`: it installs system packages with apt.)
+# Idempotent: a second run only checks. Usage: scripts/install-tools.sh [node|python|all|cross|mutants]
+# (`cross`, for `make cross-check`, is not part of `all`: it installs system packages with apt;
+# `mutants`, for `make mutants`, is not either: `make test` does not need it.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 LOCAL="$PWD/.local"
@@ -52,6 +53,15 @@ install_powertools() {
   done
 }
 
+# `make mutants`: cargo-mutants, built from crates.io into .local/cargo (a few minutes, once).
+CARGO_MUTANTS_VERSION=27.1.0
+install_mutants() {
+  if ! "$LOCAL/cargo/bin/cargo-mutants" mutants --version 2>/dev/null | grep -q " $CARGO_MUTANTS_VERSION\$"; then
+    echo "installing cargo-mutants $CARGO_MUTANTS_VERSION into .local/cargo" >&2
+    cargo install --quiet --locked --root "$LOCAL/cargo" "cargo-mutants@$CARGO_MUTANTS_VERSION" >&2
+  fi
+}
+
 # `make cross-check`: Debian's rustc with the aarch64 standard library (rustup cannot fetch
 # one offline), the cross linker and the user-mode emulator that runs the arm64 bootstrap.
 # Installed with apt as root; fails, never skips, when they cannot be installed.
@@ -89,5 +99,6 @@ case "$what" in
   python) install_python ;;
   all) install_node; install_python ;;
   cross) install_cross ;;
-  *) echo "usage: $0 [node|python|all|cross]" >&2; exit 2 ;;
+  mutants) install_mutants ;;
+  *) echo "usage: $0 [node|python|all|cross|mutants]" >&2; exit 2 ;;
 esac

@@ -97,6 +97,11 @@ pub mod __protocol {
     pub use crate::store::key_ids::{
         MAX_KEY_BYTES, decode_key, key_index_id, key_item_id, split_key_item_id,
     };
+    // The store's requests as data: the model checker applies writes by them.
+    #[cfg(feature = "dynamodb")]
+    pub use crate::store::dynamodb::as_sent::{
+        SentRequest, item_as_stored, record_as_read, request_as_sent,
+    };
 }
 
 /// The README's examples, compiled and run as doctests.

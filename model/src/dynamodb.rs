@@ -1,174 +1,81 @@
-//! What each DynamoDB request does to the item: its condition and its SET/REMOVE list (or
-//! whole-item put), as `store/dynamodb` sends them, written out on the model's item. The
-//! checker applies every breaker write both ways, by this and by `RecordWrite::applied_to`
-//! (the in-memory store), and says where they differ. Powertools' requests are here too:
-//! they are what a Powertools environment sends (3.34.0 and 3.37.0 alike).
+//! What each DynamoDB request does to the item. Breaker's and the operator's writes are the
+//! very requests `store/dynamodb` sends, evaluated on the model's item by [`expression`]
+//! (so a change to a condition or update string changes what the model explores); the
+//! checker applies each both ways, so and by `RecordWrite::applied_to` (the in-memory
+//! store), and says where they differ. Powertools' requests are written out here: they are
+//! what a Powertools environment sends (3.34.0 and 3.37.0 alike).
 
-use breaker_runtime::__protocol::OPENED_AT_UNTIL_RELEASED;
+use breaker_runtime::__protocol::{item_as_stored, record_as_read, request_as_sent};
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use breaker_runtime::CircuitState;
-use breaker_runtime::store::{CircuitRecord, OverrideKind, RecordWrite};
+use breaker_runtime::store::{CircuitRecord, RecordWrite};
 
+use crate::expression::{Bindings, Request, Write};
 use crate::item::Item;
 
-/// `(attribute_not_exists(#ov) OR #ou <= :now)`: an override until released has no
-/// `#ou`, so it blocks.
-fn no_live_override(r: &CircuitRecord, now: u64) -> bool {
-    r.operator_override
-        .as_ref()
-        .is_none_or(|o| o.until.is_some_and(|until| until <= now))
-}
-
-/// `REMOVE #ow, #le, #ps, #rc, #su, #opb`: an override, or a forced open released into an
-/// opening, is a fresh start, as a trip is: no probe, nor its count, nor the reopens', nor a
-/// suspicion, nor the trip's writer survives it.
-fn fresh_start(r: &mut CircuitRecord) {
-    r.half_open_owner = None;
-    r.probe_lease_expiry = None;
-    r.probe_successes = 0;
-    r.reopen_count = 0;
-    r.suspected_until = None;
-    r.opened_by = None;
-}
-
-/// Whether the request's condition holds on `item`.
-pub fn allows(transition: &RecordWrite, item: &Item) -> bool {
-    let Some(r) = &item.record else {
-        // Absent reads as "unreadable": the trip and the operator's writes accept it, and
-        // the suspicion (`attribute_not_exists(#st)`).
-        return matches!(
-            transition,
-            RecordWrite::Trip { .. }
-                | RecordWrite::Reset { .. }
-                | RecordWrite::Suspect { .. }
-                | RecordWrite::Override { replaces: None, .. }
-        );
-    };
-    match transition {
-        RecordWrite::Trip { opened_at, .. } => {
-            r.state == CircuitState::Closed && no_live_override(r, *opened_at)
-        }
-        RecordWrite::Elect {
-            expected_opened_at,
-            expected_successes,
-            now,
-            ..
-        } => {
-            let from_open = r.state == CircuitState::Open
-                && r.half_open_owner.is_none()
-                && r.opened_at == *expected_opened_at;
-            let takeover = r.state == CircuitState::HalfOpen
-                && r.probe_lease_expiry.is_some_and(|lease| lease < *now)
-                && r.probe_successes == *expected_successes;
-            let branches = match *expected_successes > 0 {
-                // Only a takeover reads a count.
-                true => takeover,
-                false => from_open || takeover,
-            };
-            branches && no_live_override(r, *now)
-        }
-        RecordWrite::HandOver { owner, .. }
-        | RecordWrite::Close { owner, .. }
-        | RecordWrite::Reopen { owner, .. } => {
-            r.state == CircuitState::HalfOpen && r.half_open_owner.as_deref() == Some(owner)
-        }
-        RecordWrite::Reset { now, .. } => no_live_override(r, *now),
-        RecordWrite::Suspect { now, .. } => {
-            r.state == CircuitState::Closed
-                && no_live_override(r, *now)
-                && r.suspected_until.is_none_or(|until| until <= *now)
-        }
-        RecordWrite::Override { replaces, .. } => match (replaces, &r.operator_override) {
-            (None, stored) => stored.is_none(),
-            (Some(read), Some(stored)) => read.same_as(stored),
-            (Some(_), None) => false,
-        },
-        RecordWrite::Release { released, now, .. } => {
-            let Some(stored) = &r.operator_override else {
-                return false;
-            };
-            let live = stored.until.is_none_or(|until| until > *now);
-            released.same_as(stored) && live == released.holds_at(*now)
-        }
-        _ => false,
+/// What the store's own request for `transition` does to `item` (its condition, then its
+/// whole-item put or update expression, evaluated as DynamoDB does by [`expression`]): the
+/// item it leaves, or `None` when the condition fails. A request DynamoDB would refuse, or
+/// an item the store could not read back, stops the check with the reason.
+pub fn as_sent(transition: &RecordWrite, item: &Item) -> Option<Item> {
+    thread_local! {
+        // The checker asks of one write on one item several times (its condition, then
+        // what it leaves, then the same through the in-memory reading's check).
+        static SEEN: RefCell<HashMap<(RecordWrite, Item), Option<Item>>> = RefCell::default();
     }
+    let key = (transition.clone(), item.clone());
+    if let Some(seen) = SEEN.with(|seen| seen.borrow().get(&key).cloned()) {
+        return seen;
+    }
+    let after = evaluate(transition, item);
+    SEEN.with(|seen| {
+        let mut seen = seen.borrow_mut();
+        if seen.len() > 500_000 {
+            seen.clear();
+        }
+        seen.insert(key, after.clone());
+    });
+    after
 }
 
-/// The item a request that passed its condition leaves.
-pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
-    let current = item.read();
-    let ttl = transition.expiration();
-    let record = match transition {
-        // Whole-item puts: the record the transition leaves on nothing.
-        RecordWrite::Trip { .. }
-        | RecordWrite::Close { .. }
-        | RecordWrite::Reopen { .. }
-        | RecordWrite::Reset { .. } => transition.applied_to(None),
-        RecordWrite::Elect {
-            owner,
-            lease_expiry,
-            expected_successes,
-            ..
-        } => {
-            let mut r = current;
-            r.state = CircuitState::HalfOpen;
-            r.half_open_owner = Some(owner.clone());
-            r.probe_lease_expiry = Some(*lease_expiry);
-            if *expected_successes == 0 {
-                // `REMOVE #ps`: an OPEN item may carry a count a Powertools reopen kept.
-                r.probe_successes = 0;
-            }
-            r
-        }
-        RecordWrite::HandOver {
-            probe_successes,
-            lease_expiry,
-            ..
-        } => {
-            let mut r = current;
-            r.probe_successes = *probe_successes;
-            r.probe_lease_expiry = Some(*lease_expiry);
-            r
-        }
-        RecordWrite::Override { set, .. } => {
-            let mut r = current;
-            match set.kind {
-                OverrideKind::ForcedOpen => {
-                    r.state = CircuitState::Open;
-                    r.opened_at = Some(set.until.unwrap_or(OPENED_AT_UNTIL_RELEASED));
-                }
-                OverrideKind::Disabled | OverrideKind::Shadow => {
-                    r.state = CircuitState::Closed;
-                    r.failure_count = 0;
-                    r.opened_at = None;
-                }
-            }
-            fresh_start(&mut r);
-            r.operator_override = Some(set.clone());
-            r
-        }
-        RecordWrite::Release { released, now, .. } => {
-            let mut r = current;
-            if released.kind == OverrideKind::ForcedOpen && released.holds_at(*now) {
-                r.state = CircuitState::Open;
-                r.opened_at = Some(*now);
-                fresh_start(&mut r);
-            }
-            r.operator_override = None;
-            r
-        }
-        // `SET #st = :closed, #fc = if_not_exists(#fc, :zero), #su = :until, #ex = :ttl`.
-        RecordWrite::Suspect { until, .. } => {
-            let mut r = current;
-            r.state = CircuitState::Closed;
-            r.suspected_until = Some(*until);
-            r
-        }
-        _ => current,
+fn evaluate(transition: &RecordWrite, item: &Item) -> Option<Item> {
+    let sent = request_as_sent(transition);
+    let write = match (sent.put, sent.update) {
+        (Some(whole), None) => Write::Put(whole),
+        (None, Some(update)) => Write::Update(update),
+        other => panic!("a request is a put or an update, not {other:?}"),
     };
-    Item {
+    let request = Request {
+        condition: sent.condition,
+        write,
+        bindings: Bindings {
+            names: sent.names,
+            values: sent.values,
+        },
+    };
+    let stored = item.record.as_ref().map(|r| item_as_stored(r, item.ttl));
+    let after = request
+        .applied_to(stored.as_ref())
+        .unwrap_or_else(|problem| panic!("the store's request for {transition:?}: {problem}"))?;
+    let (record, ttl) = record_as_read(&after).unwrap_or_else(|malformed| {
+        panic!("{transition:?} on {item:?} leaves an item the store cannot read: {malformed}")
+    });
+    Some(Item {
         record: Some(record),
         ttl,
-    }
+    })
+}
+
+/// Whether the store's request for `transition` passes its condition on `item`.
+pub fn allows(transition: &RecordWrite, item: &Item) -> bool {
+    as_sent(transition, item).is_some()
+}
+
+/// The item the store's request for `transition` leaves on `item`, whose condition holds.
+pub fn leaves(transition: &RecordWrite, item: &Item) -> Item {
+    as_sent(transition, item).expect("leaves() is asked only of a request whose condition holds")
 }
 
 /// Powertools' trip (`save_open`): an unconditional whole-item put.

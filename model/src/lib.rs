@@ -11,6 +11,7 @@
 //! (its models in [`keyed_scenarios`]). docs/design.md lists them with their sizes.
 
 pub mod dynamodb;
+pub mod expression;
 pub mod fleet;
 pub mod item;
 pub mod keyed;

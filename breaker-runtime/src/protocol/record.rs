@@ -217,7 +217,7 @@ impl std::fmt::Display for OverrideKind {
 /// assert!(!forced.holds_at(1_700_001_800));
 /// assert!(Override::new(OverrideKind::Disabled, "bob", 5).holds_at(u64::MAX));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub struct Override {
     /// Forced open, disabled or shadowed.

@@ -55,7 +55,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// assert!(elect.allowed(Some(&opened)));
 /// assert_eq!(elect.applied_to(Some(&opened)).state, CircuitState::HalfOpen);
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum RecordWrite {
     /// CLOSED → OPEN. Allowed on an absent or `CLOSED` record without a live override.

@@ -17,7 +17,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use tokio::sync::OnceCell;
 
 use super::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, StoreError, StoreFuture};
@@ -25,6 +25,8 @@ use crate::protocol::{
     CircuitRecord, EpochTally, FailureReport, FleetTally, RecordWrite, SuspectReport, WriteOutcome,
 };
 
+#[doc(hidden)]
+pub mod as_sent;
 mod batch;
 mod builder;
 mod client;
@@ -194,30 +196,23 @@ impl Shared {
         Ok(WriteOutcome::Lost(current))
     }
 
-    /// Replaces the item with the record `transition` leaves, if `condition` holds.
+    /// Replaces the item with `item`, if `condition` holds.
     async fn put(
         &self,
         circuit: &str,
-        transition: &RecordWrite,
+        item: Item,
         condition: &str,
-        values: Vec<(&'static str, AttributeValue)>,
+        bound: Expression,
     ) -> Result<WriteOutcome, StoreError> {
-        // The record these transitions leave does not depend on the one they replace.
-        let record = transition.applied_to(None);
-        let expression = Expression::bind(&self.names, &[condition], values);
         let sent = self
             .client()
             .await
             .put_item()
             .table_name(&self.table)
-            .set_item(Some(self.names.item(
-                circuit,
-                &record,
-                transition.expiration().unwrap_or_default(),
-            )))
+            .set_item(Some(item))
             .condition_expression(condition)
-            .set_expression_attribute_names(Some(expression.names))
-            .set_expression_attribute_values(Some(expression.values))
+            .set_expression_attribute_names(Some(bound.names))
+            .set_expression_attribute_values(Some(bound.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -232,9 +227,8 @@ impl Shared {
         circuit: &str,
         update: &str,
         condition: &str,
-        values: Vec<(&'static str, AttributeValue)>,
+        bound: Expression,
     ) -> Result<WriteOutcome, StoreError> {
-        let expression = Expression::bind(&self.names, &[condition, update], values);
         let sent = self
             .client()
             .await
@@ -243,8 +237,8 @@ impl Shared {
             .set_key(Some(self.names.key(circuit)))
             .update_expression(update)
             .condition_expression(condition)
-            .set_expression_attribute_names(Some(expression.names))
-            .set_expression_attribute_values(Some(expression.values))
+            .set_expression_attribute_names(Some(bound.names))
+            .set_expression_attribute_values(Some(bound.values))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;

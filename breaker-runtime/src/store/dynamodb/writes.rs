@@ -3,26 +3,66 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::{Shared, conditions};
+use super::Shared;
+use super::conditions::{self, Expression};
+use super::item::{AttributeNames, Item};
 use crate::protocol::{
     OPENED_AT_UNTIL_RELEASED, Override, OverrideKind, RecordWrite, WriteOutcome,
 };
 use crate::store::StoreError;
 
 impl Shared {
-    /// Applies `transition`: the election, the probe's hand-over, the suspicion and the
-    /// operator's override and release update the item in place (keeping what they do not own); every other
-    /// transition writes a whole new record.
+    /// Applies `transition` by sending its [`Request`].
     pub(super) async fn apply(
         &self,
         circuit: &str,
         transition: &RecordWrite,
     ) -> Result<WriteOutcome, StoreError> {
+        let request = Request::of(&self.names, circuit, transition);
+        match request.write {
+            Written::Put(item) => {
+                self.put(circuit, item, &request.condition, request.bound)
+                    .await
+            }
+            Written::Update(update) => {
+                self.update(circuit, &update, &request.condition, request.bound)
+                    .await
+            }
+        }
+    }
+}
+
+/// What a request writes when its condition holds.
+#[derive(Debug)]
+pub(super) enum Written {
+    /// `PutItem`: the whole item.
+    Put(Item),
+    /// `UpdateItem`: its update expression.
+    Update(String),
+}
+
+/// One [`RecordWrite`] as the DynamoDB request the store sends: its condition, its
+/// placeholders bound, and a whole-item put or an update expression.
+#[derive(Debug)]
+pub(super) struct Request {
+    pub(super) condition: String,
+    pub(super) write: Written,
+    pub(super) bound: Expression,
+}
+
+impl Request {
+    /// The election, the probe's hand-over, the suspicion and the operator's override and
+    /// release update the item in place (keeping what they do not own); every other
+    /// transition writes a whole new record.
+    pub(super) fn of(names: &AttributeNames, circuit: &str, transition: &RecordWrite) -> Self {
+        let put =
+            |condition: &str, values| Self::put(names, circuit, transition, condition, values);
+        let in_place =
+            |update: &str, condition: &str, values| Self::update(names, update, condition, values);
         match transition {
             RecordWrite::Trip { opened_at, .. } => {
                 let values = vec![(":now", number(*opened_at))];
-                self.put(circuit, transition, conditions::TRIP, values)
-                    .await
+                put(conditions::TRIP, values)
             }
             RecordWrite::Elect {
                 owner,
@@ -44,13 +84,7 @@ impl Shared {
                     values.push((":ps", number((*expected_successes).into())));
                 }
                 let condition = conditions::elect(expected_opened_at.is_some(), read_successes);
-                self.update(
-                    circuit,
-                    conditions::elect_update(read_successes),
-                    &condition,
-                    values,
-                )
-                .await
+                in_place(conditions::elect_update(read_successes), &condition, values)
             }
             RecordWrite::HandOver {
                 owner,
@@ -64,18 +98,11 @@ impl Shared {
                     (":lease", number(*lease_expiry)),
                     (":ttl", number(*expiration)),
                 ];
-                self.update(
-                    circuit,
-                    conditions::HAND_OVER_UPDATE,
-                    conditions::OWNER,
-                    values,
-                )
-                .await
+                in_place(conditions::HAND_OVER_UPDATE, conditions::OWNER, values)
             }
             RecordWrite::Close { owner, .. } | RecordWrite::Reopen { owner, .. } => {
                 let values = vec![(":me", AttributeValue::S(owner.clone()))];
-                self.put(circuit, transition, conditions::OWNER, values)
-                    .await
+                put(conditions::OWNER, values)
             }
             RecordWrite::Suspect {
                 now,
@@ -87,18 +114,11 @@ impl Shared {
                     (":until", number(*until)),
                     (":ttl", number(*expiration)),
                 ];
-                self.update(
-                    circuit,
-                    conditions::SUSPECT_UPDATE,
-                    conditions::SUSPECT,
-                    values,
-                )
-                .await
+                in_place(conditions::SUSPECT_UPDATE, conditions::SUSPECT, values)
             }
             RecordWrite::Reset { now, .. } => {
                 let values = vec![(":now", number(*now))];
-                self.put(circuit, transition, conditions::RESET, values)
-                    .await
+                put(conditions::RESET, values)
             }
             RecordWrite::Override {
                 set,
@@ -135,7 +155,7 @@ impl Shared {
                         conditions::OVERRIDE_IS
                     }
                 };
-                self.update(circuit, &update, condition, values).await
+                in_place(&update, condition, values)
             }
             RecordWrite::Release {
                 released,
@@ -151,8 +171,43 @@ impl Shared {
                 };
                 let mut values = vec![(":now", number(*now)), (":ttl", number(*expiration))];
                 values.extend(override_values(released));
-                self.update(circuit, &update, condition, values).await
+                in_place(&update, condition, values)
             }
+        }
+    }
+
+    /// A put of the record `transition` leaves (which does not depend on the one it
+    /// replaces), if `condition` holds.
+    fn put(
+        names: &AttributeNames,
+        circuit: &str,
+        transition: &RecordWrite,
+        condition: &str,
+        values: Vec<(&'static str, AttributeValue)>,
+    ) -> Self {
+        let record = transition.applied_to(None);
+        Self {
+            condition: condition.to_owned(),
+            write: Written::Put(names.item(
+                circuit,
+                &record,
+                transition.expiration().unwrap_or_default(),
+            )),
+            bound: Expression::bind(names, &[condition], values),
+        }
+    }
+
+    /// An update of the item in place, if `condition` holds.
+    fn update(
+        names: &AttributeNames,
+        update: &str,
+        condition: &str,
+        values: Vec<(&'static str, AttributeValue)>,
+    ) -> Self {
+        Self {
+            condition: condition.to_owned(),
+            write: Written::Update(update.to_owned()),
+            bound: Expression::bind(names, &[condition, update], values),
         }
     }
 }
