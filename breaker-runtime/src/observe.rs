@@ -8,6 +8,8 @@
 pub(crate) use imp::{CallClock, CircuitMetrics, KeyedMetrics, store_error};
 pub(crate) use span::CallSpan;
 
+mod span;
+
 #[cfg(feature = "metrics")]
 mod imp {
     use std::sync::atomic::{AtomicU8, Ordering};
@@ -404,57 +406,5 @@ mod imp {
 
         #[inline(always)]
         pub(crate) fn shadow_decision(&self, _decision: ShadowDecision) {}
-    }
-}
-
-/// The `tracing` span of one async guarded call (feature `call-spans`, config `trace_calls`).
-#[cfg(feature = "call-spans")]
-mod span {
-    use crate::config::CircuitBreakerConfig;
-
-    /// The span of one guarded call, opened at its first poll if its circuit traces calls.
-    #[derive(Debug, Default)]
-    pub(crate) struct CallSpan(Option<tracing::Span>);
-
-    impl CallSpan {
-        /// Enters the call's span (opened now if this is the first poll) for one poll.
-        #[inline]
-        pub(crate) fn enter(
-            &mut self,
-            config: &CircuitBreakerConfig,
-            name: &str,
-        ) -> Option<tracing::span::Entered<'_>> {
-            match config.trace_calls {
-                true => Some(self.open(name).enter()),
-                false => None,
-            }
-        }
-
-        #[cold]
-        fn open(&mut self, name: &str) -> &tracing::Span {
-            self.0.get_or_insert_with(|| {
-                tracing::info_span!("circuitbreaker.call", "circuitbreaker.name" = name)
-            })
-        }
-    }
-}
-
-/// Nothing: the feature `call-spans` is off.
-#[cfg(not(feature = "call-spans"))]
-mod span {
-    use crate::config::CircuitBreakerConfig;
-
-    /// Nothing: the feature `call-spans` is off.
-    #[derive(Debug, Default)]
-    pub(crate) struct CallSpan(());
-
-    /// Nothing entered.
-    pub(crate) struct NoSpan;
-
-    impl CallSpan {
-        #[inline(always)]
-        pub(crate) fn enter(&mut self, _config: &CircuitBreakerConfig, _name: &str) -> NoSpan {
-            NoSpan
-        }
     }
 }

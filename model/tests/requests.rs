@@ -6,8 +6,8 @@
 
 use breaker_model::dynamodb;
 use breaker_model::item::Item;
-use breaker_runtime::CircuitState;
 use breaker_runtime::__protocol::{item_as_stored, record_as_read};
+use breaker_runtime::CircuitState;
 use breaker_runtime::store::{CircuitRecord, Override, OverrideKind, RecordWrite};
 use proptest::prelude::*;
 

@@ -2,11 +2,16 @@
 //! the cache at once; else the slow path ([`permit_slow`]): a refresh of a stale cache, then
 //! run, reject, probe, or elect this environment to probe.
 
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
 use super::CircuitBreaker;
 use super::circuit::Circuit;
 use super::commit::Change;
 use super::dispatch::{Event, dispatch};
-use super::permit::{Permit, PermitKind, PermitRequest};
+use super::permit::{Permit, PermitKind};
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
 use super::transitions::live_suspicion;
@@ -213,4 +218,40 @@ fn probe(seam: Seam, slot: ProbeSlot<'_>, quiet: bool) -> Permit<&'_ Circuit> {
     let circuit = slot.keep();
     seam.probe_started(circuit, quiet);
     Permit::new(circuit, PermitKind::Probe(seam))
+}
+
+/// A borrowed permit, or what the rejection reports.
+type Admitted<'a> = Result<Permit<&'a Circuit>, CircuitInfo>;
+
+/// The future of [`request_permit`]: ready at once when the cache rejects.
+#[doc(hidden)]
+#[must_use = "futures do nothing unless awaited"]
+pub enum PermitRequest<'a> {
+    /// Rejected from the cached record, decided inline (taken by the poll that returns it).
+    Rejected(Option<CircuitInfo>),
+    /// The slow path: cache refresh, election.
+    Pending(Pin<Box<dyn Future<Output = Admitted<'a>> + Send + 'a>>),
+}
+
+impl fmt::Debug for PermitRequest<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Rejected(_) => "PermitRequest::Rejected",
+            Self::Pending(_) => "PermitRequest::Pending",
+        })
+    }
+}
+
+impl<'a> Future for PermitRequest<'a> {
+    type Output = Admitted<'a>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.get_mut() {
+            Self::Rejected(info) => Poll::Ready(Err(info
+                .take()
+                .expect("PermitRequest polled after completion"))),
+            Self::Pending(pending) => pending.as_mut().poll(cx),
+        }
+    }
 }

@@ -24,8 +24,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
+use super::admission::PermitRequest;
 use super::circuit::Circuit;
-use super::permit::{Permit, PermitRequest, Recording, classify};
+use super::permit::{Permit, Recording, classify};
 use crate::error::Abandoned;
 use crate::events::FailureKind;
 use crate::protocol::machine::Outcome;

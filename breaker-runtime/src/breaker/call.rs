@@ -10,13 +10,14 @@ use std::task::{Context, Poll, ready};
 
 use super::CircuitBreaker;
 use super::abandon::{poll_abandoning, poll_deadline};
+use super::admission::PermitRequest;
 use super::admission::{fast_admission, request_permit_at};
 use super::admitted::{
     CatchUnwind, ClassifyOutput, ErrorsThat, SlowPhase, SlowSlot, catch_unwind_future, complete,
     poll_admitted, poll_recording,
 };
 use super::circuit::Circuit;
-use super::permit::{Permit, PermitRequest};
+use super::permit::Permit;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::CircuitInfo;
 use crate::observe::CallSpan;

@@ -47,6 +47,7 @@ mod hooks;
 mod owned;
 mod permit;
 mod probe_slot;
+mod recording;
 mod registry;
 mod rejection;
 mod run_admitted;
@@ -55,13 +56,13 @@ mod store_access;
 mod transitions;
 mod would_be;
 
-pub use admission::{fast_permit, request_permit, request_permit_blocking};
+pub use admission::{PermitRequest, fast_permit, request_permit, request_permit_blocking};
 pub use call::{GuardedCall, Stopped, guarded_call};
 pub(crate) use circuit::KeyOf;
 pub(crate) use hooks::Hooks;
 #[cfg(feature = "tower")]
 pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
-pub use permit::{Permit, PermitRequest, Recording, classify};
+pub use permit::{Permit, Recording, classify};
 pub use run_admitted::{RunAdmitted, run_admitted};
 
 use crate::config::CircuitBreakerConfig;

@@ -10,9 +10,10 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::CircuitBreaker;
+use super::admission::PermitRequest;
 use super::admission::{fast_admission, permit_slow, request_permit};
 use super::circuit::Circuit;
-use super::permit::{CircuitHandle, Permit, PermitRequest};
+use super::permit::{CircuitHandle, Permit};
 use crate::events::CircuitInfo;
 
 /// A boxed future that owns what it needs.

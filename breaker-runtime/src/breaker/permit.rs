@@ -4,19 +4,18 @@
 //! a tower service's future through a handle it owns ([`super::owned`]).
 
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
 
 use super::circuit::Circuit;
 use super::seam::Seam;
 use super::transitions::{FollowUp, count_closed, count_sampled, end_probe, follow_up};
 use crate::blocking::block_on;
 use crate::deadline;
-use crate::events::{CircuitInfo, FailureKind};
+use crate::events::FailureKind;
 use crate::observe::CallClock;
 use crate::protocol::CircuitState;
 use crate::protocol::machine::Outcome;
+
+pub use super::recording::Recording;
 
 /// Which kind of call a [`Permit`] admitted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,72 +381,5 @@ pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Out
         Ok(_) => Outcome::Success,
         Err(e) if counts(e) => Outcome::Failure,
         Err(_) => Outcome::Ignored,
-    }
-}
-
-/// A borrowed permit, or what the rejection reports.
-type Admitted<'a> = Result<Permit<&'a Circuit>, CircuitInfo>;
-
-/// The future of [`request_permit`]: ready at once when the cache rejects.
-#[doc(hidden)]
-#[must_use = "futures do nothing unless awaited"]
-pub enum PermitRequest<'a> {
-    /// Rejected from the cached record, decided inline (taken by the poll that returns it).
-    Rejected(Option<CircuitInfo>),
-    /// The slow path: cache refresh, election.
-    Pending(Pin<Box<dyn Future<Output = Admitted<'a>> + Send + 'a>>),
-}
-
-impl fmt::Debug for PermitRequest<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Rejected(_) => "PermitRequest::Rejected",
-            Self::Pending(_) => "PermitRequest::Pending",
-        })
-    }
-}
-
-impl<'a> Future for PermitRequest<'a> {
-    type Output = Admitted<'a>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        match self.get_mut() {
-            Self::Rejected(info) => Poll::Ready(Err(info
-                .take()
-                .expect("PermitRequest polled after completion"))),
-            Self::Pending(pending) => pending.as_mut().poll(cx),
-        }
-    }
-}
-
-/// The future of [`Permit::record`]: done at once unless the outcome is a transition.
-#[doc(hidden)]
-#[must_use = "futures do nothing unless awaited"]
-pub enum Recording<'a> {
-    /// Recorded inline.
-    Done,
-    /// A trip or a probe outcome being written.
-    Writing(Pin<Box<dyn Future<Output = ()> + Send + 'a>>),
-}
-
-impl fmt::Debug for Recording<'_> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Done => "Recording::Done",
-            Self::Writing(_) => "Recording::Writing",
-        })
-    }
-}
-
-impl Future for Recording<'_> {
-    type Output = ();
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
-        match self.get_mut() {
-            Self::Done => Poll::Ready(()),
-            Self::Writing(writing) => writing.as_mut().poll(cx),
-        }
     }
 }
