@@ -1,5 +1,5 @@
 //! What each DynamoDB request does to the item. Breaker's and the operator's writes are the
-//! very requests `store/dynamodb` sends, evaluated on the model's item by [`expression`]
+//! very requests `store/dynamodb` sends, evaluated on the model's item by [`crate::expression`]
 //! (so a change to a condition or update string changes what the model explores); the
 //! checker applies each both ways, so and by `RecordWrite::applied_to` (the in-memory
 //! store), and says where they differ. Powertools' requests are written out here: they are
@@ -16,7 +16,7 @@ use crate::expression::{Bindings, Request, Write};
 use crate::item::Item;
 
 /// What the store's own request for `transition` does to `item` (its condition, then its
-/// whole-item put or update expression, evaluated as DynamoDB does by [`expression`]): the
+/// whole-item put or update expression, evaluated as DynamoDB does by [`crate::expression`]): the
 /// item it leaves, or `None` when the condition fails. A request DynamoDB would refuse, or
 /// an item the store could not read back, stops the check with the reason.
 pub fn as_sent(transition: &RecordWrite, item: &Item) -> Option<Item> {

@@ -7,7 +7,7 @@ use super::KeyedCircuitBreaker;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 
 impl KeyedCircuitBreaker {
-    /// Runs `f` unless `key`'s circuit is open, as [`CircuitBreaker::call`]: every `Err`
+    /// Runs `f` unless `key`'s circuit is open, as [`CircuitBreaker::call`](crate::CircuitBreaker::call): every `Err`
     /// counts as a failure of `key`.
     ///
     /// ```
@@ -35,7 +35,7 @@ impl KeyedCircuitBreaker {
     }
 
     /// Like [`call`](Self::call), counting only the errors for which `counts` is true, as
-    /// [`CircuitBreaker::call_with`].
+    /// [`CircuitBreaker::call_with`](crate::CircuitBreaker::call_with).
     ///
     /// ```
     /// use std::sync::Arc;
