@@ -59,7 +59,7 @@ pub use error::{CallAbandonedError, CircuitBreakerConfigError, CircuitBreakerOpe
 pub use events::{
     CircuitInfo, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent, TransitionCause,
 };
-pub use keyed::KeyedCircuitBreaker;
+pub use keyed::{KeyedCircuitBreaker, MAX_OPEN_KEYS_LIMIT};
 pub use policy::SlidingWindow;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
 pub use stop_reason::StopReason;

@@ -28,7 +28,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
 
-use breaker_rules::{MAX_FLEET_WINDOW_SECS, TTL_GRACE_SECS};
+use breaker_rules::TTL_GRACE_SECS;
 
 use crate::config::{FleetPolicy, millis};
 use crate::environment::spread;
@@ -64,12 +64,25 @@ pub(super) enum Report {
 /// A reporter's environment and circuit.
 type ReporterId = (Arc<str>, Arc<str>);
 
-/// The last fleet window each reporter reported in, process-wide.
+/// Where a reporter last reported: its store, the window or epoch (its mark), and until
+/// when (unix seconds) a report may still go to it.
+struct LastReport {
+    store: Weak<dyn StateStore>,
+    mark: u64,
+    until: u64,
+}
+
+/// The last fleet window each reporter reported in, process-wide: only windows and epochs
+/// that have not ended, so the entries are the circuits and keys that reported within the
+/// last fleet window (and the suspicions still open), at most [`MAX_REMEMBERED`].
 #[derive(Default)]
 struct Windows {
-    last: HashMap<ReporterId, (Weak<dyn StateStore>, u64)>,
-    /// At this many entries, those whose window is long past go (keys come and go).
+    last: HashMap<ReporterId, LastReport>,
+    /// At this many entries, those whose window or epoch has ended go.
     prune_at: usize,
+    /// Full of reporters whose windows have not ended: no prune before this (unix
+    /// seconds), so a stream of new reporters does not scan the map at each report.
+    full_until: u64,
 }
 
 static LAST_WINDOWS: LazyLock<Mutex<Windows>> = LazyLock::new(Mutex::default);
@@ -77,39 +90,53 @@ static LAST_WINDOWS: LazyLock<Mutex<Windows>> = LazyLock::new(Mutex::default);
 /// The fewest entries [`Windows`] prunes at.
 const PRUNE_AT_LEAST: usize = 1024;
 
+/// The most reporters remembered at once (about 150 bytes each: 600 KB): a keyed circuit
+/// whose keys come from request data may see a stream of distinct failing keys, each a
+/// reporter of its own. Past it, a new reporter of a window is not remembered and does not
+/// count as a new one in the fleet's counters: the fleet's rule may need one more
+/// environment's failures for such a key, never fewer.
+const MAX_REMEMBERED: usize = 4096;
+
 impl Windows {
-    /// Forgets the reporters whose last window or epoch is more than the longest fleet
-    /// window before `window` (no report can be in it any more), or whose store is gone;
-    /// the next prune comes when the entries left have doubled.
-    fn prune(&mut self, window: u64) {
-        let now = window & !EPOCH_MARK;
-        self.last.retain(|_, (store, last)| {
-            store.strong_count() > 0
-                && (*last & !EPOCH_MARK).saturating_add(2 * MAX_FLEET_WINDOW_SECS) >= now
-        });
-        self.prune_at = (self.last.len() * 2).max(PRUNE_AT_LEAST);
+    /// Forgets the reporters whose window or epoch ended before `now` (unix seconds: no
+    /// report can go to it any more), or whose store is gone; the next prune comes when
+    /// the entries left have doubled.
+    fn prune(&mut self, now: u64) {
+        self.last
+            .retain(|_, last| last.store.strong_count() > 0 && last.until >= now);
+        self.prune_at = (self.last.len() * 2).clamp(PRUNE_AT_LEAST, MAX_REMEMBERED);
+        self.full_until = match self.last.len() >= MAX_REMEMBERED {
+            true => now + 1,
+            false => 0,
+        };
     }
 }
 
 impl Reporter {
-    /// Marks `window` as reported in; whether this is the reporter's first report in it.
-    fn first_in(&self, window: u64) -> bool {
+    /// Marks `mark` (a window's start, or an epoch with [`EPOCH_MARK`]), open until `until`
+    /// (unix seconds), as reported in at `now` (unix seconds); whether this is the
+    /// reporter's first report in it.
+    fn first_in(&self, mark: u64, until: u64, now: u64) -> bool {
         let mut windows = LAST_WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (Arc::clone(&self.environment), Arc::clone(&self.circuit));
         let same_store = |other: &Weak<dyn StateStore>| {
             other.as_ptr().cast::<()>() == self.store.as_ptr().cast::<()>()
         };
         match windows.last.get_mut(&key) {
-            Some((store, last)) if same_store(store) => {
-                let first = *last != window;
-                *last = window;
+            Some(last) if same_store(&last.store) => {
+                let first = last.mark != mark;
+                (last.mark, last.until) = (mark, until);
                 first
             }
             _ => {
-                if windows.last.len() >= windows.prune_at {
-                    windows.prune(window);
+                if windows.last.len() >= windows.prune_at && now >= windows.full_until {
+                    windows.prune(now);
                 }
-                windows.last.insert(key, (Weak::clone(&self.store), window));
+                if windows.last.len() >= MAX_REMEMBERED {
+                    return false;
+                }
+                let store = Weak::clone(&self.store);
+                windows.last.insert(key, LastReport { store, mark, until });
                 true
             }
         }
@@ -281,7 +308,7 @@ impl FleetReports {
             window_secs,
             failures,
             calls: u32::try_from(counted).unwrap_or(u32::MAX),
-            new_reporter: u32::from(self.reporter.first_in(start)),
+            new_reporter: u32::from(self.reporter.first_in(start, start + window_secs, now / 1000)),
             expiration: start + window_secs + TTL_GRACE_SECS,
         };
         pending.failures = 0;
@@ -380,7 +407,7 @@ impl FleetReports {
             slice: epoch_slice(epoch, window_secs, now),
             failures,
             successes,
-            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK)),
+            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK, epoch, now / 1000)),
             expiration: epoch + TTL_GRACE_SECS,
         }
     }

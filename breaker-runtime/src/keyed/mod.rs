@@ -45,6 +45,16 @@ fn kept_as(key: &str) -> (Form, Cow<'_, str>) {
     }
 }
 
+/// The largest [`KeyedCircuitBreaker::with_max_open_keys`]: an index naming this many
+/// keys, each of the longest encoded form (64 bytes) with its token, is 304 KB, within
+/// DynamoDB's 400 KB item limit with room for the item's other attributes and an
+/// operator's overrides past the cap.
+pub const MAX_OPEN_KEYS_LIMIT: u32 = 4_000;
+
+/// The most bytes one index entry takes in a DynamoDB item: a map key of at most 64
+/// bytes, a number of 19 digits (11 bytes) and a byte for the map element.
+const MAX_INDEX_ENTRY_BYTES: usize = 64 + 11 + 1;
+
 /// How many keys' circuits an environment keeps unless the user says otherwise.
 pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
 
@@ -155,7 +165,9 @@ impl KeyedCircuitBreaker {
     /// At most `cap` keys open, half-open or suspected at once, fleet-wide: past it a key
     /// that would trip is refused and keeps running. Every environment of the circuit
     /// should set the same cap: each enforces its own on the shared index. A cap of 0 is
-    /// an error, as a count of 0 is to the config builder.
+    /// an error, as a count of 0 is to the config builder, and so is one above
+    /// [`MAX_OPEN_KEYS_LIMIT`]: the index item names every open key, and DynamoDB refuses
+    /// an item over 400 KB.
     ///
     /// ```
     /// use std::sync::Arc;
@@ -165,10 +177,22 @@ impl KeyedCircuitBreaker {
     /// assert_eq!(hosts().with_max_open_keys(50)?.max_open_keys(), 50);
     /// let zero = hosts().with_max_open_keys(0).unwrap_err();
     /// assert_eq!(zero.to_string(), "max_open_keys must be at least 1, got 0");
+    /// let huge = hosts().with_max_open_keys(10_000).unwrap_err();
+    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 304 KB), got 10000");
     /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
     pub fn with_max_open_keys(self, cap: u32) -> Result<Self, CircuitBreakerConfigError> {
         at_least_one("max_open_keys", cap)?;
+        if cap > MAX_OPEN_KEYS_LIMIT {
+            return Err(CircuitBreakerConfigError::TooLarge {
+                field: "max_open_keys",
+                maximum: format!(
+                    "{MAX_OPEN_KEYS_LIMIT} (an index of {} KB)",
+                    MAX_OPEN_KEYS_LIMIT as usize * MAX_INDEX_ENTRY_BYTES / 1000
+                ),
+                value: cap.to_string(),
+            });
+        }
         self.inner.index.set_cap(cap);
         Ok(self)
     }

@@ -199,27 +199,57 @@ fn two_breakers_of_one_circuit_in_one_environment_are_one_reporter() {
 }
 
 #[test]
-fn pruning_forgets_reporters_of_windows_long_past_and_of_dropped_stores() {
+fn pruning_forgets_reporters_of_ended_windows_and_of_dropped_stores() {
     let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
     let dropped: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
     let mut windows = Windows::default();
     let now = 1_000_000;
-    let long_past = now - 2 * MAX_FLEET_WINDOW_SECS - 1;
-    for (circuit, store, last) in [
-        ("recent", &store, now - 10),
-        ("recent-epoch", &store, (now + 10) | EPOCH_MARK),
-        ("long-past", &store, long_past),
-        ("dropped", &dropped, now - 10),
+    for (circuit, store, mark, until) in [
+        ("open-window", &store, now - 5, now + 5),
+        ("open-epoch", &store, (now + 10) | EPOCH_MARK, now + 10),
+        ("ended-window", &store, now - 20, now - 10),
+        ("ended-epoch", &store, (now - 1) | EPOCH_MARK, now - 1),
+        ("dropped", &dropped, now - 5, now + 5),
     ] {
         let key = (Arc::from("env"), Arc::from(circuit));
-        windows.last.insert(key, (Arc::downgrade(store), last));
+        let store = Arc::downgrade(store);
+        windows.last.insert(key, LastReport { store, mark, until });
     }
     drop(dropped);
     windows.prune(now);
     let mut left: Vec<_> = windows.last.keys().map(|(_, c)| c.to_string()).collect();
     left.sort();
-    assert_eq!(left, ["recent", "recent-epoch"]);
+    assert_eq!(left, ["open-epoch", "open-window"]);
     assert_eq!(windows.prune_at, PRUNE_AT_LEAST);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_stream_of_distinct_failing_keys_is_remembered_within_a_bound() {
+    use crate::testing::ManualClock;
+    use crate::{CircuitBreakerConfig, KeyedCircuitBreaker};
+    let clock = ManualClock::new();
+    let config = CircuitBreakerConfig::builder()
+        .clock(clock.clone())
+        .build()
+        .unwrap();
+    let store = Arc::new(crate::store::InMemoryStore::with_fleet_counters());
+    let keyed = KeyedCircuitBreaker::new("one-off-keys", store, config);
+    let remembered = || LAST_WINDOWS.lock().unwrap().last.len();
+    for i in 0..100_000u32 {
+        let key = format!("tenant-{i}");
+        let failed: Result<(), anyhow::Error> =
+            keyed.call(&key, || async { Err(anyhow::anyhow!("503")) }).await;
+        assert!(failed.is_err());
+        if i % 1_000 == 999 {
+            clock.advance(std::time::Duration::from_millis(300));
+        }
+        assert!(remembered() <= MAX_REMEMBERED, "{} at key {i}", remembered());
+    }
+    assert!(
+        remembered() >= MAX_REMEMBERED / 2,
+        "the keys of the open windows are remembered: {}",
+        remembered()
+    );
 }
 
 #[test]
