@@ -423,10 +423,16 @@ fn metrics_rows(c: &mut Criterion) {
 }
 
 /// A keyed circuit's closed path: the key's circuit looked up in the environment's map, then
-/// the plain closed path. One key called over and over, and 1,000 keys called in turn
-/// (each key's circuit exists and is cached closed).
+/// the plain closed path, beside the plain closed path in the same run. One key called
+/// over and over (from one thread, and from 8 at once), 1,000 keys called in turn (each
+/// key's circuit exists and is cached closed), and a miss: a new key each call, in a map
+/// holding 1,000 or 100,000 keys.
 fn keyed_path(c: &mut Criterion) {
     let mut group = c.benchmark_group("keyed_path");
+    let plain = ours();
+    group.bench_function("CircuitBreaker::call_blocking", |b| {
+        b.iter(|| black_box(plain.call_blocking(|| Ok::<u64, Failure>(black_box(7)))))
+    });
     let keyed = KeyedCircuitBreaker::new("keyed", Arc::new(InMemoryStore::new()), config());
     let keys: Vec<String> = (0..1_000).map(|i| format!("tenant-{i}")).collect();
     for key in &keys {
@@ -452,7 +458,77 @@ fn keyed_path(c: &mut Criterion) {
             })
         },
     );
+    group.bench_function("CircuitBreaker::call_blocking, 8 threads", |b| {
+        b.iter_custom(|iters| {
+            on_threads(
+                8,
+                iters,
+                || plain.clone(),
+                |plain| plain.call_blocking(|| Ok::<u64, Failure>(black_box(7))),
+            )
+        })
+    });
+    group.bench_function(
+        "KeyedCircuitBreaker::call_blocking, one key, 8 threads",
+        |b| {
+            b.iter_custom(|iters| {
+                on_threads(
+                    8,
+                    iters,
+                    || keyed.clone(),
+                    |keyed| keyed.call_blocking(black_box("tenant-7"), || Ok::<u64, Failure>(7)),
+                )
+            })
+        },
+    );
+    for held in [1_000usize, 100_000] {
+        let keyed = KeyedCircuitBreaker::new("misses", Arc::new(InMemoryStore::new()), config())
+            .with_max_keys_in_memory(held)
+            .expect("a bound of at least 1");
+        let mut next = 0u64;
+        let mut miss = || {
+            next += 1;
+            let key = format!("one-off-{next}");
+            black_box(keyed.call_blocking(&key, || Ok::<u64, Failure>(7)))
+        };
+        for _ in 0..held {
+            let _ = miss();
+        }
+        group.bench_function(
+            format!("KeyedCircuitBreaker::call_blocking, a new key, {held} held"),
+            |b| b.iter(&mut miss),
+        );
+    }
     group.finish();
+}
+
+/// Runs `call` `iters` times on each of `threads` threads at once, each with its own value
+/// from `each`: the longest thread's time.
+fn on_threads<T: Send + 'static, R: 'static>(
+    threads: usize,
+    iters: u64,
+    each: impl Fn() -> T,
+    call: fn(&T) -> R,
+) -> Duration {
+    let start = Arc::new(Barrier::new(threads));
+    let workers: Vec<_> = (0..threads)
+        .map(|_| {
+            let (value, start) = (each(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                let began = Instant::now();
+                for _ in 0..iters {
+                    black_box(call(&value));
+                }
+                began.elapsed()
+            })
+        })
+        .collect();
+    workers
+        .into_iter()
+        .map(|w| w.join().expect("worker"))
+        .max()
+        .unwrap_or_default()
 }
 
 /// The tower layer's groups, with feature `tower`.

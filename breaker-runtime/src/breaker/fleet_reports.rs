@@ -308,7 +308,10 @@ impl FleetReports {
             window_secs,
             failures,
             calls: u32::try_from(counted).unwrap_or(u32::MAX),
-            new_reporter: u32::from(self.reporter.first_in(start, start + window_secs, now / 1000)),
+            new_reporter: u32::from(
+                self.reporter
+                    .first_in(start, start + window_secs, now / 1000),
+            ),
             expiration: start + window_secs + TTL_GRACE_SECS,
         };
         pending.failures = 0;
@@ -407,7 +410,10 @@ impl FleetReports {
             slice: epoch_slice(epoch, window_secs, now),
             failures,
             successes,
-            new_reporter: u32::from(self.reporter.first_in(epoch | EPOCH_MARK, epoch, now / 1000)),
+            new_reporter: u32::from(
+                self.reporter
+                    .first_in(epoch | EPOCH_MARK, epoch, now / 1000),
+            ),
             expiration: epoch + TTL_GRACE_SECS,
         }
     }

@@ -79,7 +79,7 @@ impl KeyedCircuitBreaker {
     where
         E: From<CircuitBreakerOpenError>,
     {
-        self.breaker(key).call_blocking(f)
+        self.with_breaker(key, |breaker| breaker.call_blocking(f))
     }
 
     /// The blocking twin of [`call_with`](Self::call_with).
@@ -105,6 +105,6 @@ impl KeyedCircuitBreaker {
     where
         E: From<CircuitBreakerOpenError>,
     {
-        self.breaker(key).call_blocking_with(counts, f)
+        self.with_breaker(key, |breaker| breaker.call_blocking_with(counts, f))
     }
 }

@@ -4,21 +4,21 @@
 //! - [`key_store`]: the store a key's circuit sees: its item, read only when the index
 //!   names it;
 //! - [`index`]: this environment's copy of the keyed circuit's index, and its writes;
-//! - [`lru`]: the bound on the keys' circuits one environment keeps;
+//! - [`circuits`]: the keys' circuits one environment keeps, within a bound;
 //! - [`calls`]: a key's calls, each run by that key's circuit.
 
 mod calls;
+mod circuits;
 mod index;
 mod key_store;
-mod lru;
 
 // For the model checker's key index model, through `__protocol`.
 pub use index::needs_reading;
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::breaker::{CircuitBreaker, Hooks, KeyOf};
 use crate::config::CircuitBreakerConfig;
@@ -27,9 +27,9 @@ use crate::error::CircuitBreakerConfigError;
 use crate::events::CircuitTransition;
 use crate::protocol::CircuitState;
 use crate::store::{StateStore, decode_key, encode_key};
+use circuits::{Circuits, Form};
 use index::IndexCopy;
 use key_store::KeyStore;
-use lru::{Form, Lru};
 
 /// Keys longer than this (bytes) are kept in memory, and named to hooks, rejections and
 /// logs, by the hashed form of their id (at most 64 bytes; [`decode_key`] for the names):
@@ -69,8 +69,9 @@ pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
 /// At most [`max_open_keys`](Self::with_max_open_keys) keys are named at once: past it a
 /// key that would trip is refused, keeps running, and a WARN log and the metric
 /// `circuitbreaker_keys_refused_by_cap_total` say the cap holds. An environment keeps the
-/// circuits of at most [`max_keys_in_memory`](Self::with_max_keys_in_memory) keys, the
-/// least recently used evicted (with their counts).
+/// circuits of at most [`max_keys_in_memory`](Self::with_max_keys_in_memory) keys: a key
+/// called once passes through a small queue, a key called again stays (S3-FIFO), so a
+/// burst of one-off keys does not evict the hot ones.
 ///
 /// Metrics carry the circuit's name, never the key (keys are unbounded); transitions,
 /// rejections and logs carry the key ([`CircuitTransition::key`],
@@ -111,7 +112,7 @@ pub struct KeyedCircuitBreaker {
 struct Keyed {
     config: CircuitBreakerConfig,
     index: Arc<IndexCopy>,
-    circuits: Mutex<Lru<CircuitBreaker>>,
+    circuits: Circuits,
     max_keys_in_memory: AtomicUsize,
     hooks: Arc<Hooks>,
 }
@@ -155,7 +156,7 @@ impl KeyedCircuitBreaker {
             inner: Arc::new(Keyed {
                 index: Arc::new(IndexCopy::new(name, store, &config)),
                 config,
-                circuits: Mutex::new(Lru::new(DEFAULT_MAX_KEYS_IN_MEMORY)),
+                circuits: Circuits::new(DEFAULT_MAX_KEYS_IN_MEMORY),
                 max_keys_in_memory: AtomicUsize::new(DEFAULT_MAX_KEYS_IN_MEMORY),
                 hooks: Arc::default(),
             }),
@@ -197,9 +198,10 @@ impl KeyedCircuitBreaker {
         Ok(self)
     }
 
-    /// Keeps the circuits of at most `n` keys in this environment: the least recently used
-    /// key's circuit is evicted, and with it its counts (failures towards a trip, a probe's
-    /// successes so far); called again, the key starts afresh from its shared state. An
+    /// Keeps the circuits of at most `n` keys in this environment: past it a key called only
+    /// once lately (else one called least often) is evicted, and with it its counts
+    /// (failures towards a trip, a probe's successes so far); called again, the key starts
+    /// afresh from its shared state. An
     /// `n` of 0 is an error, as a count of 0 is to the config builder.
     ///
     /// ```
@@ -218,7 +220,7 @@ impl KeyedCircuitBreaker {
     pub fn with_max_keys_in_memory(self, n: usize) -> Result<Self, CircuitBreakerConfigError> {
         at_least_one("max_keys_in_memory", n)?;
         self.inner.max_keys_in_memory.store(n, Ordering::Relaxed);
-        self.circuits().set_capacity(n);
+        self.inner.circuits.set_capacity(n);
         Ok(self)
     }
 
@@ -292,7 +294,7 @@ impl KeyedCircuitBreaker {
 
     /// How many keys' circuits this environment keeps now.
     pub fn keys_in_memory(&self) -> usize {
-        self.circuits().len()
+        self.inner.circuits.len()
     }
 
     /// The circuit of `key`: the one this environment keeps, or a new one (no I/O). A new
@@ -308,14 +310,14 @@ impl KeyedCircuitBreaker {
     /// assert_eq!((db1.name(), db1.state()), ("hosts", CircuitState::Closed));
     /// ```
     pub fn breaker(&self, key: &str) -> CircuitBreaker {
+        self.with_breaker(key, CircuitBreaker::clone)
+    }
+
+    /// Runs `run` on `key`'s circuit, kept or new, without cloning it.
+    pub(crate) fn with_breaker<R>(&self, key: &str, run: impl FnOnce(&CircuitBreaker) -> R) -> R {
         let (form, kept) = kept_as(key);
-        let mut circuits = self.circuits();
-        if let Some(breaker) = circuits.get(form, &kept) {
-            return breaker;
-        }
-        let breaker = self.new_breaker(key, form, &kept);
-        circuits.insert(form, kept.into(), breaker.clone());
-        breaker
+        let make = || self.new_breaker(key, form, &kept);
+        self.inner.circuits.with(form, &kept, make, run)
     }
 
     /// A new circuit for `key`, kept as `kept`, its transitions handed to the keyed
@@ -345,13 +347,6 @@ impl KeyedCircuitBreaker {
         .with_on_transition(move |transition| hooks.run(&transition, &name))
     }
 
-    fn circuits(&self) -> MutexGuard<'_, Lru<CircuitBreaker>> {
-        self.inner
-            .circuits
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-    }
-
     /// The state this environment believes `key`'s circuit is in, from its cache (no I/O,
     /// and the key's place in the LRU order is left as it is). A key this environment keeps
     /// no circuit for reads as closed: its first call reads its item if the index names it.
@@ -370,7 +365,7 @@ impl KeyedCircuitBreaker {
     /// ```
     pub fn state(&self, key: &str) -> CircuitState {
         let (form, kept) = kept_as(key);
-        match self.circuits().peek(form, &kept) {
+        match self.inner.circuits.peek(form, &kept) {
             Some(breaker) => breaker.state(),
             None => CircuitState::Closed,
         }
@@ -444,5 +439,33 @@ mod tests {
             assert_eq!(item.map(|r| r.state), Some(CircuitState::Open));
         }
         assert!(keyed.open_keys().is_empty(), "no index to name them");
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_failing_hot_key_keeps_its_count_through_bursts_of_one_off_keys() {
+        let keyed = KeyedCircuitBreaker::new(
+            "tenants",
+            Arc::new(InMemoryStore::new()),
+            CircuitBreakerConfig::default(),
+        );
+        let fail = || async { Err::<(), _>(anyhow::anyhow!("503")) };
+        for _ in 0..2 {
+            let _ = keyed.call("hot", fail).await;
+        }
+        // Three more failures, each after twice as many new keys as the environment keeps.
+        for burst in 0..3 {
+            for i in 0..2 * DEFAULT_MAX_KEYS_IN_MEMORY {
+                let key = format!("one-off-{burst}-{i}");
+                let ok: Result<(), anyhow::Error> = keyed.call(&key, || async { Ok(()) }).await;
+                assert!(ok.is_ok());
+            }
+            let _ = keyed.call("hot", fail).await;
+        }
+        assert_eq!(
+            keyed.state("hot"),
+            CircuitState::Open,
+            "five failures in a row"
+        );
+        assert_eq!(keyed.keys_in_memory(), DEFAULT_MAX_KEYS_IN_MEMORY);
     }
 }

@@ -237,13 +237,18 @@ async fn a_stream_of_distinct_failing_keys_is_remembered_within_a_bound() {
     let remembered = || LAST_WINDOWS.lock().unwrap().last.len();
     for i in 0..100_000u32 {
         let key = format!("tenant-{i}");
-        let failed: Result<(), anyhow::Error> =
-            keyed.call(&key, || async { Err(anyhow::anyhow!("503")) }).await;
+        let failed: Result<(), anyhow::Error> = keyed
+            .call(&key, || async { Err(anyhow::anyhow!("503")) })
+            .await;
         assert!(failed.is_err());
         if i % 1_000 == 999 {
             clock.advance(std::time::Duration::from_millis(300));
         }
-        assert!(remembered() <= MAX_REMEMBERED, "{} at key {i}", remembered());
+        assert!(
+            remembered() <= MAX_REMEMBERED,
+            "{} at key {i}",
+            remembered()
+        );
     }
     assert!(
         remembered() >= MAX_REMEMBERED / 2,
