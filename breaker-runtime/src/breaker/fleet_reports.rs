@@ -61,9 +61,6 @@ pub(super) enum Report {
     Epoch(SuspectReport),
 }
 
-/// A reporter's environment and circuit.
-type ReporterId = (Arc<str>, Arc<str>);
-
 /// Where a reporter last reported: its store, the window or epoch (its mark), and until
 /// when (unix seconds) a report may still go to it.
 struct LastReport {
@@ -72,12 +69,14 @@ struct LastReport {
     until: u64,
 }
 
-/// The last fleet window each reporter reported in, process-wide: only windows and epochs
-/// that have not ended, so the entries are the circuits and keys that reported within the
-/// last fleet window (and the suspicions still open), at most [`MAX_REMEMBERED`].
+/// The last fleet window each circuit or key of one environment reported in: only windows
+/// and epochs that have not ended, so the entries are the circuits and keys that reported
+/// within the last fleet window (and the suspicions still open), at most
+/// [`MAX_REMEMBERED`].
 #[derive(Default)]
 struct Windows {
-    last: HashMap<ReporterId, LastReport>,
+    /// By circuit name, or a key's item id.
+    last: HashMap<Arc<str>, LastReport>,
     /// At this many entries, those whose window or epoch has ended go.
     prune_at: usize,
     /// Full of reporters whose windows have not ended: no prune before this (unix
@@ -85,12 +84,13 @@ struct Windows {
     full_until: u64,
 }
 
-static LAST_WINDOWS: LazyLock<Mutex<Windows>> = LazyLock::new(Mutex::default);
+/// By environment (one in a Lambda process; a simulation runs many in one process).
+static LAST_WINDOWS: LazyLock<Mutex<HashMap<Arc<str>, Windows>>> = LazyLock::new(Mutex::default);
 
 /// The fewest entries [`Windows`] prunes at.
 const PRUNE_AT_LEAST: usize = 1024;
 
-/// The most reporters remembered at once (about 150 bytes each: 600 KB): a keyed circuit
+/// The most reporters an environment remembers at once (about 150 bytes each: 600 KB): a keyed circuit
 /// whose keys come from request data may see a stream of distinct failing keys, each a
 /// reporter of its own. Past it, a new reporter of a window is not remembered and does not
 /// count as a new one in the fleet's counters: the fleet's rule may need one more
@@ -117,8 +117,11 @@ impl Reporter {
     /// (unix seconds), as reported in at `now` (unix seconds); whether this is the
     /// reporter's first report in it.
     fn first_in(&self, mark: u64, until: u64, now: u64) -> bool {
-        let mut windows = LAST_WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
-        let key = (Arc::clone(&self.environment), Arc::clone(&self.circuit));
+        let mut environments = LAST_WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
+        let windows = environments
+            .entry(Arc::clone(&self.environment))
+            .or_default();
+        let key = Arc::clone(&self.circuit);
         let same_store = |other: &Weak<dyn StateStore>| {
             other.as_ptr().cast::<()>() == self.store.as_ptr().cast::<()>()
         };
