@@ -102,11 +102,19 @@ pub(crate) async fn set_override(
         replaces: replaces.clone(),
         expiration,
     };
-    if let Some(key) = &target.key {
-        // Named first: an override the index does not name is one the fleet never reads.
-        keyed::name_in_index(table, key).await?;
-    }
     write(table, &target, &transition).await?;
+    if let Some(key) = &target.key {
+        // Named after the override has landed: an environment removes an entry only once
+        // a consistent read of the key's item shows nothing to read, which it then cannot
+        // (whatever the CLI's clock wrote into the entry's token).
+        keyed::name_in_index(table, key).await.with_context(|| {
+            format!(
+                "the override of key '{}' is written, but the index does not name it yet, so \
+                 no environment reads it: run the command again",
+                key.shown()
+            )
+        })?;
+    }
     let after = existing(table, &target).await?;
     if !args.output.json {
         let replaced = replaces

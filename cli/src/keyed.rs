@@ -59,8 +59,10 @@ pub(crate) async fn refuse_whole_circuit(
 
 /// Names `key` in its circuit's index (an add, or a refresh of its entry if it has one),
 /// without the cap: an operator's override of a key must reach every environment, and
-/// environments read only the keys the index names. Never removes an entry: a reader does
-/// once the key reads closed again. The index keeps no TTL (the store takes one off).
+/// environments read only the keys the index names. Called once the override is written:
+/// a reader removes an entry only after a consistent read of the key's item shows nothing
+/// to read, which an override written first rules out, whatever the CLI's clock put in the
+/// entry's token. Never removes an entry. The index keeps no TTL (the store takes one off).
 pub(crate) async fn name_in_index(table: &Table, key: &KeyOf) -> anyhow::Result<()> {
     for _ in 0..INDEX_ATTEMPTS {
         let add = KeyIndexWrite::Add {

@@ -173,6 +173,8 @@ mod tests {
     struct Interleaved {
         inner: InMemoryStore,
         meanwhile: Mutex<Option<Meanwhile>>,
+        /// Eventually consistent reads answer from a replica that has no item yet.
+        lagging: std::sync::atomic::AtomicBool,
     }
 
     impl std::fmt::Debug for Interleaved {
@@ -194,8 +196,18 @@ mod tests {
             Box::pin(async move {
                 let record = self.inner.read(circuit).await;
                 self.then();
-                record
+                match self.lagging.load(std::sync::atomic::Ordering::Relaxed) {
+                    true => Ok(None),
+                    false => record,
+                }
             })
+        }
+
+        fn read_consistent<'a>(
+            &'a self,
+            circuit: &'a str,
+        ) -> StoreFuture<'a, Option<CircuitRecord>> {
+            self.inner.read(circuit)
         }
 
         fn apply<'a>(
@@ -310,6 +322,40 @@ mod tests {
         // counted from the answer, would take for a settled key.
         assert_eq!(keys.read("ignored").await, Ok(None));
         a_stays_named(&store).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_read_that_missed_an_operators_override_named_by_a_slow_clock_keeps_the_entry() {
+        let (clock, store, keys, _) = setup();
+        let now = clock.unix_millis();
+        let item = key_item_id("webhooks", "a");
+        let forced = crate::protocol::Override::new(
+            crate::protocol::OverrideKind::ForcedOpen,
+            "operator",
+            now / 1000,
+        );
+        let set = RecordWrite::Override {
+            set: forced,
+            replaces: None,
+            expiration: None,
+        };
+        assert_eq!(store.inner.apply(&item, &set).await, Ok(WriteOutcome::Won));
+        // The CLI's clock is 10 s behind: its naming looks older than the grace.
+        named_by_b(&store.inner, now - 10_000).await;
+        store
+            .lagging
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+
+        assert_eq!(
+            keys.read("ignored").await,
+            Ok(None),
+            "the replica missed it"
+        );
+        let index = store.inner.read_key_index("webhooks", true).await.unwrap();
+        assert!(
+            index.is_some_and(|i| i.token("a").is_some()),
+            "the override must stay named by the index"
+        );
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -46,14 +46,14 @@ fn kept_as(key: &str) -> (Form, Cow<'_, str>) {
 }
 
 /// The largest [`KeyedCircuitBreaker::with_max_open_keys`]: an index naming this many
-/// keys, each of the longest encoded form (64 bytes) with its token, is 304 KB, within
+/// keys, each of the longest encoded form (64 bytes) with its token, is 308 KB, within
 /// DynamoDB's 400 KB item limit with room for the item's other attributes and an
 /// operator's overrides past the cap.
 pub const MAX_OPEN_KEYS_LIMIT: u32 = 4_000;
 
-/// The most bytes one index entry takes in a DynamoDB item: a map key of at most 64
-/// bytes, a number of 19 digits (11 bytes) and a byte for the map element.
-const MAX_INDEX_ENTRY_BYTES: usize = 64 + 11 + 1;
+/// The most bytes one index entry takes in a DynamoDB item: its attribute's name (`k:`
+/// and at most 64 bytes of encoded key) and a number of 19 digits (11 bytes).
+const MAX_INDEX_ENTRY_BYTES: usize = 2 + 64 + 11;
 
 /// How many keys' circuits an environment keeps unless the user says otherwise.
 pub(crate) const DEFAULT_MAX_KEYS_IN_MEMORY: usize = 1_000;
@@ -179,7 +179,7 @@ impl KeyedCircuitBreaker {
     /// let zero = hosts().with_max_open_keys(0).unwrap_err();
     /// assert_eq!(zero.to_string(), "max_open_keys must be at least 1, got 0");
     /// let huge = hosts().with_max_open_keys(10_000).unwrap_err();
-    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 304 KB), got 10000");
+    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 308 KB), got 10000");
     /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
     pub fn with_max_open_keys(self, cap: u32) -> Result<Self, CircuitBreakerConfigError> {

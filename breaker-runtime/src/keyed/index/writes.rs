@@ -5,7 +5,9 @@ use std::sync::atomic::Ordering;
 
 use super::{IndexCopy, needs_reading};
 use crate::protocol::CircuitRecord;
-use crate::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StoreError, decode_key};
+use crate::store::{
+    KeyIndex, KeyIndexOutcome, KeyIndexWrite, StoreError, decode_key, key_item_id_encoded,
+};
 
 /// At most one WARN log of the cap per this long per environment (the rest at DEBUG).
 const WARN_INTERVAL_MILLIS: u64 = 10_000;
@@ -140,7 +142,10 @@ impl IndexCopy {
 
     /// A key read sent at `sent` (unix millis) because the index names it (with `token`)
     /// found `record`: an entry of a key that is closed with nothing to read (or has no
-    /// item) and older than the grace when the read was sent goes.
+    /// item) and older than the grace when the read was sent goes, once a consistent read
+    /// of the item agrees. The read that found `record` may have missed a write that had
+    /// landed (an operator's override, whose naming's token comes from the CLI's clock and
+    /// may look older than the grace): only a consistent read cannot.
     pub(crate) async fn read_through(
         &self,
         encoded: &str,
@@ -148,15 +153,31 @@ impl IndexCopy {
         record: Option<&CircuitRecord>,
         sent: u64,
     ) {
-        self.remove_if_settled(encoded, token, Some(record), sent)
+        if !self.settled(token, Some(record), sent) {
+            return;
+        }
+        let item = key_item_id_encoded(&self.circuit, encoded);
+        let sent = self.now();
+        let Ok(record) = self.store.read_consistent(&item).await else {
+            return;
+        };
+        self.remove_if_settled(encoded, token, Some(record.as_ref()), sent)
             .await;
     }
 
-    /// Removes `encoded`'s entry if `token` was written the grace before `sent` and, when
-    /// `record` is given, the key's item needs no reading. The grace counts to when the
-    /// call the removal rests on (the key's read, or its close) was sent, not to its
+    /// Whether `encoded`'s entry of `token` may go: written the grace before `sent` and,
+    /// when `record` is given, the key's item needs no reading. The grace counts to when
+    /// the call the removal rests on (the key's read, or its close) was sent, not to its
     /// answer: a trip named by `token` may land until the grace ends, so only a call sent
     /// after that is sure to see it (or to come before it, for a close).
+    fn settled(&self, token: u64, record: Option<Option<&CircuitRecord>>, sent: u64) -> bool {
+        let now = self.now();
+        let settled = record.is_none_or(|record| !needs_reading(record, now / 1000));
+        let old = sent.saturating_sub(KeyIndex::written_at_millis(token)) >= self.grace_millis;
+        settled && old
+    }
+
+    /// Removes `encoded`'s entry if it is [`settled`](Self::settled).
     async fn remove_if_settled(
         &self,
         encoded: &str,
@@ -164,17 +185,14 @@ impl IndexCopy {
         record: Option<Option<&CircuitRecord>>,
         sent: u64,
     ) {
-        let now = self.now();
-        let settled = record.is_none_or(|record| !needs_reading(record, now / 1000));
-        let old = sent.saturating_sub(KeyIndex::written_at_millis(token)) >= self.grace_millis;
-        if !(settled && old) {
+        if !self.settled(token, record, sent) {
             return;
         }
         let remove = KeyIndexWrite::Remove {
             key: encoded.to_owned(),
             token,
         };
-        let _ = self.write(&remove, now).await;
+        let _ = self.write(&remove, self.now()).await;
     }
 
     /// Sends `write` and brings the copy up to what the store answered.
