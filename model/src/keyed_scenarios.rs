@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use stateright::Model;
 
-use crate::keyed::{Action, GraceFrom, KEYS, KeyedFleet, Landing, State};
+use crate::keyed::{Action, Confirm, GraceFrom, KEYS, KeyedFleet, Landing, State};
 use crate::scenarios::{Report, explore};
 
 fn fleet(environments: Vec<&'static str>, tokens: u64) -> KeyedFleet {
@@ -16,6 +16,8 @@ fn fleet(environments: Vec<&'static str>, tokens: u64) -> KeyedFleet {
         tokens,
         landing: Landing::WithinGrace,
         grace_from: GraceFrom::Sent,
+        stale_reads: false,
+        confirm: Confirm::Consistent,
     }
 }
 
@@ -36,6 +38,17 @@ pub fn all(deep: bool) -> Vec<(&'static str, KeyedFleet)> {
         ("keys: the grace counted from the answer", {
             let mut m = fleet(vec!["A", "B"], h(1, 2));
             m.grace_from = GraceFrom::Answered;
+            m
+        }),
+        ("keys: reads that miss a recent write", {
+            let mut m = fleet(vec!["A", "B"], h(2, 3));
+            m.stale_reads = true;
+            m
+        }),
+        ("keys: a removal on an eventually consistent read", {
+            let mut m = fleet(vec!["A", "B"], h(1, 2));
+            m.stale_reads = true;
+            m.confirm = Confirm::Nothing;
             m
         }),
     ]
@@ -96,6 +109,9 @@ fn trace(model: &KeyedFleet, path: Vec<(State, Option<Action>)>) -> String {
                 }
                 Action::Close { env, key } => format!("{} closes {}", who(env), KEYS[key]),
                 Action::Step(env) => format!("{}'s next store call", who(env)),
+                Action::StaleRead(env) => {
+                    format!("{}'s key read misses the item's last write", who(env))
+                }
                 Action::Drop(env) => format!("{}'s trip write never lands", who(env)),
                 Action::CopyAges(env) => format!("{}'s copy passes its cache age", who(env)),
                 other => format!("{other:?}"),
@@ -110,6 +126,9 @@ fn trace(model: &KeyedFleet, path: Vec<(State, Option<Action>)>) -> String {
 /// counterexamples are expected (`make model` does not fail on them).
 pub fn expected_to_fail(name: &str) -> bool {
     all(false).iter().any(|(n, m)| {
-        *n == name && (m.landing == Landing::Late || m.grace_from == GraceFrom::Answered)
+        *n == name
+            && (m.landing == Landing::Late
+                || m.grace_from == GraceFrom::Answered
+                || m.confirm == Confirm::Nothing)
     })
 }

@@ -52,7 +52,7 @@ fn fleet(actors: Vec<Actor>, horizon: u64) -> Fleet {
 /// Every model, named; `deep`: the longer horizons of `make model`.
 pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
     let h = |shallow: u64, deeper: u64| if deep { deeper } else { shallow };
-    vec![
+    let mut models = vec![
         (
             "three environments, skewed clocks",
             fleet(
@@ -115,7 +115,27 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             m.closes_within = 10;
             m
         }),
-    ]
+    ];
+    if deep {
+        models.push((
+            "a Powertools 3.37.0 environment at the default thresholds",
+            {
+                // Five failures to trip and three probe successes to close, as the runtime's
+                // and Powertools' defaults: the other models shrink them to 1 and 2.
+                let powertools = Actor::Powertools {
+                    skew: 0,
+                    resets_count: true,
+                };
+                let mut m = fleet(vec![breaker("A", 0), breaker("B", 1), powertools], 13);
+                let defaults = CircuitBreakerConfig::default();
+                m.thresholds.failure_threshold = defaults.failure_threshold();
+                m.thresholds.success_threshold = defaults.success_threshold();
+                m.closes_within = 24;
+                m
+            },
+        ));
+    }
+    models
 }
 
 /// What a check found.

@@ -18,6 +18,10 @@ const EXPECTED: &[(&str, &str)] = &[
         "keys: the grace counted from the answer",
         "every open or half-open key is named by the index",
     ),
+    (
+        "keys: a removal on an eventually consistent read",
+        "every open or half-open key is named by the index",
+    ),
 ];
 
 #[test]

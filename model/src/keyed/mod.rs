@@ -71,6 +71,31 @@ pub struct KeyedFleet {
     pub landing: Landing,
     /// When the grace is counted from.
     pub grace_from: GraceFrom,
+    /// A key read (eventually consistent) may miss its item's last write while that write
+    /// is recent: the item as it was before it.
+    pub stale_reads: bool,
+    /// What a removal on a key read rests on.
+    pub confirm: Confirm,
+}
+
+/// What an environment checks before it removes the entry of a key it read settled.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Confirm {
+    /// A strongly consistent read of the key's item: the runtime.
+    Consistent,
+    /// Nothing more than the (eventually consistent) read: the runtime before its fix,
+    /// kept so that the checker shows the race it had.
+    Nothing,
+}
+
+/// A key item's last write, while reads may still miss it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Recent {
+    /// The item before the write.
+    pub before: Item,
+    /// The first token made after the write: the write is recent until that token has
+    /// passed the grace.
+    pub at: u64,
 }
 
 /// An index (the item, or an environment's copy), hashable.
@@ -113,6 +138,13 @@ pub enum Op {
     },
     /// A key the copy names with `token` is read: its item next.
     Reading {
+        /// The key.
+        key: usize,
+        /// The entry's token.
+        token: u64,
+    },
+    /// The key's read found it settled: a strongly consistent read of its item next.
+    Confirming {
         /// The key.
         key: usize,
         /// The entry's token.
@@ -181,6 +213,8 @@ pub struct State {
     pub index: Option<Index>,
     /// The keys' items, in [`KEYS`] order.
     pub items: Vec<Item>,
+    /// Each key item's last write, while a read may miss it ([`KeyedFleet::stale_reads`]).
+    pub recent: Vec<Option<Recent>>,
     /// The next token an add or refresh writes; tokens start at 1.
     pub next_token: u64,
     /// Tokens below this are past the grace.
@@ -224,6 +258,9 @@ pub enum Action {
     },
     /// The environment's next store call.
     Step(usize),
+    /// The environment's key read answers from a replica that missed the item's recent
+    /// last write.
+    StaleRead(usize),
     /// The environment's trip write never lands (it failed).
     Drop(usize),
     /// The environment's copy passes its cache age.
@@ -266,7 +303,7 @@ impl KeyedFleet {
                     lease_expiry: NOW + 1_000,
                     expiration: 0,
                 };
-                if !Self::write_item(&mut s, key, &elect) {
+                if !self.write_item(&mut s, key, &elect) {
                     return None;
                 }
             }
@@ -275,7 +312,7 @@ impl KeyedFleet {
                     owner: self.environments[env].to_owned(),
                     expiration: 0,
                 };
-                if !Self::write_item(&mut s, key, &close) {
+                if !self.write_item(&mut s, key, &close) {
                     return None;
                 }
                 // `IndexCopy::closed`: the copy's token, else a consistent read's.
@@ -286,6 +323,7 @@ impl KeyedFleet {
                 };
             }
             Action::Step(env) => self.step_op(&mut s, env)?,
+            Action::StaleRead(env) => self.stale_read(&mut s, env)?,
             Action::Drop(env) => s.envs[env].op = None,
             Action::CopyAges(env) => s.envs[env].fresh = false,
             Action::GraceEnds => s.old_below += 1,
@@ -303,6 +341,7 @@ impl Model for KeyedFleet {
         vec![State {
             index: None,
             items: vec![Item::default(); KEYS.len()],
+            recent: vec![None; KEYS.len()],
             next_token: 1,
             old_below: 1,
             stale_below: 1,
@@ -315,6 +354,11 @@ impl Model for KeyedFleet {
             match &e.op {
                 Some(op) => {
                     actions.push(Action::Step(env));
+                    if let Op::Reading { key, .. } = op
+                        && self.misses(state, *key).is_some()
+                    {
+                        actions.push(Action::StaleRead(env));
+                    }
                     if matches!(op, Op::Tripping { .. }) {
                         actions.push(Action::Drop(env));
                     }
