@@ -24,6 +24,12 @@ pub(crate) const DEFAULT_MAX_OPEN_KEYS: u32 = 1_000;
 /// the index is read: its key's item is read, and the entry removed or refreshed.
 const STALE_ENTRY_MILLIS: u64 = 3_600_000;
 
+/// Each environment takes an entry for stale this much later at most, by a delay of its
+/// own per entry: the first to reach it checks it, the others' next reads show the
+/// entry removed or refreshed. Without it every environment's read would check the same
+/// oldest entry at once (a consistent read and an index write each).
+const STALE_SPREAD_MILLIS: u64 = 1_800_000;
+
 mod writes;
 
 pub(crate) use writes::Naming;
@@ -94,6 +100,9 @@ pub(crate) struct IndexCopy {
     send_within_millis: u64,
     /// An entry older than this is checked on an index read.
     stale_entry_millis: u64,
+    /// This environment's id: its delay past the stale age differs by entry and by
+    /// environment.
+    environment: Arc<str>,
     error_backoff_millis: u64,
     cap: AtomicU32,
     metrics: KeyedMetrics,
@@ -137,6 +146,10 @@ impl IndexCopy {
                 .saturating_sub(millis(config.store_timeout))
                 .saturating_sub(CLOCK_SKEW_MILLIS),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
+            environment: match &config.environment_id {
+                Some(id) => Arc::clone(id),
+                None => crate::environment::id().into(),
+            },
             error_backoff_millis: millis(config.store_error_backoff),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
             last_warning: AtomicU64::new(0),
@@ -207,34 +220,39 @@ impl IndexCopy {
         if let Some(answer) = self.fresh_or_failed() {
             return answer;
         }
-        let _reading = self.reading.lock().await;
+        let reading = self.reading.lock().await;
         if let Some(answer) = self.fresh_or_failed() {
             return answer;
         }
-        let started = self.now();
-        let read = self.store.read_key_index(&self.circuit, false).await;
-        let now = self.now();
-        let stale = {
-            let mut believed = self.lock();
-            match read {
-                Ok(index) => {
-                    believed.error = None;
-                    believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
-                    believed.fresh_until = started.saturating_add(self.max_age_millis);
-                    self.metrics.open_keys(believed.index.open_keys);
-                    self.stale_entry(&believed.index, now)
-                }
-                Err(error) => {
-                    believed.retry_at = now.saturating_add(self.error_backoff_millis);
-                    believed.error = Some(error.clone());
-                    return Err(error);
-                }
-            }
-        };
+        let stale = self.read_index().await?;
+        drop(reading);
+        // Checked once the other tasks may use the copy: they need not wait for it.
         if let Some((encoded, token)) = stale {
             self.check_stale_entry(&encoded, token).await;
         }
         Ok(())
+    }
+
+    /// Reads the index into the copy; the stale entry this environment checks, if any.
+    async fn read_index(&self) -> Result<Option<(String, u64)>, StoreError> {
+        let started = self.now();
+        let read = self.store.read_key_index(&self.circuit, false).await;
+        let now = self.now();
+        let mut believed = self.lock();
+        match read {
+            Ok(index) => {
+                believed.error = None;
+                believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
+                believed.fresh_until = started.saturating_add(self.max_age_millis);
+                self.metrics.open_keys(believed.index.open_keys);
+                Ok(self.stale_entry(&believed.index, now))
+            }
+            Err(error) => {
+                believed.retry_at = now.saturating_add(self.error_backoff_millis);
+                believed.error = Some(error.clone());
+                Err(error)
+            }
+        }
     }
 
     /// `Some` answer when the copy needs no read: fresh, or the index is left alone after an
@@ -277,17 +295,23 @@ impl IndexCopy {
         read
     }
 
-    /// The oldest entry of `index` past the stale age at `now`, if any: checked once per
-    /// index read, so a read costs at most one more read and write.
+    /// The entry of `index` furthest past the stale age at `now` as this environment
+    /// counts it (the age plus its own delay for that entry, up to
+    /// [`STALE_SPREAD_MILLIS`]), if any: checked once per index read, so a read costs at
+    /// most one more read and write, and environments reach an entry at different times.
     fn stale_entry(&self, index: &KeyIndex, now: u64) -> Option<(String, u64)> {
         index
             .entries
             .iter()
-            .filter(|(_, token)| {
-                now.saturating_sub(KeyIndex::written_at_millis(**token)) > self.stale_entry_millis
+            .filter_map(|(encoded, token)| {
+                let delay =
+                    crate::environment::spread(STALE_SPREAD_MILLIS, &self.environment, *token);
+                let age = now.saturating_sub(KeyIndex::written_at_millis(*token));
+                let past = age.checked_sub(self.stale_entry_millis.saturating_add(delay))?;
+                (past > 0).then_some((past, encoded, *token))
             })
-            .min_by_key(|(_, token)| **token)
-            .map(|(encoded, token)| (encoded.clone(), *token))
+            .max_by_key(|(past, _, _)| *past)
+            .map(|(_, encoded, token)| (encoded.clone(), token))
     }
 
     /// An entry nobody refreshed or removed for the stale age (its key's environments were
@@ -333,4 +357,46 @@ pub fn needs_reading(record: Option<&CircuitRecord>, now: u64) -> bool {
             || record.live_override(now).is_some()
             || record.live_suspicion(now).is_some()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::InMemoryStore;
+
+    #[test]
+    fn environments_reach_a_stale_entry_at_different_times() {
+        let copies: Vec<IndexCopy> = (0..100)
+            .map(|i| {
+                let config = CircuitBreakerConfig::builder()
+                    .environment_id(format!("env-{i}"))
+                    .build()
+                    .unwrap();
+                IndexCopy::new("webhooks".into(), Arc::new(InMemoryStore::new()), &config)
+            })
+            .collect();
+        let named_at = 1_700_000_000_000;
+        let mut index = KeyIndex::default();
+        index.entries.insert("a".into(), named_at * 1000 + 7);
+        index.open_keys = 1;
+        let stale_age = copies[0].stale_entry_millis;
+        let checking = |past: u64| {
+            let now = named_at + stale_age + past;
+            copies
+                .iter()
+                .filter(|c| c.stale_entry(&index, now).is_some())
+                .count()
+        };
+        assert_eq!(checking(0), 0);
+        let first_minute = checking(60_000);
+        assert!(
+            (1..=15).contains(&first_minute),
+            "{first_minute} of 100 in the first minute"
+        );
+        assert_eq!(
+            checking(STALE_SPREAD_MILLIS + 1),
+            100,
+            "every one within the spread"
+        );
+    }
 }
