@@ -5,9 +5,9 @@
 //!
 //! - a read of a key the index does not name is answered "no item" without I/O; one it
 //!   names reads the item (and removes an entry whose key reads closed);
-//! - a trip or a suspicion first names the key in the index, within the cap: refused, the
-//!   write is not sent and the circuit hears it lost to a closed record, so the key keeps
-//!   running;
+//! - a trip first names the key in the index, within the cap; a suspicion names it apart,
+//!   taking no slot of the cap (within a bound of its own): refused, the write is not sent
+//!   and the circuit hears it lost to a closed record, so the key keeps running;
 //! - a close that won removes the key's entry.
 //!
 //! A consistent read (an election's) always reads the item: elections only happen on keys
@@ -81,12 +81,15 @@ impl KeyStore {
         )))
     }
 
-    /// Whether `write` makes the key's item one every environment must read.
-    fn needs_naming(write: &RecordWrite) -> bool {
-        matches!(
-            write,
-            RecordWrite::Trip { .. } | RecordWrite::Suspect { .. }
-        )
+    /// Names the key in the index before `write` if it makes the key's item one every
+    /// environment must read: a trip takes a slot of the cap, a suspicion is named apart.
+    /// `false`: the index refused, and the write must not be sent.
+    async fn named_for(&self, write: &RecordWrite) -> Result<bool, StoreError> {
+        match write {
+            RecordWrite::Trip { .. } => self.named().await,
+            RecordWrite::Suspect { .. } => self.index.suspect(&self.encoded).await,
+            _ => Ok(true),
+        }
     }
 }
 
@@ -96,14 +99,17 @@ impl StateStore for KeyStore {
             if !self.index.kept() {
                 return self.store().read(&self.item).await;
             }
-            let Some(token) = self.index.token(&self.encoded).await? else {
+            let (entry, suspected) = self.index.naming(&self.encoded).await?;
+            if entry.is_none() && !suspected {
                 return Ok(None);
-            };
+            }
             let sent = self.index.now();
             let record = self.store().read(&self.item).await?;
-            self.index
-                .read_through(&self.encoded, token, record.as_ref(), sent)
-                .await;
+            if let Some(token) = entry {
+                self.index
+                    .read_through(&self.encoded, token, record.as_ref(), sent)
+                    .await;
+            }
             Ok(record)
         })
     }
@@ -118,7 +124,7 @@ impl StateStore for KeyStore {
         transition: &'a RecordWrite,
     ) -> StoreFuture<'a, WriteOutcome> {
         Box::pin(async move {
-            if Self::needs_naming(transition) && !self.named().await? {
+            if !self.named_for(transition).await? {
                 // As if lost to a closed record: the circuit adopts it and keeps running.
                 return Ok(WriteOutcome::Lost(None));
             }
@@ -322,6 +328,66 @@ mod tests {
         // counted from the answer, would take for a settled key.
         assert_eq!(keys.read("ignored").await, Ok(None));
         a_stays_named(&store).await;
+    }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn suspected_keys_never_fill_the_cap_and_their_namings_end() {
+        let clock = ManualClock::new();
+        let config = CircuitBreakerConfig::builder()
+            .clock(clock.clone())
+            .build()
+            .unwrap();
+        let store = Arc::new(InMemoryStore::new());
+        let index = Arc::new(IndexCopy::new("webhooks".into(), store.clone(), &config));
+        index.set_cap(10);
+        let now = || clock.unix_millis() / 1000;
+        let suspect = RecordWrite::Suspect {
+            now: now(),
+            until: now() + 10,
+            expiration: 0,
+        };
+        // A thousand keys from request data, each suspected once, then never called again.
+        for i in 0..1_000 {
+            let hostile = KeyStore::new(Arc::clone(&index), &format!("hostile-{i}"));
+            assert_eq!(
+                hostile.apply("ignored", &suspect).await,
+                Ok(WriteOutcome::Won),
+                "{i}"
+            );
+        }
+        let one_more = KeyStore::new(Arc::clone(&index), "one-more");
+        assert_eq!(
+            one_more.apply("ignored", &suspect).await,
+            Ok(WriteOutcome::Lost(None)),
+            "past the suspicions' own bound"
+        );
+        let trip = |at: u64| RecordWrite::Trip {
+            opened_by: Some("A".into()),
+            failure_count: 5,
+            opened_at: at,
+            expiration: 0,
+        };
+        let real = KeyStore::new(Arc::clone(&index), "real");
+        assert_eq!(
+            real.apply("ignored", &trip(now())).await,
+            Ok(WriteOutcome::Won),
+            "suspicions take no slot of the cap"
+        );
+
+        // Ten minutes later the fleet's index reads have removed every ended suspicion.
+        clock.advance(Duration::from_secs(600));
+        let reader = KeyStore::new(Arc::clone(&index), "reader");
+        for _ in 0..100 {
+            clock.advance(config.local_cache_max_age() + Duration::from_millis(1));
+            reader.read("ignored").await.unwrap();
+        }
+        let stored = store
+            .read_key_index("webhooks", true)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((stored.suspected_keys, stored.suspected.len()), (0, 0));
+        assert_eq!(stored.open_keys, 1, "the real key stays named");
     }
 
     #[tokio::test(flavor = "current_thread")]

@@ -46,10 +46,10 @@ fn kept_as(key: &str) -> (Form, Cow<'_, str>) {
 }
 
 /// The largest [`KeyedCircuitBreaker::with_max_open_keys`]: an index naming this many
-/// keys, each of the longest encoded form (64 bytes) with its token, is 308 KB, within
-/// DynamoDB's 400 KB item limit with room for the item's other attributes and an
-/// operator's overrides past the cap.
-pub const MAX_OPEN_KEYS_LIMIT: u32 = 4_000;
+/// keys and the most suspicions it names apart (1,000), each of the longest encoded form
+/// (64 bytes) with its token, is 308 KB, within DynamoDB's 400 KB item limit with room
+/// for the item's other attributes and an operator's overrides past the cap.
+pub const MAX_OPEN_KEYS_LIMIT: u32 = 3_000;
 
 /// The most bytes one index entry takes in a DynamoDB item: its attribute's name (`k:`
 /// and at most 64 bytes of encoded key) and a number of 19 digits (11 bytes).
@@ -163,7 +163,8 @@ impl KeyedCircuitBreaker {
         }
     }
 
-    /// At most `cap` keys open, half-open or suspected at once, fleet-wide: past it a key
+    /// At most `cap` keys open or half-open at once, fleet-wide (suspicions are named apart
+    /// and take no slot): past it a key
     /// that would trip is refused and keeps running. Every environment of the circuit
     /// should set the same cap: each enforces its own on the shared index. A cap of 0 is
     /// an error, as a count of 0 is to the config builder, and so is one above
@@ -179,7 +180,7 @@ impl KeyedCircuitBreaker {
     /// let zero = hosts().with_max_open_keys(0).unwrap_err();
     /// assert_eq!(zero.to_string(), "max_open_keys must be at least 1, got 0");
     /// let huge = hosts().with_max_open_keys(10_000).unwrap_err();
-    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 308 KB), got 10000");
+    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 308 KB with its suspicions), got 10000");
     /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
     pub fn with_max_open_keys(self, cap: u32) -> Result<Self, CircuitBreakerConfigError> {
@@ -188,8 +189,10 @@ impl KeyedCircuitBreaker {
             return Err(CircuitBreakerConfigError::TooLarge {
                 field: "max_open_keys",
                 maximum: format!(
-                    "{MAX_OPEN_KEYS_LIMIT} (an index of {} KB)",
-                    MAX_OPEN_KEYS_LIMIT as usize * MAX_INDEX_ENTRY_BYTES / 1000
+                    "{MAX_OPEN_KEYS_LIMIT} (an index of {} KB with its suspicions)",
+                    (MAX_OPEN_KEYS_LIMIT + index::MAX_SUSPECTED_KEYS) as usize
+                        * MAX_INDEX_ENTRY_BYTES
+                        / 1000
                 ),
                 value: cap.to_string(),
             });
@@ -371,8 +374,8 @@ impl KeyedCircuitBreaker {
         }
     }
 
-    /// The keys this environment's copy of the index names (open, half-open, suspected or
-    /// under an operator's override), decoded ([`decode_key`](crate::store::decode_key)),
+    /// The keys this environment's copy of the index names (open, half-open, or under an
+    /// operator's override; not those only suspected), decoded ([`decode_key`](crate::store::decode_key)),
     /// in the order of their encoding; no I/O. Empty on a store that keeps no key index.
     ///
     /// ```

@@ -32,12 +32,23 @@ pub struct KeyIndex {
     /// How many entries the index holds, as the store counts them (the cap's condition
     /// compares it).
     pub open_keys: u32,
+    /// By encoded key: the keys under a suspicion of the fleet, each with the token of its
+    /// naming. Apart from `entries`: a suspicion takes no slot of the cap, and goes once
+    /// it has ended ([`KeyIndexWrite::Unsuspect`]).
+    pub suspected: BTreeMap<String, u64>,
+    /// How many suspicions the index holds, as the store counts them (bounded apart).
+    pub suspected_keys: u32,
 }
 
 impl KeyIndex {
     /// The token of `encoded`'s entry, if the index names it.
     pub fn token(&self, encoded: &str) -> Option<u64> {
         self.entries.get(encoded).copied()
+    }
+
+    /// The token of `encoded`'s suspicion, if the index names one.
+    pub fn suspicion(&self, encoded: &str) -> Option<u64> {
+        self.suspected.get(encoded).copied()
     }
 
     /// The keys the index names, decoded ([`decode_key`]), in the order of their encoding.
@@ -101,6 +112,24 @@ pub enum KeyIndexWrite {
         /// The token read.
         token: u64,
     },
+    /// Names `key` as suspected with `token`, counting it in `suspected_keys`, not in
+    /// `open_keys`. Allowed when the index names no suspicion of `key` and holds fewer
+    /// than `cap` suspicions; creates the index.
+    Suspect {
+        /// The encoded key.
+        key: String,
+        /// The suspicion's token.
+        token: u64,
+        /// At most this many suspicions at once.
+        cap: u32,
+    },
+    /// Removes `key`'s suspicion. Allowed when its token is `token`.
+    Unsuspect {
+        /// The encoded key.
+        key: String,
+        /// The token read.
+        token: u64,
+    },
 }
 
 /// What a [`KeyIndexWrite`] met.
@@ -132,7 +161,11 @@ impl KeyIndexWrite {
     /// The encoded key the write is about.
     pub fn key(&self) -> &str {
         match self {
-            Self::Add { key, .. } | Self::Refresh { key, .. } | Self::Remove { key, .. } => key,
+            Self::Add { key, .. }
+            | Self::Refresh { key, .. }
+            | Self::Remove { key, .. }
+            | Self::Suspect { key, .. }
+            | Self::Unsuspect { key, .. } => key,
         }
     }
 
@@ -151,7 +184,7 @@ impl KeyIndexWrite {
                     && current.open_keys >= *cap
                 {
                     let open = current.open_keys;
-                    if current.entries.is_empty() && open == 0 {
+                    if *current == KeyIndex::default() {
                         *index = None;
                     }
                     return KeyIndexOutcome::CapReached(open);
@@ -174,6 +207,30 @@ impl KeyIndexWrite {
                     current.entries.remove(key);
                     // ADD -1: the count follows the entries, whatever it was.
                     current.open_keys = current.open_keys.saturating_sub(1);
+                    KeyIndexOutcome::Won
+                }
+                _ => KeyIndexOutcome::Lost(index.clone()),
+            },
+            Self::Suspect { key, token, cap } => {
+                let current = index.get_or_insert_with(KeyIndex::default);
+                if let Some(existing) = current.suspicion(key) {
+                    return KeyIndexOutcome::Exists(Some(existing));
+                }
+                if current.suspected_keys >= *cap {
+                    let suspected = current.suspected_keys;
+                    if *current == KeyIndex::default() {
+                        *index = None;
+                    }
+                    return KeyIndexOutcome::CapReached(suspected);
+                }
+                current.suspected.insert(key.clone(), *token);
+                current.suspected_keys = current.suspected_keys.saturating_add(1);
+                KeyIndexOutcome::Won
+            }
+            Self::Unsuspect { key, token } => match index.as_mut() {
+                Some(current) if current.suspicion(key) == Some(*token) => {
+                    current.suspected.remove(key);
+                    current.suspected_keys = current.suspected_keys.saturating_sub(1);
                     KeyIndexOutcome::Won
                 }
                 _ => KeyIndexOutcome::Lost(index.clone()),
@@ -231,5 +288,43 @@ mod tests {
         );
         assert_eq!(add("c", 1, None).apply(&mut index), KeyIndexOutcome::Won);
         assert_eq!(index.as_ref().map(|i| i.open_keys), Some(3));
+    }
+
+    #[test]
+    fn suspicions_are_counted_and_capped_apart_from_open_keys() {
+        let mut index = None;
+        let suspect = |key: &str, token| KeyIndexWrite::Suspect {
+            key: key.into(),
+            token,
+            cap: 2,
+        };
+        assert_eq!(suspect("a", 1).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(
+            suspect("a", 2).apply(&mut index),
+            KeyIndexOutcome::Exists(Some(1))
+        );
+        assert_eq!(suspect("b", 1).apply(&mut index), KeyIndexOutcome::Won);
+        assert_eq!(
+            suspect("c", 1).apply(&mut index),
+            KeyIndexOutcome::CapReached(2)
+        );
+        assert_eq!(
+            add("c", 1, Some(1)).apply(&mut index),
+            KeyIndexOutcome::Won,
+            "the cap of open keys is untouched"
+        );
+        let stale = KeyIndexWrite::Unsuspect {
+            key: "a".into(),
+            token: 2,
+        };
+        assert!(matches!(stale.apply(&mut index), KeyIndexOutcome::Lost(_)));
+        let unsuspect = KeyIndexWrite::Unsuspect {
+            key: "a".into(),
+            token: 1,
+        };
+        assert_eq!(unsuspect.apply(&mut index), KeyIndexOutcome::Won);
+        let index = index.unwrap();
+        assert_eq!((index.open_keys, index.suspected_keys), (1, 1));
+        assert_eq!((index.token("c"), index.suspicion("b")), (Some(1), Some(1)));
     }
 }

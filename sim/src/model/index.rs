@@ -70,11 +70,17 @@ impl IndexItem {
             + number_bytes(1)
             + "open_keys".len()
             + number_bytes(u64::from(self.index.open_keys));
+        let suspected = match self.index.suspected_keys {
+            0 => 0,
+            n => "suspected_keys".len() + number_bytes(u64::from(n)),
+        };
         fixed
+            + suspected
             + self
                 .index
                 .entries
                 .iter()
+                .chain(&self.index.suspected)
                 .map(|(key, token)| entry_bytes(key, *token))
                 .sum::<usize>()
     }
@@ -83,9 +89,9 @@ impl IndexItem {
 /// The bytes a write may add to the item.
 fn growth(write: &KeyIndexWrite) -> usize {
     match write {
-        KeyIndexWrite::Add { key, token, .. } | KeyIndexWrite::Refresh { key, token } => {
-            entry_bytes(key, *token)
-        }
+        KeyIndexWrite::Add { key, token, .. }
+        | KeyIndexWrite::Refresh { key, token }
+        | KeyIndexWrite::Suspect { key, token, .. } => entry_bytes(key, *token),
         _ => 0,
     }
 }

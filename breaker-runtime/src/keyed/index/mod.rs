@@ -30,8 +30,10 @@ const STALE_ENTRY_MILLIS: u64 = 3_600_000;
 /// oldest entry at once (a consistent read and an index write each).
 const STALE_SPREAD_MILLIS: u64 = 1_800_000;
 
+mod suspicions;
 mod writes;
 
+pub(crate) use suspicions::MAX_SUSPECTED_KEYS;
 pub(crate) use writes::Naming;
 use writes::new_token;
 
@@ -103,6 +105,9 @@ pub(crate) struct IndexCopy {
     /// This environment's id: its delay past the stale age differs by entry and by
     /// environment.
     environment: Arc<str>,
+    /// A suspicion's naming is removed by any reader this long after its token (the
+    /// suspicion's fleet window, the grace and a second of clock skew).
+    suspicion_millis: u64,
     error_backoff_millis: u64,
     cap: AtomicU32,
     metrics: KeyedMetrics,
@@ -146,6 +151,7 @@ impl IndexCopy {
                 .saturating_sub(millis(config.store_timeout))
                 .saturating_sub(CLOCK_SKEW_MILLIS),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
+            suspicion_millis: suspicions::life_millis(config),
             environment: match &config.environment_id {
                 Some(id) => Arc::clone(id),
                 None => crate::environment::id().into(),
@@ -203,14 +209,18 @@ impl IndexCopy {
         }
         let believed = self.lock();
         let fresh = self.now() < believed.fresh_until;
-        (fresh && believed.index.token(encoded).is_none()).then_some(believed.fresh_until)
+        let named =
+            believed.index.token(encoded).is_some() || believed.index.suspicion(encoded).is_some();
+        (fresh && !named).then_some(believed.fresh_until)
     }
 
-    /// The token of `encoded`'s entry, from a copy at most a cache age old (read if it is
-    /// older): `None` if the index does not name the key.
-    pub(crate) async fn token(&self, encoded: &str) -> Result<Option<u64>, StoreError> {
+    /// How the index names `encoded`, from a copy at most a cache age old (read if it is
+    /// older): its entry's token, and whether it names a suspicion of the key.
+    pub(crate) async fn naming(&self, encoded: &str) -> Result<(Option<u64>, bool), StoreError> {
         self.refresh_if_stale().await?;
-        Ok(self.lock().index.token(encoded))
+        let believed = self.lock();
+        let suspected = believed.index.suspicion(encoded).is_some();
+        Ok((believed.index.token(encoded), suspected))
     }
 
     /// Reads the index if the copy is older than the cache age; one task reads, the others
@@ -224,17 +234,19 @@ impl IndexCopy {
         if let Some(answer) = self.fresh_or_failed() {
             return answer;
         }
-        let stale = self.read_index().await?;
+        let (stale, expired) = self.read_index().await?;
         drop(reading);
         // Checked once the other tasks may use the copy: they need not wait for it.
         if let Some((encoded, token)) = stale {
             self.check_stale_entry(&encoded, token).await;
         }
+        self.unsuspect(expired).await;
         Ok(())
     }
 
-    /// Reads the index into the copy; the stale entry this environment checks, if any.
-    async fn read_index(&self) -> Result<Option<(String, u64)>, StoreError> {
+    /// Reads the index into the copy; the stale entry this environment checks, if any, and
+    /// the ended suspicions it removes.
+    async fn read_index(&self) -> Result<(Option<(String, u64)>, Vec<(String, u64)>), StoreError> {
         let started = self.now();
         let read = self.store.read_key_index(&self.circuit, false).await;
         let now = self.now();
@@ -245,7 +257,8 @@ impl IndexCopy {
                 believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
                 believed.fresh_until = started.saturating_add(self.max_age_millis);
                 self.metrics.open_keys(believed.index.open_keys);
-                Ok(self.stale_entry(&believed.index, now))
+                let stale = self.stale_entry(&believed.index, now);
+                Ok((stale, self.ended_suspicions(&believed.index, now)))
             }
             Err(error) => {
                 believed.retry_at = now.saturating_add(self.error_backoff_millis);
@@ -304,9 +317,11 @@ impl IndexCopy {
             .entries
             .iter()
             .filter_map(|(encoded, token)| {
+                // From the token's time, not its random digits: reproducible in a simulation.
+                let written = KeyIndex::written_at_millis(*token);
                 let delay =
-                    crate::environment::spread(STALE_SPREAD_MILLIS, &self.environment, *token);
-                let age = now.saturating_sub(KeyIndex::written_at_millis(*token));
+                    crate::environment::spread(STALE_SPREAD_MILLIS, &self.environment, written);
+                let age = now.saturating_sub(written);
                 let past = age.checked_sub(self.stale_entry_millis.saturating_add(delay))?;
                 (past > 0).then_some((past, encoded, *token))
             })

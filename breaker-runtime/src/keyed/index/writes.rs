@@ -208,6 +208,13 @@ impl IndexCopy {
         let outcome = outcome?;
         let mut believed = self.lock();
         let key = write.key();
+        if matches!(
+            write,
+            KeyIndexWrite::Suspect { .. } | KeyIndexWrite::Unsuspect { .. }
+        ) {
+            believed.suspicion_written(write, &outcome);
+            return Ok(outcome);
+        }
         match (write, &outcome) {
             (
                 KeyIndexWrite::Add { token, .. } | KeyIndexWrite::Refresh { token, .. },

@@ -6,6 +6,8 @@
 //! | `key_index` | N | always 1: marks the item |
 //! | `open_keys` | N | how many entries there are (`ADD`ed with each add and remove) |
 //! | `k:{encoded key}` | N | one per named key: its token |
+//! | `suspected_keys` | N | how many suspicions there are (`ADD`ed with each suspect and unsuspect) |
+//! | `s:{encoded key}` | N | one per suspected key: its token |
 //!
 //! The item has no TTL: every write REMOVEs the TTL attribute (older versions set one, and
 //! its deletion would unname keys still open).
@@ -28,6 +30,10 @@ pub(super) const KEY_INDEX: &str = "key_index";
 pub(super) const OPEN_KEYS: &str = "open_keys";
 /// The prefix of an index entry's attribute: `k:{encoded key}` (N, a token).
 pub(super) const ENTRY_PREFIX: &str = "k:";
+/// The index item's count of its suspicions (N).
+pub(super) const SUSPECTED_KEYS: &str = "suspected_keys";
+/// The prefix of a suspicion's attribute: `s:{encoded key}` (N, a token).
+pub(super) const SUSPICION_PREFIX: &str = "s:";
 
 /// Add: names the key and counts it, unless it is named already.
 const ADD: &str = "SET #k = :token, #ki = :one ADD #n :one REMOVE #e";
@@ -40,6 +46,12 @@ const REFRESH_IF_NAMED: &str = "attribute_exists(#k)";
 /// Remove: the entry goes if its token is the one read.
 const REMOVE: &str = "REMOVE #k, #e ADD #n :minus_one";
 const REMOVE_IF_TOKEN: &str = "#k = :token";
+/// Suspect: names the key's suspicion (`#k` is its `s:` attribute) and counts it apart.
+const SUSPECT: &str = "SET #k = :token, #ki = :one ADD #m :one REMOVE #e";
+const SUSPECT_IF_ROOM: &str =
+    "attribute_not_exists(#k) AND (attribute_not_exists(#m) OR #m < :cap)";
+/// Unsuspect: the suspicion goes if its token is the one read.
+const UNSUSPECT: &str = "REMOVE #k, #e ADD #m :minus_one";
 
 /// One request: its update, its condition, and what they use.
 struct Request<'a> {
@@ -69,7 +81,11 @@ impl Shared {
         circuit: &str,
         write: &KeyIndexWrite,
     ) -> Result<KeyIndexOutcome, StoreError> {
-        let entry = format!("{ENTRY_PREFIX}{}", write.key());
+        let prefix = match write {
+            KeyIndexWrite::Suspect { .. } | KeyIndexWrite::Unsuspect { .. } => SUSPICION_PREFIX,
+            _ => ENTRY_PREFIX,
+        };
+        let entry = format!("{prefix}{}", write.key());
         let request = self.request(write, &entry);
         let id = key_index_id(circuit);
         let mut sent = self
@@ -136,6 +152,31 @@ impl Shared {
                     ],
                 }
             }
+            KeyIndexWrite::Suspect { token, cap, .. } => {
+                names.extend([("#ki", KEY_INDEX), ("#m", SUSPECTED_KEYS)]);
+                Request {
+                    update: SUSPECT,
+                    condition: SUSPECT_IF_ROOM,
+                    names,
+                    values: vec![
+                        (":token", number(*token)),
+                        (":one", number(1)),
+                        (":cap", number((*cap).into())),
+                    ],
+                }
+            }
+            KeyIndexWrite::Unsuspect { token, .. } => {
+                names.push(("#m", SUSPECTED_KEYS));
+                Request {
+                    update: UNSUSPECT,
+                    condition: REMOVE_IF_TOKEN,
+                    names,
+                    values: vec![
+                        (":token", number(*token)),
+                        (":minus_one", AttributeValue::N("-1".into())),
+                    ],
+                }
+            }
         }
     }
 
@@ -167,9 +208,17 @@ fn lost(write: &KeyIndexWrite, index: Option<KeyIndex>) -> KeyIndexOutcome {
             },
             None => KeyIndexOutcome::Lost(None),
         },
-        KeyIndexWrite::Refresh { .. } | KeyIndexWrite::Remove { .. } => {
-            KeyIndexOutcome::Lost(index)
-        }
+        KeyIndexWrite::Suspect { cap, .. } => match index {
+            Some(index) => match index.suspicion(write.key()) {
+                Some(token) => KeyIndexOutcome::Exists(Some(token)),
+                None if index.suspected_keys >= *cap => {
+                    KeyIndexOutcome::CapReached(index.suspected_keys)
+                }
+                None => KeyIndexOutcome::Lost(Some(index)),
+            },
+            None => KeyIndexOutcome::Lost(None),
+        },
+        _ => KeyIndexOutcome::Lost(index),
     }
 }
 
@@ -178,17 +227,22 @@ fn decode_index(item: &Item) -> Result<KeyIndex, String> {
     if !item.contains_key(KEY_INDEX) {
         return Err(format!("attribute '{KEY_INDEX}' is missing"));
     }
+    let counted = |name: &str| match item.get(name) {
+        None => Ok(0),
+        Some(value) => count(name, value),
+    };
     let mut index = KeyIndex {
-        open_keys: match item.get(OPEN_KEYS) {
-            None => 0,
-            Some(value) => count(OPEN_KEYS, value)?,
-        },
+        open_keys: counted(OPEN_KEYS)?,
+        suspected_keys: counted(SUSPECTED_KEYS)?,
         ..KeyIndex::default()
     };
     for (attribute, value) in item {
         if let Some(key) = attribute.strip_prefix(ENTRY_PREFIX) {
             let token = token(attribute, value)?;
             index.entries.insert(key.to_owned(), token);
+        } else if let Some(key) = attribute.strip_prefix(SUSPICION_PREFIX) {
+            let token = token(attribute, value)?;
+            index.suspected.insert(key.to_owned(), token);
         }
     }
     Ok(index)
@@ -249,6 +303,23 @@ mod tests {
         assert_eq!(index.token("shop%2317"), Some(1_700_000_000_000_123));
         assert_eq!(index.token(""), Some(7), "the empty key is a key");
         assert_eq!(index.entries.len(), 2);
+        assert!(index.suspected.is_empty());
+        let suspected = decode_index(&item(&[
+            (KEY_INDEX, n("1")),
+            (SUSPECTED_KEYS, n("1")),
+            ("s:shop%2317", n("1700000000000456")),
+        ]))
+        .unwrap();
+        assert_eq!((suspected.open_keys, suspected.suspected_keys), (0, 1));
+        assert_eq!(
+            suspected.suspicion("shop%2317"),
+            Some(1_700_000_000_000_456)
+        );
+        assert_eq!(
+            suspected.token("shop%2317"),
+            None,
+            "a suspicion is no entry"
+        );
     }
 
     #[test]

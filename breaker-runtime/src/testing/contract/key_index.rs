@@ -6,14 +6,11 @@ use std::sync::Arc;
 
 use super::RACERS;
 use super::races::race_with;
-use crate::store::{
-    KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, key_item_id, split_key_item_id,
-};
+use crate::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StateStore, encode_key, key_item_id};
 
 /// The encoded key of `key`, as the index names it.
 fn encoded(key: &str) -> String {
-    let id = key_item_id("c", key);
-    split_key_item_id(&id).expect("a key item id").1.to_owned()
+    encode_key(key)
 }
 
 fn add(key: &str, token: u64, cap: Option<u32>) -> KeyIndexWrite {
@@ -57,8 +54,7 @@ async fn apply(store: &dyn StateStore, circuit: &str, write: &KeyIndexWrite) -> 
     assert_eq!(outcome, expected_outcome, "{write:?}");
     let after = read_index(store, circuit).await;
     assert_eq!(
-        after.as_ref().map(|i| (&i.entries, i.open_keys)),
-        expected.as_ref().map(|i| (&i.entries, i.open_keys)),
+        after, expected,
         "{write:?} leaves the index its reference leaves"
     );
     outcome
@@ -113,6 +109,32 @@ pub(super) async fn a_key_index_names_refreshes_and_removes_keys_by_token(
     let index = read_index(store, circuit).await.expect("an index");
     assert_eq!(index.keys(), vec!["c".to_owned(), odd.to_owned()]);
     assert_eq!(index.open_keys, 2);
+    // Suspicions: named apart, under a bound of their own, removed by token.
+    let suspect = |key: &str, token| KeyIndexWrite::Suspect {
+        key: encoded(key),
+        token,
+        cap: 2,
+    };
+    let unsuspect = |key: &str, token| KeyIndexWrite::Unsuspect {
+        key: encoded(key),
+        token,
+    };
+    for (write, outcome) in [
+        (suspect("c", 30), KeyIndexOutcome::Won),
+        (suspect("c", 31), KeyIndexOutcome::Exists(Some(30))),
+        (suspect(odd, 32), KeyIndexOutcome::Won),
+        (suspect("d", 33), KeyIndexOutcome::CapReached(2)),
+        (unsuspect("c", 30), KeyIndexOutcome::Won),
+    ] {
+        assert_eq!(apply(store, circuit, &write).await, outcome, "{write:?}");
+    }
+    assert!(matches!(
+        apply(store, circuit, &unsuspect(odd, 30)).await,
+        KeyIndexOutcome::Lost(Some(_))
+    ));
+    let index = read_index(store, circuit).await.expect("an index");
+    assert_eq!((index.open_keys, index.suspected_keys), (2, 1));
+    assert_eq!(index.suspicion(&encoded(odd)), Some(32));
     // The index is an item of its own: no circuit's record, nor a key's, is written.
     for id in [circuit.to_owned(), key_item_id(circuit, "a")] {
         assert_eq!(store.read(&id).await, Ok(None), "{id}");
