@@ -115,3 +115,87 @@ impl RefusedElections {
         self.alone(now) && self.on(answered)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::RecoveryBackoff;
+
+    /// 30 s recovery, 6 s fallback, 90 s bound.
+    fn thresholds() -> Thresholds {
+        Thresholds {
+            failure_threshold: 1,
+            success_threshold: 1,
+            recovery_millis: 30_000,
+            fallback_millis: 6_000,
+            probe_lease_secs: 30,
+            probe_secs: 15,
+            recovery_secs: 30,
+            refused_elections_millis: 90_000,
+            backoff: RecoveryBackoff::none(),
+        }
+    }
+
+    const T0: u64 = 1_700_000_000_000;
+
+    fn first(stored: &CircuitRecord) -> RefusedElections {
+        RefusedElections::after(None, stored, T0, &thresholds())
+    }
+
+    #[test]
+    fn a_first_refusal_starts_the_bound_and_is_recent_for_a_recovery_and_the_fallback() {
+        let stored = CircuitRecord::open(1_700_000_000, 5);
+        let refused = first(&stored);
+        assert_eq!(refused.alone_from, T0 + 90_000 + 6_000);
+        assert_eq!(refused.recent_until, T0 + 30_000 + 6_000);
+        assert_eq!(refused.stored, stored);
+    }
+
+    #[test]
+    fn refusals_on_the_same_record_go_on_and_stay_recent_from_the_last() {
+        let stored = CircuitRecord::open(1_700_000_000, 5);
+        let start = first(&stored);
+        let at = T0 + 20_000;
+        let on = RefusedElections::after(Some(start.clone()), &stored, at, &thresholds());
+        assert_eq!(on.alone_from, start.alone_from, "the refusals go on");
+        assert_eq!(on.recent_until, at + 36_000, "recent from the last refusal");
+    }
+
+    #[test]
+    fn a_refusal_on_another_record_or_past_the_bound_starts_again() {
+        let stored = CircuitRecord::open(1_700_000_000, 5);
+        let start = first(&stored);
+        let other = CircuitRecord::open(1_700_000_100, 5);
+        let at = T0 + 1_000;
+        let moved = RefusedElections::after(Some(start.clone()), &other, at, &thresholds());
+        assert_eq!((moved.alone_from, &moved.stored), (at + 96_000, &other));
+        // The last moment the refusals still go on, and the first they start again.
+        let limit = start.recent_until + 90_000;
+        let just = RefusedElections::after(Some(start.clone()), &stored, limit - 1, &thresholds());
+        assert_eq!(just.alone_from, start.alone_from);
+        let past = RefusedElections::after(Some(start), &stored, limit, &thresholds());
+        assert_eq!(past.alone_from, limit + 96_000);
+    }
+
+    #[test]
+    fn alone_from_the_bound_until_the_refusals_stop_being_recent() {
+        let stored = CircuitRecord::open(1_700_000_000, 5);
+        let refused = RefusedElections {
+            stored: stored.clone(),
+            alone_from: T0 + 100,
+            recent_until: T0 + 200,
+        };
+        assert!(!refused.alone(T0 + 99));
+        assert!(refused.alone(T0 + 100));
+        assert!(refused.alone(T0 + 199));
+        assert!(!refused.alone(T0 + 200));
+        assert!(refused.on(&stored));
+        assert!(!refused.on(&CircuitRecord::closed()));
+        assert!(refused.no_news(&stored, T0 + 150));
+        assert!(!refused.no_news(&stored, T0 + 250), "not alone: news");
+        assert!(
+            !refused.no_news(&CircuitRecord::closed(), T0 + 150),
+            "another record"
+        );
+    }
+}
