@@ -3,7 +3,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 
-.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model mutants package bench-user
+.PHONY: demo local invoke test tools lint unit-tests doc-tests examples template-checks bench quickstart sim cross-check model mutants mutants-models package bench-user
 
 tools:
 	scripts/install-tools.sh all
@@ -98,11 +98,19 @@ sim:
 	$(CARGO) run --release -p breaker-sim -- --scenario keyed --seed 1,2,3 --markdown --no-charts
 
 # Mutation testing of the protocol and the store's requests (docs/testing.md); not part of
-# `make test`. One file: make mutants MUTANTS_ARGS='-f breaker-runtime/src/protocol/write.rs'
+# `make test` (proptest saves no failures: they are the mutants'). One file: make mutants MUTANTS_ARGS='-f breaker-runtime/src/protocol/write.rs'
 MUTANTS_ARGS ?=
 mutants:
 	scripts/install-tools.sh mutants
-	.local/cargo/bin/cargo-mutants mutants --in-place $(MUTANTS_ARGS)
+	PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 .local/cargo/bin/cargo-mutants mutants --in-place --timeout 120 $(MUTANTS_ARGS)
+
+# The mutants the last `make mutants` left alive (`--iterate` skips those caught), again
+# with the model checker's `make test` models: minutes per mutant, so only those.
+mutants-models:
+	scripts/install-tools.sh mutants
+	PROPTEST_DISABLE_FAILURE_PERSISTENCE=1 .local/cargo/bin/cargo-mutants mutants --in-place --iterate --timeout 600 \
+		--cargo-test-arg=--test --cargo-test-arg=protocol \
+		--cargo-test-arg=--test --cargo-test-arg=keyed $(MUTANTS_ARGS)
 
 # The protocol's model checker at its deeper horizons (docs/design.md): sizes, times, and
 # any counterexample's trace. `make test` runs the shorter horizons (model/tests).

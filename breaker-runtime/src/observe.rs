@@ -39,6 +39,8 @@ mod imp {
     pub(crate) const KEYS_REFUSED_BY_CAP: &str = "circuitbreaker_keys_refused_by_cap_total";
     /// The keys a keyed circuit's index names, as this environment's copy shows it.
     pub(crate) const OPEN_KEYS: &str = "circuitbreaker_open_keys";
+    /// The suspicions a keyed circuit's index names apart from the open keys.
+    pub(crate) const SUSPECTED_KEYS: &str = "circuitbreaker_suspected_keys";
     /// Store calls that failed (the circuit failed open), by kind.
     pub(crate) const STORE_ERRORS: &str = "circuitbreaker_store_errors_total";
 
@@ -60,6 +62,7 @@ mod imp {
     pub(crate) struct KeyedMetrics {
         refused_by_cap: Counter,
         open_keys: Gauge,
+        suspected_keys: Gauge,
     }
 
     impl KeyedMetrics {
@@ -68,8 +71,14 @@ mod imp {
             let circuit = Label::new("circuitbreaker_name", name.to_owned());
             Self {
                 refused_by_cap: metrics::counter!(KEYS_REFUSED_BY_CAP, vec![circuit.clone()]),
-                open_keys: metrics::gauge!(OPEN_KEYS, vec![circuit]),
+                open_keys: metrics::gauge!(OPEN_KEYS, vec![circuit.clone()]),
+                suspected_keys: metrics::gauge!(SUSPECTED_KEYS, vec![circuit]),
             }
+        }
+
+        /// The copy of the index names `n` suspicions (which take no slot of the cap).
+        pub(crate) fn suspected_keys(&self, n: u32) {
+            self.suspected_keys.set(f64::from(n));
         }
 
         /// The copy of the index names `n` keys.
@@ -314,6 +323,10 @@ mod imp {
                 OPEN_KEYS,
                 "Keys of a keyed circuit its index names, as this environment last saw it"
             );
+            metrics::describe_gauge!(
+                SUSPECTED_KEYS,
+                "Keys of a keyed circuit under a suspicion, named apart from the cap"
+            );
             metrics::describe_counter!(
                 KEYS_REFUSED_BY_CAP,
                 "Keys of a keyed circuit not opened: max_open_keys reached"
@@ -362,6 +375,9 @@ mod imp {
 
         #[inline(always)]
         pub(crate) fn open_keys(&self, _n: u32) {}
+
+        #[inline(always)]
+        pub(crate) fn suspected_keys(&self, _n: u32) {}
     }
 
     /// Nothing: the `metrics` feature is off.

@@ -400,6 +400,11 @@ async fn a_keyed_circuit_shows_its_open_keys_not_a_keys_state() {
     );
     let labels = [("circuitbreaker_name", name)];
     assert_eq!(gauge(&metrics, "circuitbreaker_open_keys", &labels), 1.0);
+    assert_eq!(
+        gauge(&metrics, "circuitbreaker_suspected_keys", &labels),
+        0.0,
+        "a trip names no suspicion"
+    );
 }
 
 /// A store that refuses every call with one kind of error.

@@ -257,6 +257,7 @@ impl IndexCopy {
                 believed.index = self.merged(&mut believed.own, index.unwrap_or_default(), now);
                 believed.fresh_until = started.saturating_add(self.max_age_millis);
                 self.metrics.open_keys(believed.index.open_keys);
+                self.metrics.suspected_keys(believed.index.suspected_keys);
                 let stale = self.stale_entry(&believed.index, now);
                 Ok((stale, self.ended_suspicions(&believed.index, now)))
             }

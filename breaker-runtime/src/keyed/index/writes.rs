@@ -213,6 +213,7 @@ impl IndexCopy {
             KeyIndexWrite::Suspect { .. } | KeyIndexWrite::Unsuspect { .. }
         ) {
             believed.suspicion_written(write, &outcome);
+            self.metrics.suspected_keys(believed.index.suspected_keys);
             return Ok(outcome);
         }
         match (write, &outcome) {
