@@ -229,6 +229,88 @@ mod tests {
     const BASE: Duration = Duration::from_secs(30);
 
     #[test]
+    fn the_longest_wait_is_the_cap_a_day_or_the_base() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(RecoveryBackoff::none().longest_wait(BASE), BASE);
+        assert_eq!(
+            RecoveryBackoff::exponential(2, minute).longest_wait(BASE),
+            minute
+        );
+        assert_eq!(
+            RecoveryBackoff::exponential(2, minute).longest_wait(2 * minute),
+            2 * minute
+        );
+        let custom = RecoveryBackoff::from_fn(|_, _| Duration::from_secs(1));
+        assert_eq!(
+            custom.longest_wait(BASE),
+            Duration::from_secs(MAX_RECOVERY_BACKOFF_SECS)
+        );
+        assert_eq!(
+            RecoveryBackoff::doubling().longest_wait(BASE),
+            default_cap(BASE),
+            "the doubling backoff's default cap"
+        );
+    }
+
+    #[test]
+    fn exponential_parts_give_the_factor_and_cap() {
+        let minute = Duration::from_secs(60);
+        assert_eq!(
+            RecoveryBackoff::exponential(3, minute).exponential_parts(),
+            Some((3, Some(minute)))
+        );
+        assert_eq!(
+            RecoveryBackoff::doubling().exponential_parts(),
+            Some((DEFAULT_BACKOFF_FACTOR, None))
+        );
+        assert_eq!(RecoveryBackoff::none().exponential_parts(), None);
+    }
+
+    #[test]
+    fn backoffs_are_equal_by_kind_and_numbers_and_shown_by_them() {
+        let (minute, hour) = (Duration::from_secs(60), Duration::from_secs(3600));
+        let two_minutes = RecoveryBackoff::exponential(2, minute);
+        assert_eq!(two_minutes, RecoveryBackoff::exponential(2, minute));
+        assert_ne!(two_minutes, RecoveryBackoff::exponential(3, minute));
+        assert_ne!(two_minutes, RecoveryBackoff::exponential(2, hour));
+        assert_ne!(two_minutes, RecoveryBackoff::none());
+        assert_eq!(RecoveryBackoff::none(), RecoveryBackoff::none());
+        let custom = RecoveryBackoff::from_fn(|_, _| Duration::from_secs(1));
+        assert_eq!(custom, custom.clone());
+        assert_ne!(
+            custom,
+            RecoveryBackoff::from_fn(|_, _| Duration::from_secs(1))
+        );
+        assert_eq!(
+            format!("{two_minutes:?}"),
+            "RecoveryBackoff::exponential { factor: 2, max: Some(60s) }"
+        );
+        assert_eq!(
+            format!("{:?}", RecoveryBackoff::none()),
+            "RecoveryBackoff::none()"
+        );
+        assert_eq!(format!("{custom:?}"), "RecoveryBackoff::from_fn(..)");
+    }
+
+    #[test]
+    fn the_jitter_is_splitmix64_of_the_opening_and_spans_zero_to_its_whole_span() {
+        // SplitMix64's reference outputs from state 0: the finaliser of 0 and of the
+        // golden ratio increment.
+        assert_eq!(splitmix64(0), 0xe220_a839_7b1d_cdaf);
+        assert_eq!(splitmix64(0x9e37_79b9_7f4a_7c15), 0x6e78_9e6a_a1b9_65f4);
+        let span = Duration::from_millis(1);
+        let jitters: std::collections::BTreeSet<_> = (0..64)
+            .map(|opened_at| jitter_millis(1_700_000_000 + opened_at, 1, span))
+            .collect();
+        let both: std::collections::BTreeSet<_> = [Duration::ZERO, Duration::from_millis(1)].into();
+        assert_eq!(jitters, both, "0 and the whole span");
+        assert_eq!(
+            jitter_millis(1_700_000_000, 2, Duration::from_secs(10)),
+            Duration::from_millis(splitmix64(1_700_000_000 ^ (2u64 << 32)) % 10_001)
+        );
+    }
+
+    #[test]
     fn exponential_doubles_then_caps_and_keeps_within_its_jitter() {
         let backoff = RecoveryBackoff::doubling();
         for opened_at in [0, 1, 1_700_000_000, u64::MAX] {

@@ -214,6 +214,40 @@ pub(crate) fn window_start(now_secs: u64, window_secs: u64) -> u64 {
 mod tests {
     use super::*;
 
+    #[test]
+    fn tallies_add_reports_and_an_epoch_slice_past_the_last_counts_in_the_last() {
+        let report = FailureReport {
+            window_start: 100,
+            window_secs: 10,
+            failures: 2,
+            calls: 3,
+            new_reporter: 1,
+            expiration: 3710,
+        };
+        let added = FleetTally::default().plus(&report).plus(&report);
+        assert_eq!((added.failures, added.calls, added.reporters), (4, 6, 2));
+        let suspect = |slice, failures, successes| SuspectReport {
+            epoch: 110,
+            slice,
+            failures,
+            successes,
+            new_reporter: 1,
+            expiration: 3710,
+        };
+        let epoch = EpochTally::default()
+            .plus(&suspect(3, 1, 8))
+            .plus(&suspect(200, 2, 5));
+        assert_eq!((epoch.failures[3], epoch.successes[3]), (1, 8));
+        assert_eq!(
+            (
+                epoch.failures[EPOCH_SLICES - 1],
+                epoch.successes[EPOCH_SLICES - 1]
+            ),
+            (2, 5)
+        );
+        assert_eq!(epoch.reporters, 2);
+    }
+
     fn tally(failures: u64, calls: u64, reporters: u64) -> FleetTally {
         FleetTally {
             failures,
