@@ -24,9 +24,8 @@
 //! takes no part in a suspicion ([`FleetReports::busy`]): it samples nothing, and its
 //! failures go to the window's counters.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, LazyLock, Mutex, PoisonError, Weak};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use breaker_rules::TTL_GRACE_SECS;
 
@@ -35,6 +34,11 @@ use crate::environment::spread;
 use crate::protocol::fleet::{epoch_slice, window_start};
 use crate::protocol::{FailureReport, SAMPLE_WEIGHT, SuspectReport};
 use crate::store::StateStore;
+
+mod reporters;
+
+#[cfg(test)]
+use reporters::{LAST_WINDOWS, LastReport, MAX_REMEMBERED, PRUNE_AT_LEAST, Windows};
 
 /// Who reports: one environment's breakers of one circuit on one store, however many
 /// breaker values the process holds for it. They count as one reporter per window.
@@ -59,91 +63,6 @@ const EPOCH_MARK: u64 = 1 << 63;
 pub(super) enum Report {
     Window(FailureReport),
     Epoch(SuspectReport),
-}
-
-/// Where a reporter last reported: its store, the window or epoch (its mark), and until
-/// when (unix seconds) a report may still go to it.
-struct LastReport {
-    store: Weak<dyn StateStore>,
-    mark: u64,
-    until: u64,
-}
-
-/// The last fleet window each circuit or key of one environment reported in: only windows
-/// and epochs that have not ended, so the entries are the circuits and keys that reported
-/// within the last fleet window (and the suspicions still open), at most
-/// [`MAX_REMEMBERED`].
-#[derive(Default)]
-struct Windows {
-    /// By circuit name, or a key's item id.
-    last: HashMap<Arc<str>, LastReport>,
-    /// At this many entries, those whose window or epoch has ended go.
-    prune_at: usize,
-    /// Full of reporters whose windows have not ended: no prune before this (unix
-    /// seconds), so a stream of new reporters does not scan the map at each report.
-    full_until: u64,
-}
-
-/// By environment (one in a Lambda process; a simulation runs many in one process).
-static LAST_WINDOWS: LazyLock<Mutex<HashMap<Arc<str>, Windows>>> = LazyLock::new(Mutex::default);
-
-/// The fewest entries [`Windows`] prunes at.
-const PRUNE_AT_LEAST: usize = 1024;
-
-/// The most reporters an environment remembers at once (about 150 bytes each: 600 KB): a keyed circuit
-/// whose keys come from request data may see a stream of distinct failing keys, each a
-/// reporter of its own. Past it, a new reporter of a window is not remembered and does not
-/// count as a new one in the fleet's counters: the fleet's rule may need one more
-/// environment's failures for such a key, never fewer.
-const MAX_REMEMBERED: usize = 4096;
-
-impl Windows {
-    /// Forgets the reporters whose window or epoch ended before `now` (unix seconds: no
-    /// report can go to it any more), or whose store is gone; the next prune comes when
-    /// the entries left have doubled.
-    fn prune(&mut self, now: u64) {
-        self.last
-            .retain(|_, last| last.store.strong_count() > 0 && last.until >= now);
-        self.prune_at = (self.last.len() * 2).clamp(PRUNE_AT_LEAST, MAX_REMEMBERED);
-        self.full_until = match self.last.len() >= MAX_REMEMBERED {
-            true => now + 1,
-            false => 0,
-        };
-    }
-}
-
-impl Reporter {
-    /// Marks `mark` (a window's start, or an epoch with [`EPOCH_MARK`]), open until `until`
-    /// (unix seconds), as reported in at `now` (unix seconds); whether this is the
-    /// reporter's first report in it.
-    fn first_in(&self, mark: u64, until: u64, now: u64) -> bool {
-        let mut environments = LAST_WINDOWS.lock().unwrap_or_else(PoisonError::into_inner);
-        let windows = environments
-            .entry(Arc::clone(&self.environment))
-            .or_default();
-        let key = Arc::clone(&self.circuit);
-        let same_store = |other: &Weak<dyn StateStore>| {
-            other.as_ptr().cast::<()>() == self.store.as_ptr().cast::<()>()
-        };
-        match windows.last.get_mut(&key) {
-            Some(last) if same_store(&last.store) => {
-                let first = last.mark != mark;
-                (last.mark, last.until) = (mark, until);
-                first
-            }
-            _ => {
-                if windows.last.len() >= windows.prune_at && now >= windows.full_until {
-                    windows.prune(now);
-                }
-                if windows.last.len() >= MAX_REMEMBERED {
-                    return false;
-                }
-                let store = Weak::clone(&self.store);
-                windows.last.insert(key, LastReport { store, mark, until });
-                true
-            }
-        }
-    }
 }
 
 /// The reports of one circuit of this environment.
