@@ -105,7 +105,18 @@ impl Shared {
     /// there moves to the main queue instead), else from the main queue (a key with turns
     /// left goes round again, one turn fewer).
     fn evict_one(&mut self) {
+        // Other threads' calls may give turns back while this one looks: after two rounds
+        // of every entry, the head goes whatever its turns.
+        let mut looks = 2 * self.len() + 2;
         loop {
+            looks -= 1;
+            if looks == 0 {
+                let head = self.small.pop_front().or_else(|| self.main.pop_front());
+                if let Some(entry) = head {
+                    self.remove(&entry);
+                }
+                return;
+            }
             if self.small.len() >= self.small_capacity() || self.main.is_empty() {
                 let Some(entry) = self.small.pop_front() else {
                     return;

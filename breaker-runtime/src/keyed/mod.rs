@@ -180,7 +180,7 @@ impl KeyedCircuitBreaker {
     /// let zero = hosts().with_max_open_keys(0).unwrap_err();
     /// assert_eq!(zero.to_string(), "max_open_keys must be at least 1, got 0");
     /// let huge = hosts().with_max_open_keys(10_000).unwrap_err();
-    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 4000 (an index of 308 KB with its suspicions), got 10000");
+    /// assert_eq!(huge.to_string(), "max_open_keys must be at most 3000 (an index of 308 KB with its suspicions), got 10000");
     /// # Ok::<(), CircuitBreakerConfigError>(())
     /// ```
     pub fn with_max_open_keys(self, cap: u32) -> Result<Self, CircuitBreakerConfigError> {
@@ -351,7 +351,7 @@ impl KeyedCircuitBreaker {
     }
 
     /// The state this environment believes `key`'s circuit is in, from its cache (no I/O,
-    /// and the key's place in the LRU order is left as it is). A key this environment keeps
+    /// and what eviction knows of the key's use is left as it is). A key this environment keeps
     /// no circuit for reads as closed: its first call reads its item if the index names it.
     ///
     /// ```

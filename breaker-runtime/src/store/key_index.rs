@@ -1,6 +1,6 @@
 //! The index of a keyed circuit: one small item per circuit naming the keys whose items
 //! must be read (open, half-open or suspected), so healthy keys cost no reads of their own.
-//! [`KeyIndexWrite`] holds its three conditional writes and, like
+//! [`KeyIndexWrite`] holds its five conditional writes and, like
 //! [`RecordWrite`](super::RecordWrite), how a store applies them
 //! ([`KeyIndexWrite::apply`]).
 
@@ -147,9 +147,11 @@ pub enum KeyIndexWrite {
 pub enum KeyIndexOutcome {
     /// The condition held; the index now says what the write said.
     Won,
-    /// An add met an entry of its key: that entry's token (`None` if the store does not say).
+    /// An add (or a suspect) met an entry (or a suspicion) of its key: that one's token
+    /// (`None` if the store does not say).
     Exists(Option<u64>),
-    /// An add met the cap: the index holds this many entries.
+    /// An add met the cap: the index holds this many entries (a suspect: this many
+    /// suspicions).
     CapReached(u32),
     /// A refresh met no entry of its key, or a remove another token (or an add lost to an
     /// index that changed before the store could say why): the index as it is (`None`:

@@ -228,8 +228,11 @@ async fn a_stream_of_distinct_failing_keys_is_remembered_within_a_bound() {
     use crate::testing::ManualClock;
     use crate::{CircuitBreakerConfig, KeyedCircuitBreaker};
     let clock = ManualClock::new();
+    // An environment of its own: the bound is per environment, and other tests of this
+    // process report as theirs.
     let config = CircuitBreakerConfig::builder()
         .clock(clock.clone())
+        .environment_id("env-one-off-keys")
         .build()
         .unwrap();
     let store = Arc::new(crate::store::InMemoryStore::with_fleet_counters());

@@ -117,9 +117,13 @@ fn a_nested_call_on_the_same_thread_runs() {
 
 #[test]
 fn two_keyed_circuits_never_share_a_near_cache_entry() {
-    let (first, second) = (Circuits::new(10), Circuits::new(10));
+    let (first, second) = (Circuits::new(1_000), Circuits::new(1_000));
     let made = Cell::new(0);
-    call(&first, Whole, "a", &made);
-    call(&second, Whole, "a", &made);
-    assert_eq!(made.get(), 2);
+    // Enough keys that some land in the slot the other circuit's same key took.
+    let keys: Vec<String> = (0..512).map(|i| format!("k{i}")).collect();
+    for key in &keys {
+        call(&first, Whole, key, &made);
+        call(&second, Whole, key, &made);
+    }
+    assert_eq!(made.get(), 1_024, "each circuit made each key its own");
 }

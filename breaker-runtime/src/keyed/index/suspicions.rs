@@ -13,9 +13,15 @@ use crate::store::{KeyIndex, KeyIndexOutcome, KeyIndexWrite, StoreError, decode_
 /// policy still trips it) until the suspicions named end.
 pub(crate) const MAX_SUSPECTED_KEYS: u32 = 1_000;
 
-/// Ended suspicions one index read removes at most: a burst of a thousand suspected keys
-/// is gone within a few hundred index reads of the fleet.
-const REMOVED_PER_READ: usize = 10;
+/// Ended suspicions one index read removes at most: each removal is a write of the whole
+/// index item (its size in write units), made inside a key's read.
+const REMOVED_PER_READ: usize = 3;
+
+/// Each environment takes a suspicion's naming for ended this much later at most, by a
+/// delay of its own per naming: the first environment to reach it removes it, and the
+/// others' next reads show it gone, rather than every reader of the fleet sending the
+/// same removal (each charged at the item's size, won or lost).
+const REMOVAL_SPREAD_MILLIS: u64 = 300_000;
 
 /// How long after its token a suspicion's naming may go: its window, the grace of the
 /// trip that may follow, and the clock skew between environments.
@@ -114,18 +120,23 @@ impl IndexCopy {
     }
 
     /// The ended suspicions of `index` this environment removes after its read at `now`:
-    /// at most [`REMOVED_PER_READ`], chosen by this environment's own order, so that the
-    /// fleet's readers remove different ones.
+    /// at most [`REMOVED_PER_READ`], those furthest past their end as this environment
+    /// counts it (the suspicion's life plus its own delay for that naming, up to
+    /// [`REMOVAL_SPREAD_MILLIS`]), so that the fleet's readers reach each one at different
+    /// times.
     pub(super) fn ended_suspicions(&self, index: &KeyIndex, now: u64) -> Vec<(String, u64)> {
         let mut ended: Vec<(u64, &String, u64)> = index
             .suspected
             .iter()
-            .filter(|(_, token)| self.ended(**token, now))
-            .map(|(key, token)| {
+            .filter_map(|(key, token)| {
                 // From the token's time, not its random digits: reproducible in a simulation.
                 let written = KeyIndex::written_at_millis(*token);
-                let order = crate::environment::spread(u64::MAX, &self.environment, written);
-                (order, key, *token)
+                let delay =
+                    crate::environment::spread(REMOVAL_SPREAD_MILLIS, &self.environment, written);
+                let past = now
+                    .saturating_sub(written)
+                    .checked_sub(self.suspicion_millis.saturating_add(delay))?;
+                (past > 0).then_some((u64::MAX - past, key, *token))
             })
             .collect();
         ended.sort_unstable();

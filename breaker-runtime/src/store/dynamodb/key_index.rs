@@ -345,6 +345,14 @@ mod tests {
                 item(&[(KEY_INDEX, n("1")), ("k:a", n("1.5"))]),
                 "'k:a' is not a token: 1.5",
             ),
+            (
+                item(&[(KEY_INDEX, n("1")), ("s:a", n("x"))]),
+                "'s:a' is not a token: x",
+            ),
+            (
+                item(&[(KEY_INDEX, n("1")), (SUSPECTED_KEYS, n("-2"))]),
+                "'suspected_keys' is not a count: -2",
+            ),
         ];
         for (item, problem) in cases {
             let error = decode_index(&item).unwrap_err();
@@ -368,6 +376,15 @@ mod tests {
                 key: "a".into(),
                 token: 1,
                 cap: None,
+            },
+            KeyIndexWrite::Suspect {
+                key: "a".into(),
+                token: 1,
+                cap: 3,
+            },
+            KeyIndexWrite::Unsuspect {
+                key: "a".into(),
+                token: 1,
             },
             KeyIndexWrite::Refresh {
                 key: "a".into(),
