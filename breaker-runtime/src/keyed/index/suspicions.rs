@@ -114,11 +114,6 @@ impl IndexCopy {
         now.saturating_sub(KeyIndex::written_at_millis(token)) < self.grace_millis
     }
 
-    /// Whether the suspicion named with `token` has ended at `now` (unix millis).
-    fn ended(&self, token: u64, now: u64) -> bool {
-        now.saturating_sub(KeyIndex::written_at_millis(token)) > self.suspicion_millis
-    }
-
     /// The ended suspicions of `index` this environment removes after its read at `now`:
     /// at most [`REMOVED_PER_READ`], those furthest past their end as this environment
     /// counts it (the suspicion's life plus its own delay for that naming, up to
