@@ -215,6 +215,23 @@ mod tests {
     use super::*;
 
     #[test]
+    fn an_epochs_latest_successes_count_against_its_earlier_failures() {
+        let policy = FleetPolicy::default();
+        let mut tally = EpochTally {
+            reporters: 5,
+            ..EpochTally::default()
+        };
+        tally.failures[0] = 30;
+        assert!(
+            epoch_trips(&tally, &policy).is_some(),
+            "failures alone trip"
+        );
+        // The latest slice holds successes only: they count, and the rate is far below.
+        tally.successes[EPOCH_SLICES - 1] = 10_000;
+        assert_eq!(epoch_trips(&tally, &policy), None);
+    }
+
+    #[test]
     fn tallies_add_reports_and_an_epoch_slice_past_the_last_counts_in_the_last() {
         let report = FailureReport {
             window_start: 100,

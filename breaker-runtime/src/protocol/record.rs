@@ -267,3 +267,26 @@ impl Override {
         self.kind == other.kind && self.at == other.at && self.by == other.by
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_suspicion_holds_on_a_closed_record_until_its_second() {
+        let mut record = CircuitRecord::closed();
+        assert_eq!(record, CircuitRecord::default());
+        assert_eq!(record.live_suspicion(100), None, "none written");
+        record.suspected_until = Some(110);
+        assert_eq!(record.live_suspicion(100), Some(110));
+        assert_eq!(record.live_suspicion(109), Some(110));
+        assert_eq!(record.live_suspicion(110), None, "it ends at its second");
+        assert_eq!(record.live_suspicion(111), None);
+        record.state = CircuitState::Open;
+        assert_eq!(
+            record.live_suspicion(100),
+            None,
+            "an open circuit suspects nothing"
+        );
+    }
+}
