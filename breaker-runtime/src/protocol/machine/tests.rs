@@ -570,3 +570,24 @@ fn an_override_that_ended_leaves_the_protocol_to_the_record() {
     let disabled = overridden(CircuitRecord::closed(), OverrideKind::Disabled, Some(until));
     assert!(may_trip(&disabled, ended_at) && !may_trip(&disabled, ended_at - 1000));
 }
+
+#[test]
+fn another_environments_lease_is_taken_over_only_after_its_expiry_second() {
+    let opened = T0 / 1000 - 3_600;
+    let lease = T0 / 1000 + 10;
+    let record = CircuitRecord {
+        state: CircuitState::HalfOpen,
+        half_open_owner: Some(OTHER.into()),
+        probe_lease_expiry: Some(lease),
+        ..open_at(opened)
+    };
+    let quiet = knowing(true, true, false);
+    let at = |millis: u64| admit(&record, ME, millis, &thresholds(), &quiet);
+    // Long past the opening's recovery timeout, but the lease runs through its second.
+    assert_eq!(at(lease * 1000 + 999), Admission::Reject);
+    assert!(
+        matches!(at((lease + 1) * 1000), Admission::Elect(_)),
+        "{:?}",
+        at((lease + 1) * 1000)
+    );
+}
