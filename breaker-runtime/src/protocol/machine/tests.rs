@@ -581,13 +581,19 @@ fn another_environments_lease_is_taken_over_only_after_its_expiry_second() {
         probe_lease_expiry: Some(lease),
         ..open_at(opened)
     };
-    let quiet = knowing(true, true, false);
-    let at = |millis: u64| admit(&record, ME, millis, &thresholds(), &quiet);
+    let fallback = thresholds().fallback_millis;
+    let at = |millis: u64, local: &Local| admit(&record, ME, millis, &thresholds(), local);
     // Long past the opening's recovery timeout, but the lease runs through its second.
-    assert_eq!(at(lease * 1000 + 999), Admission::Reject);
-    assert!(
-        matches!(at((lease + 1) * 1000), Admission::Elect(_)),
-        "{:?}",
-        at((lease + 1) * 1000)
-    );
+    let quiet = knowing(true, true, false);
+    assert_eq!(at(lease * 1000 + 999, &quiet), Admission::Reject);
+    assert!(matches!(
+        at((lease + 1) * 1000, &quiet),
+        Admission::Elect(_)
+    ));
+    // A busy environment without the first right waits the fallback after the lease's end,
+    // not after the opening's recovery timeout.
+    let busy = knowing(false, true, false);
+    let ended = (lease + 1) * 1000;
+    assert_eq!(at(ended + fallback - 1, &busy), Admission::Reject);
+    assert!(matches!(at(ended + fallback, &busy), Admission::Elect(_)));
 }
