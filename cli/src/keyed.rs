@@ -5,6 +5,7 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context as _, bail};
+use breaker_runtime::__protocol::decode_key;
 use breaker_runtime::store::{KeyIndexOutcome, KeyIndexWrite, StateStore as _};
 use breaker_runtime::unstable::{
     OperatorReads as _, OperatorWrites as _, StoredCircuit, StoredKeyIndex,
@@ -178,11 +179,16 @@ fn to_json(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> serde_json::V
     let malformed: Vec<_> = (index.malformed.iter())
         .map(|m| json!({ "attribute": m.attribute, "problem": m.problem, "unreadable": m.unreadable }))
         .collect();
+    let suspected: Vec<_> = (index.suspected.iter())
+        .map(|(encoded, at)| json!({ "key": decode_key(encoded), "named_at_ms": at }))
+        .collect();
     json!({
         "name": index.circuit,
         "keyed": true,
         "open_keys": index.open_keys,
         "entries": index.entry_attributes,
+        "suspected_keys": index.suspected_keys,
+        "suspected": suspected,
         "malformed": malformed,
         "warnings": view::index_warnings(index),
         "keys": keys,
@@ -198,6 +204,20 @@ fn to_text(index: &StoredKeyIndex, keys: &[NamedKey], now: u64) -> String {
         "state",
         view::keyed_state(index),
     );
+    let head = match index.suspected.len() {
+        0 => head,
+        n => {
+            let shown: Vec<_> = (index.suspected.iter().take(10))
+                .map(|(encoded, _)| printable(&decode_key(encoded)))
+                .collect();
+            let more = if n > 10 { ", …" } else { "" };
+            format!(
+                "{head}\n{:<13}{n} (named apart from the cap, each until its suspicion ends): {}{more}",
+                "suspected",
+                shown.join(", ")
+            )
+        }
+    };
     let warnings: String = (view::index_warnings(index).iter())
         .map(|warning| format!("\nwarning: {warning}"))
         .collect();

@@ -484,6 +484,8 @@ async fn show_keys_reports_malformed_entries_and_a_count_that_disagrees() {
                 ("k:shop-17", AttributeValue::N(format!("{now_ms}123"))),
                 ("k:shop-18", AttributeValue::S("soon".into())),
                 ("k:a#b", AttributeValue::N(format!("{now_ms}123"))),
+                ("suspected_keys", AttributeValue::N("1".into())),
+                ("s:tenant%239", AttributeValue::N(format!("{now_ms}456"))),
             ],
         )
         .await;
@@ -509,6 +511,12 @@ async fn show_keys_reports_malformed_entries_and_a_count_that_disagrees() {
         .json();
     assert_eq!(json["open_keys"], 5);
     assert_eq!(json["entries"], 3);
+    assert_eq!(json["suspected_keys"], 1);
+    assert_eq!(json["suspected"][0]["key"], "tenant#9", "{json:#}");
+    assert!(
+        text.contains("suspected    1 (named apart from the cap"),
+        "{text}"
+    );
     let malformed = json["malformed"].as_array().expect("malformed entries");
     let attributes: Vec<_> = malformed.iter().map(|m| m["attribute"].as_str()).collect();
     assert_eq!(attributes, [Some("k:a#b"), Some("k:shop-18")], "{json:#}");

@@ -193,6 +193,38 @@ async fn healthy_keys_cost_no_reads_beyond_the_index_read() {
 }
 
 #[tokio::test]
+async fn a_malformed_suspicion_is_a_clear_error_and_the_listing_names_it() {
+    use breaker_runtime::unstable::OperatorReads as _;
+    let (db, store) = crate::simple_table_on(Emulator::Dynalite).await;
+    let broken = item(&[
+        ("id", s(&key_index_id("webhooks"))),
+        ("key_index", n(1)),
+        ("suspected_keys", n(1)),
+        ("s:x", s("not a token")),
+        ("s:y", n(1_700_000_000_000_123)),
+    ]);
+    put_raw(&db, "circuits", broken).await;
+    let error = store
+        .read_key_index("webhooks", false)
+        .await
+        .expect_err("a malformed index");
+    assert!(
+        error.to_string().contains("'s:x' is not a number"),
+        "{error}"
+    );
+    let listing = store.listing().await.expect("a listing");
+    let index = &listing.key_indexes[0];
+    let problems: Vec<_> = index
+        .malformed
+        .iter()
+        .map(|p| (p.attribute.as_str(), p.unreadable))
+        .collect();
+    assert_eq!(problems, [("s:x", true)]);
+    assert_eq!(index.suspected, [("y".to_owned(), 1_700_000_000_000)]);
+    assert_eq!((index.suspected_keys, index.open_keys), (1, 0));
+}
+
+#[tokio::test]
 async fn a_malformed_index_is_a_clear_error_and_the_keys_fail_open() {
     let (db, store) = crate::simple_table_on(Emulator::Dynalite).await;
     let broken = item(&[

@@ -7,7 +7,9 @@ use std::future::Future;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::Item;
-use super::key_index::{ENTRY_PREFIX, KEY_INDEX, OPEN_KEYS, count, token};
+use super::key_index::{
+    ENTRY_PREFIX, KEY_INDEX, OPEN_KEYS, SUSPECTED_KEYS, SUSPICION_PREFIX, count, token,
+};
 use super::report::is_report_item;
 use super::{DynamoDbStore, Shared, update_failed};
 use crate::protocol::CircuitRecord;
@@ -81,6 +83,12 @@ pub struct StoredKeyIndex {
     /// How many entry attributes (`k:...`) the item holds, malformed ones included: what
     /// `open_keys` should equal.
     pub entry_attributes: u64,
+    /// The item's count of its suspicions (`suspected_keys`).
+    pub suspected_keys: u64,
+    /// Each suspicion (`s:...`): the encoded key and when it was named (unix
+    /// milliseconds), sorted by key. Suspicions take no slot of the cap, and go once they
+    /// have ended.
+    pub suspected: Vec<(String, u64)>,
     /// The TTL attribute (unix seconds): `None`, as the breaker writes the index; one an
     /// older version set (the next write to the index removes it).
     pub expiration: Option<u64>,
@@ -90,7 +98,7 @@ pub struct StoredKeyIndex {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct IndexProblem {
-    /// The attribute's name (`k:...` or `open_keys`).
+    /// The attribute's name (`k:...`, `s:...`, `open_keys` or `suspected_keys`).
     pub attribute: String,
     /// What is wrong with it.
     pub problem: String,
@@ -375,8 +383,20 @@ impl Shared {
             entries: Vec::new(),
             malformed: Vec::new(),
             entry_attributes: 0,
+            suspected_keys: 0,
+            suspected: Vec::new(),
             expiration: number(item, &self.names.expiry),
         };
+        if let Some(value) = item.get(SUSPECTED_KEYS) {
+            match count(SUSPECTED_KEYS, value) {
+                Ok(count) => index.suspected_keys = count.into(),
+                Err(problem) => index.malformed.push(IndexProblem {
+                    attribute: SUSPECTED_KEYS.to_owned(),
+                    problem,
+                    unreadable: true,
+                }),
+            }
+        }
         if let Some(value) = item.get(OPEN_KEYS) {
             match count(OPEN_KEYS, value) {
                 Ok(count) => index.open_keys = count.into(),
@@ -388,6 +408,18 @@ impl Shared {
             }
         }
         for (attribute, value) in item {
+            if let Some(key) = attribute.strip_prefix(SUSPICION_PREFIX) {
+                // The breaker fails to read the whole index on a malformed suspicion.
+                match token(attribute, value) {
+                    Ok(token) => index.suspected.push((key.to_owned(), token / 1000)),
+                    Err(problem) => index.malformed.push(IndexProblem {
+                        attribute: attribute.clone(),
+                        problem,
+                        unreadable: true,
+                    }),
+                }
+                continue;
+            }
             let Some(key) = attribute.strip_prefix(ENTRY_PREFIX) else {
                 continue;
             };
@@ -411,6 +443,7 @@ impl Shared {
             }
         }
         index.entries.sort();
+        index.suspected.sort();
         index
             .malformed
             .sort_by(|a, b| a.attribute.cmp(&b.attribute));
