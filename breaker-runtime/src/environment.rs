@@ -13,6 +13,15 @@ pub(crate) fn id() -> &'static str {
     &ENVIRONMENT_ID
 }
 
+/// The id a circuit with `config` reports and names itself by: the configured one (a
+/// simulation's), else this process's.
+pub(crate) fn id_of(config: &crate::config::CircuitBreakerConfig) -> std::sync::Arc<str> {
+    match &config.environment_id {
+        Some(id) => std::sync::Arc::clone(id),
+        None => id().into(),
+    }
+}
+
 /// A new id for one circuit breaker value of this process: the process's id and the
 /// value's number (`<uuid>#<n>`), unique per value.
 pub(crate) fn value_id() -> String {

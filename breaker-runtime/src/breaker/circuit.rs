@@ -84,10 +84,7 @@ impl Circuit {
         store: Arc<dyn StateStore>,
         config: CircuitBreakerConfig,
     ) -> Self {
-        let environment_id: Arc<str> = match &config.environment_id {
-            Some(id) => Arc::clone(id),
-            None => environment::id().into(),
-        };
+        let environment_id = environment::id_of(&config);
         // The probe owner written to the store: the configured id as it is (it names one
         // prober), else the process's id and this value's number, so that two values of
         // one circuit in one process (a tower layer and the attribute, a breaker per

@@ -175,25 +175,9 @@ impl KeyIndexWrite {
     /// atomically as far as the caller holds `index`: the reference every store must match.
     pub fn apply(&self, index: &mut Option<KeyIndex>) -> KeyIndexOutcome {
         match self {
-            Self::Add {
-                key, token, cap, ..
-            } => {
-                let current = index.get_or_insert_with(KeyIndex::default);
-                if let Some(existing) = current.token(key) {
-                    return KeyIndexOutcome::Exists(Some(existing));
-                }
-                if let Some(cap) = cap
-                    && current.open_keys >= *cap
-                {
-                    let open = current.open_keys;
-                    if *current == KeyIndex::default() {
-                        *index = None;
-                    }
-                    return KeyIndexOutcome::CapReached(open);
-                }
-                current.entries.insert(key.clone(), *token);
-                current.open_keys = current.open_keys.saturating_add(1);
-                KeyIndexOutcome::Won
+            Self::Add { key, token, cap } => add(index, Named::Entry, key, *token, *cap),
+            Self::Suspect { key, token, cap } => {
+                add(index, Named::Suspicion, key, *token, Some(*cap))
             }
             Self::Refresh { key, token, .. } => {
                 match index.as_mut().and_then(|i| i.entries.get_mut(key)) {
@@ -204,41 +188,71 @@ impl KeyIndexWrite {
                     None => KeyIndexOutcome::Lost(index.clone()),
                 }
             }
-            Self::Remove { key, token, .. } => match index.as_mut() {
-                Some(current) if current.token(key) == Some(*token) => {
-                    current.entries.remove(key);
-                    // ADD -1: the count follows the entries, whatever it was.
-                    current.open_keys = current.open_keys.saturating_sub(1);
-                    KeyIndexOutcome::Won
-                }
-                _ => KeyIndexOutcome::Lost(index.clone()),
-            },
-            Self::Suspect { key, token, cap } => {
-                let current = index.get_or_insert_with(KeyIndex::default);
-                if let Some(existing) = current.suspicion(key) {
-                    return KeyIndexOutcome::Exists(Some(existing));
-                }
-                if current.suspected_keys >= *cap {
-                    let suspected = current.suspected_keys;
-                    if *current == KeyIndex::default() {
-                        *index = None;
-                    }
-                    return KeyIndexOutcome::CapReached(suspected);
-                }
-                current.suspected.insert(key.clone(), *token);
-                current.suspected_keys = current.suspected_keys.saturating_add(1);
-                KeyIndexOutcome::Won
-            }
-            Self::Unsuspect { key, token } => match index.as_mut() {
-                Some(current) if current.suspicion(key) == Some(*token) => {
-                    current.suspected.remove(key);
-                    current.suspected_keys = current.suspected_keys.saturating_sub(1);
-                    KeyIndexOutcome::Won
-                }
-                _ => KeyIndexOutcome::Lost(index.clone()),
-            },
+            Self::Remove { key, token } => remove(index, Named::Entry, key, *token),
+            Self::Unsuspect { key, token } => remove(index, Named::Suspicion, key, *token),
         }
     }
+}
+
+/// Which of an index's namings a write is about: an entry (counted by `open_keys`) or a
+/// suspicion (counted by `suspected_keys`).
+#[derive(Clone, Copy)]
+enum Named {
+    Entry,
+    Suspicion,
+}
+
+impl Named {
+    /// The namings of this kind in `index`, and their count.
+    fn of(self, index: &mut KeyIndex) -> (&mut BTreeMap<String, u64>, &mut u32) {
+        match self {
+            Self::Entry => (&mut index.entries, &mut index.open_keys),
+            Self::Suspicion => (&mut index.suspected, &mut index.suspected_keys),
+        }
+    }
+}
+
+/// Names `key` with `token` among `named`, counting it, unless it is named already or
+/// (with a `cap`) the count has reached it; creates the index, but not for a refusal.
+fn add(
+    index: &mut Option<KeyIndex>,
+    named: Named,
+    key: &str,
+    token: u64,
+    cap: Option<u32>,
+) -> KeyIndexOutcome {
+    let current = index.get_or_insert_with(KeyIndex::default);
+    let (namings, count) = named.of(current);
+    if let Some(existing) = namings.get(key) {
+        return KeyIndexOutcome::Exists(Some(*existing));
+    }
+    if let Some(cap) = cap
+        && *count >= cap
+    {
+        let counted = *count;
+        if *current == KeyIndex::default() {
+            *index = None;
+        }
+        return KeyIndexOutcome::CapReached(counted);
+    }
+    namings.insert(key.to_owned(), token);
+    *count = count.saturating_add(1);
+    KeyIndexOutcome::Won
+}
+
+/// Removes `key`'s naming among `named` if its token is `token`.
+fn remove(index: &mut Option<KeyIndex>, named: Named, key: &str, token: u64) -> KeyIndexOutcome {
+    let Some(current) = index.as_mut() else {
+        return KeyIndexOutcome::Lost(None);
+    };
+    let (namings, count) = named.of(current);
+    if namings.get(key) != Some(&token) {
+        return KeyIndexOutcome::Lost(index.clone());
+    }
+    namings.remove(key);
+    // ADD -1: the count follows the namings, whatever it was.
+    *count = count.saturating_sub(1);
+    KeyIndexOutcome::Won
 }
 
 #[cfg(test)]

@@ -152,10 +152,7 @@ impl IndexCopy {
                 .saturating_sub(CLOCK_SKEW_MILLIS),
             stale_entry_millis: STALE_ENTRY_MILLIS.saturating_add(millis(longest_wait)),
             suspicion_millis: suspicions::life_millis(config),
-            environment: match &config.environment_id {
-                Some(id) => Arc::clone(id),
-                None => crate::environment::id().into(),
-            },
+            environment: crate::environment::id_of(config),
             error_backoff_millis: millis(config.store_error_backoff),
             cap: AtomicU32::new(DEFAULT_MAX_OPEN_KEYS),
             last_warning: AtomicU64::new(0),
@@ -318,16 +315,26 @@ impl IndexCopy {
             .entries
             .iter()
             .filter_map(|(encoded, token)| {
-                // From the token's time, not its random digits: reproducible in a simulation.
-                let written = KeyIndex::written_at_millis(*token);
-                let delay =
-                    crate::environment::spread(STALE_SPREAD_MILLIS, &self.environment, written);
-                let age = now.saturating_sub(written);
-                let past = age.checked_sub(self.stale_entry_millis.saturating_add(delay))?;
-                (past > 0).then_some((past, encoded, *token))
+                let past =
+                    self.past_due(*token, now, self.stale_entry_millis, STALE_SPREAD_MILLIS)?;
+                Some((past, encoded, *token))
             })
             .max_by_key(|(past, _, _)| *past)
             .map(|(_, encoded, token)| (encoded.clone(), token))
+    }
+
+    /// How long past `after` millis from its token's time an entry named with `token` is
+    /// at `now`, as this environment counts it: plus a delay of its own for that entry, up
+    /// to `spread` millis, so that the fleet's environments reach it at different times.
+    /// `None` if not past.
+    fn past_due(&self, token: u64, now: u64, after: u64, spread: u64) -> Option<u64> {
+        // From the token's time, not its random digits: reproducible in a simulation.
+        let written = KeyIndex::written_at_millis(token);
+        let delay = crate::environment::spread(spread, &self.environment, written);
+        let past = now
+            .saturating_sub(written)
+            .checked_sub(after.saturating_add(delay))?;
+        (past > 0).then_some(past)
     }
 
     /// An entry nobody refreshed or removed for the stale age (its key's environments were

@@ -124,14 +124,9 @@ impl IndexCopy {
             .suspected
             .iter()
             .filter_map(|(key, token)| {
-                // From the token's time, not its random digits: reproducible in a simulation.
-                let written = KeyIndex::written_at_millis(*token);
-                let delay =
-                    crate::environment::spread(REMOVAL_SPREAD_MILLIS, &self.environment, written);
-                let past = now
-                    .saturating_sub(written)
-                    .checked_sub(self.suspicion_millis.saturating_add(delay))?;
-                (past > 0).then_some((u64::MAX - past, key, *token))
+                let past =
+                    self.past_due(*token, now, self.suspicion_millis, REMOVAL_SPREAD_MILLIS)?;
+                Some((u64::MAX - past, key, *token))
             })
             .collect();
         ended.sort_unstable();

@@ -35,7 +35,8 @@ pub(super) const SUSPECTED_KEYS: &str = "suspected_keys";
 /// The prefix of a suspicion's attribute: `s:{encoded key}` (N, a token).
 pub(super) const SUSPICION_PREFIX: &str = "s:";
 
-/// Add: names the key and counts it, unless it is named already.
+/// Add: names the key and counts it, unless it is named already. A suspect is the same
+/// write on the key's `s:` attribute (`#k`) and the suspicions' count (`#n`).
 const ADD: &str = "SET #k = :token, #ki = :one ADD #n :one REMOVE #e";
 const ADD_IF_ABSENT: &str = "attribute_not_exists(#k)";
 /// Add within the cap: also fewer than `:cap` entries.
@@ -43,15 +44,9 @@ const ADD_IF_ROOM: &str = "attribute_not_exists(#k) AND (attribute_not_exists(#n
 /// Refresh: a new token for a named key.
 const REFRESH: &str = "SET #k = :token REMOVE #e";
 const REFRESH_IF_NAMED: &str = "attribute_exists(#k)";
-/// Remove: the entry goes if its token is the one read.
+/// Remove: the entry goes if its token is the one read (an unsuspect: the suspicion).
 const REMOVE: &str = "REMOVE #k, #e ADD #n :minus_one";
 const REMOVE_IF_TOKEN: &str = "#k = :token";
-/// Suspect: names the key's suspicion (`#k` is its `s:` attribute) and counts it apart.
-const SUSPECT: &str = "SET #k = :token, #ki = :one ADD #m :one REMOVE #e";
-const SUSPECT_IF_ROOM: &str =
-    "attribute_not_exists(#k) AND (attribute_not_exists(#m) OR #m < :cap)";
-/// Unsuspect: the suspicion goes if its token is the one read.
-const UNSUSPECT: &str = "REMOVE #k, #e ADD #m :minus_one";
 
 /// One request: its update, its condition, and what they use.
 struct Request<'a> {
@@ -118,21 +113,11 @@ impl Shared {
 
     /// The update, condition, names and values of `write`, whose entry attribute is `entry`.
     fn request<'a>(&'a self, write: &KeyIndexWrite, entry: &'a str) -> Request<'a> {
-        let mut names = vec![("#k", entry), ("#e", self.names.expiry.as_str())];
+        let names = vec![("#k", entry), ("#e", self.names.expiry.as_str())];
         match write {
-            KeyIndexWrite::Add { token, cap, .. } => {
-                names.extend([("#ki", KEY_INDEX), ("#n", OPEN_KEYS)]);
-                let mut values = vec![(":token", number(*token)), (":one", number(1))];
-                values.extend(cap.map(|cap| (":cap", number(cap.into()))));
-                Request {
-                    update: ADD,
-                    condition: match cap {
-                        Some(_) => ADD_IF_ROOM,
-                        None => ADD_IF_ABSENT,
-                    },
-                    names,
-                    values,
-                }
+            KeyIndexWrite::Add { token, cap, .. } => add(names, OPEN_KEYS, *token, *cap),
+            KeyIndexWrite::Suspect { token, cap, .. } => {
+                add(names, SUSPECTED_KEYS, *token, Some(*cap))
             }
             KeyIndexWrite::Refresh { token, .. } => Request {
                 update: REFRESH,
@@ -140,43 +125,8 @@ impl Shared {
                 names,
                 values: vec![(":token", number(*token))],
             },
-            KeyIndexWrite::Remove { token, .. } => {
-                names.push(("#n", OPEN_KEYS));
-                Request {
-                    update: REMOVE,
-                    condition: REMOVE_IF_TOKEN,
-                    names,
-                    values: vec![
-                        (":token", number(*token)),
-                        (":minus_one", AttributeValue::N("-1".into())),
-                    ],
-                }
-            }
-            KeyIndexWrite::Suspect { token, cap, .. } => {
-                names.extend([("#ki", KEY_INDEX), ("#m", SUSPECTED_KEYS)]);
-                Request {
-                    update: SUSPECT,
-                    condition: SUSPECT_IF_ROOM,
-                    names,
-                    values: vec![
-                        (":token", number(*token)),
-                        (":one", number(1)),
-                        (":cap", number((*cap).into())),
-                    ],
-                }
-            }
-            KeyIndexWrite::Unsuspect { token, .. } => {
-                names.push(("#m", SUSPECTED_KEYS));
-                Request {
-                    update: UNSUSPECT,
-                    condition: REMOVE_IF_TOKEN,
-                    names,
-                    values: vec![
-                        (":token", number(*token)),
-                        (":minus_one", AttributeValue::N("-1".into())),
-                    ],
-                }
-            }
+            KeyIndexWrite::Remove { token, .. } => remove(names, OPEN_KEYS, *token),
+            KeyIndexWrite::Unsuspect { token, .. } => remove(names, SUSPECTED_KEYS, *token),
         }
     }
 
@@ -189,6 +139,47 @@ impl Shared {
                 self.table
             ))
         })
+    }
+}
+
+/// An add (or a suspect) of the entry `names` bind to `#k`, counted in `count` and
+/// within `cap` of it.
+fn add<'a>(
+    mut names: Vec<(&'static str, &'a str)>,
+    count: &'static str,
+    token: u64,
+    cap: Option<u32>,
+) -> Request<'a> {
+    names.extend([("#ki", KEY_INDEX), ("#n", count)]);
+    let mut values = vec![(":token", number(token)), (":one", number(1))];
+    values.extend(cap.map(|cap| (":cap", number(cap.into()))));
+    Request {
+        update: ADD,
+        condition: match cap {
+            Some(_) => ADD_IF_ROOM,
+            None => ADD_IF_ABSENT,
+        },
+        names,
+        values,
+    }
+}
+
+/// A remove (or an unsuspect) of the entry `names` bind to `#k`, if its token is `token`,
+/// counted out of `count`.
+fn remove<'a>(
+    mut names: Vec<(&'static str, &'a str)>,
+    count: &'static str,
+    token: u64,
+) -> Request<'a> {
+    names.push(("#n", count));
+    Request {
+        update: REMOVE,
+        condition: REMOVE_IF_TOKEN,
+        names,
+        values: vec![
+            (":token", number(token)),
+            (":minus_one", AttributeValue::N("-1".into())),
+        ],
     }
 }
 

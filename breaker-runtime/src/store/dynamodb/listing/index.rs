@@ -12,34 +12,27 @@ impl Shared {
     pub(super) fn stored_index(&self, item: &Item) -> Option<StoredKeyIndex> {
         let name = self.name_of(item)?;
         let circuit = name.strip_suffix(INDEX_SUFFIX).unwrap_or(name).to_owned();
+        // A count that is not one reads as 0, and says so.
+        let mut malformed = Vec::new();
+        let mut counted = |attribute: &str| match item.get(attribute).map(|v| count(attribute, v)) {
+            Some(Ok(count)) => u64::from(count),
+            Some(Err(problem)) => {
+                malformed.push(IndexProblem::unreadable(attribute, problem));
+                0
+            }
+            None => 0,
+        };
+        let (open_keys, suspected_keys) = (counted(OPEN_KEYS), counted(SUSPECTED_KEYS));
         let mut index = StoredKeyIndex {
             circuit,
-            open_keys: 0,
+            open_keys,
             entries: Vec::new(),
-            malformed: Vec::new(),
+            malformed,
             entry_attributes: 0,
-            suspected_keys: 0,
+            suspected_keys,
             suspected: Vec::new(),
             expiration: number(item, &self.names.expiry),
         };
-        if let Some(value) = item.get(SUSPECTED_KEYS) {
-            match count(SUSPECTED_KEYS, value) {
-                Ok(count) => index.suspected_keys = count.into(),
-                Err(problem) => index
-                    .malformed
-                    .push(IndexProblem::unreadable(SUSPECTED_KEYS, problem)),
-            }
-        }
-        if let Some(value) = item.get(OPEN_KEYS) {
-            match count(OPEN_KEYS, value) {
-                Ok(count) => index.open_keys = count.into(),
-                Err(problem) => index.malformed.push(IndexProblem {
-                    attribute: OPEN_KEYS.to_owned(),
-                    problem,
-                    unreadable: true,
-                }),
-            }
-        }
         for (attribute, value) in item {
             if let Some(key) = attribute.strip_prefix(SUSPICION_PREFIX) {
                 // The breaker fails to read the whole index on a malformed suspicion.
