@@ -1,8 +1,6 @@
 //! A sample function whose circuit table does not exist stops at init with an error naming
 //! it (through `circuit_env::start`), instead of failing open on every call.
 
-use std::time::Duration;
-
 use devstack::harness::function_process::LogEcho;
 use devstack::harness::sample_stack::SampleStack;
 
@@ -17,12 +15,7 @@ async fn a_sample_function_whose_circuit_table_does_not_exist_stops_at_init_nami
         )
         .await
         .unwrap();
-    let status = function
-        .wait_exit(Duration::from_secs(20))
-        .await
-        .expect("the function stops at init");
-    assert!(!status.success(), "{status:?}");
-    let logs = function.logs().join("\n");
+    let logs = crate::support::stopped_at_init(&function).await;
     assert!(
         logs.contains("table 'no-such-circuits'") && logs.contains("invalid configuration"),
         "the init error names the table: {logs}"

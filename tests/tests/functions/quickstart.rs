@@ -37,8 +37,10 @@ async fn hung_api() -> (String, Arc<AtomicUsize>) {
     (address, accepted)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_quickstart_function_whose_api_hangs_opens_its_circuit_within_three_invocations() {
+/// `binary`, a function written as the quickstart, started against dynalite with its
+/// table and an inventory API that hangs: the stack (kept alive by the caller), the
+/// function, and how many connections the API accepted.
+async fn against_a_hung_api(binary: &str) -> (Dynalite, FunctionProcess, Arc<AtomicUsize>) {
     let dynalite = Dynalite::start().await.unwrap();
     dynalite
         .create_circuit_table("circuit-breakers")
@@ -47,10 +49,16 @@ async fn a_quickstart_function_whose_api_hangs_opens_its_circuit_within_three_in
     let (inventory, calls) = hung_api().await;
     let mut env = dynalite.env();
     env.push(("INVENTORY_URL", inventory));
-    let function = FunctionProcess::start("quickstart-function", &env, LogEcho::Stderr)
+    let function = FunctionProcess::start(binary, &env, LogEcho::Stderr)
         .await
         .unwrap();
     function.set_timeout(FUNCTION_TIMEOUT);
+    (dynalite, function, calls)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quickstart_function_whose_api_hangs_opens_its_circuit_within_three_invocations() {
+    let (dynalite, function, calls) = against_a_hung_api("quickstart-function").await;
 
     let mut outcomes = Vec::new();
     for n in 1..=FAILURE_THRESHOLD {
@@ -128,18 +136,7 @@ const CALLBACK_INVOCATIONS: usize = 8;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quickstart_function_with_a_callback_keeps_its_hang_protection() {
-    let dynalite = Dynalite::start().await.unwrap();
-    dynalite
-        .create_circuit_table("circuit-breakers")
-        .await
-        .unwrap();
-    let (inventory, calls) = hung_api().await;
-    let mut env = dynalite.env();
-    env.push(("INVENTORY_URL", inventory));
-    let function = FunctionProcess::start("quickstart-callback", &env, LogEcho::Stderr)
-        .await
-        .unwrap();
-    function.set_timeout(FUNCTION_TIMEOUT);
+    let (dynalite, function, calls) = against_a_hung_api("quickstart-callback").await;
 
     let mut outcomes = Vec::new();
     for n in 1..=CALLBACK_INVOCATIONS {
@@ -204,12 +201,7 @@ async fn a_quickstart_function_without_its_table_fails_its_init_naming_the_table
     let function = FunctionProcess::start("quickstart-function", &env, LogEcho::Stderr)
         .await
         .unwrap();
-    let status = function
-        .wait_exit(Duration::from_secs(20))
-        .await
-        .expect("the function stops at init");
-    assert!(!status.success(), "{status:?}");
-    let logs = function.logs().join("\n");
+    let logs = crate::support::stopped_at_init(&function).await;
     assert!(
         logs.contains("table 'circuit-breakers'") && logs.contains("ResourceNotFoundException"),
         "the init error names the table: {logs}"

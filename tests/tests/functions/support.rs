@@ -14,6 +14,17 @@ use tokio::net::TcpListener;
 
 /// Invokes `overflow-replay` (`replay`) with `event` and asserts its answer hands no record
 /// back to the queue: each was charged, parked or deferred.
+/// Waits for `function` to stop at its init, which must fail; its logs, for what the init
+/// error must say.
+pub async fn stopped_at_init(function: &FunctionProcess) -> String {
+    let status = function
+        .wait_exit(Duration::from_secs(20))
+        .await
+        .expect("the function stops at init");
+    assert!(!status.success(), "{status:?}");
+    function.logs().join("\n")
+}
+
 pub async fn replay_fails_no_item(replay: &FunctionProcess, event: Value) {
     let response = replay.invoke(event).await.unwrap().expect_response();
     assert_eq!(response["batchItemFailures"], json!([]), "{response}");
