@@ -26,8 +26,8 @@ struct Args {
     /// quiet-errors-1k, sparse-10k-noisy, light,
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
     /// keyed-rank100, keyed-rank100-alone, keyed-rank100-one-circuit, keyed-10pct,
-    /// keyed-90pct, keyed-healthy), `all` (every scenario of one circuit) or `keyed` (every
-    /// keyed one).
+    /// keyed-90pct, keyed-healthy, keyed-background-5pct), `all` (every scenario of one
+    /// circuit) or `keyed` (every keyed one).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.

@@ -81,7 +81,7 @@ pub const NAMES: [&str; 14] = [
 
 /// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`
 /// runs them.
-pub const KEYED_NAMES: [&str; 7] = [
+pub const KEYED_NAMES: [&str; 8] = [
     "keyed-rank100",
     "keyed-rank100-alone",
     "keyed-rank100-one-circuit",
@@ -89,6 +89,7 @@ pub const KEYED_NAMES: [&str; 7] = [
     "keyed-10pct-plain-per-key",
     "keyed-90pct",
     "keyed-healthy",
+    "keyed-background-5pct",
 ];
 
 impl Scenario {

@@ -232,6 +232,15 @@ impl CircuitBreakerConfig {
     pub fn shadow(&self) -> bool {
         self.shadow
     }
+
+    /// The config each key of a keyed circuit runs with: this one, its fleet policy run by
+    /// the key's rule (a longer window: a key is called far less than a circuit).
+    pub(crate) fn for_keys(&self) -> Self {
+        Self {
+            fleet: self.fleet.map(FleetPolicy::for_keys),
+            ..self.clone()
+        }
+    }
 }
 
 /// A slow-call rate policy.

@@ -110,7 +110,10 @@ pub struct KeyedCircuitBreaker {
 }
 
 struct Keyed {
+    /// The config as given, which `config()` returns.
     config: CircuitBreakerConfig,
+    /// The config each key's circuit runs with (`CircuitBreakerConfig::for_keys`).
+    key_config: CircuitBreakerConfig,
     index: Arc<IndexCopy>,
     circuits: Circuits,
     max_keys_in_memory: AtomicUsize,
@@ -152,9 +155,11 @@ impl KeyedCircuitBreaker {
         config: CircuitBreakerConfig,
     ) -> Self {
         let name: Arc<str> = name.into().into();
+        let key_config = config.for_keys();
         Self {
             inner: Arc::new(Keyed {
-                index: Arc::new(IndexCopy::new(name, store, &config)),
+                index: Arc::new(IndexCopy::new(name, store, &key_config)),
+                key_config,
                 config,
                 circuits: Circuits::new(DEFAULT_MAX_KEYS_IN_MEMORY),
                 max_keys_in_memory: AtomicUsize::new(DEFAULT_MAX_KEYS_IN_MEMORY),
@@ -261,15 +266,22 @@ impl KeyedCircuitBreaker {
         self.inner.index.circuit()
     }
 
-    /// The config every key's circuit runs with.
+    /// The config as given. Every key's circuit runs with it, but for the fleet policy's
+    /// window, six times longer for a key (an hour at most): a key is called far less than
+    /// a whole circuit, and its fleet rule gathers its evidence over that window
+    /// (`docs/design.md`, "Rarely called keys").
     ///
     /// ```
     /// use std::sync::Arc;
+    /// use std::time::Duration;
     /// use breaker_runtime::{CircuitBreakerConfig, KeyedCircuitBreaker};
     /// use breaker_runtime::store::InMemoryStore;
     /// let config = CircuitBreakerConfig::builder().failure_threshold(3).build().unwrap();
     /// let hosts = KeyedCircuitBreaker::new("hosts", Arc::new(InMemoryStore::new()), config);
     /// assert_eq!(hosts.config().failure_threshold(), 3);
+    /// let window = |config: &CircuitBreakerConfig| config.fleet_policy().map(|p| p.window());
+    /// assert_eq!(window(hosts.config()), Some(Duration::from_secs(10)));
+    /// assert_eq!(window(hosts.breaker("shop-1").config()), Some(Duration::from_secs(60)));
     /// ```
     pub fn config(&self) -> &CircuitBreakerConfig {
         &self.inner.config
@@ -344,7 +356,7 @@ impl KeyedCircuitBreaker {
             Arc::clone(inner.index.circuit()),
             key,
             Arc::new(store),
-            inner.config.clone(),
+            inner.key_config.clone(),
             closed_until,
         )
         .with_on_transition(move |transition| hooks.run(&transition, &name))

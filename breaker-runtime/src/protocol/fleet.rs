@@ -21,7 +21,7 @@
 //! an epoch end with it: a trip (a whole-record write) drops the flag, and a later
 //! suspicion has counters of its own.
 
-use super::fleet_policy::FleetPolicy;
+use super::fleet_policy::{FleetPolicy, FleetRule};
 
 /// One environment's report: failures since its last report, the calls it made around
 /// them, for the fleet window starting at `window_start` (unix seconds).
@@ -171,29 +171,49 @@ impl EpochTally {
 /// run again. With 20 % of a quiet fleet's calls failing, a suspicion's 10 s trip in about
 /// 0.2 % of them (a simulation of the sampling alone); at 10 % in none. A fleet whose calls
 /// all fail needs 24 failures under the suspicion.
+///
+/// A key's rule ([`FleetRule::Key`]) also opens on the whole epoch so far, once its first
+/// slice has passed: the threshold itself, with one sample's caution. A key called once per
+/// 4.5 s has 13 calls in its 60 s suspicion, and a fleet whose calls to it all fail opens
+/// it after 10. Only the whole epoch: a short run of a few failures, tested again at every
+/// report, meets the share by chance when few of its successes happened to be sampled; and
+/// not within the first slice (3 s by default), where a busy key reaches the threshold
+/// before its successes are sampled. With that, a key's suspicion trips by chance at 5 % of
+/// its calls failing never, at 10 % in at most 0.2 % of suspicions, at 20 % in at most
+/// 3 % (`a_keys_rule_trips_by_chance_rarely`: the sampling alone, call rates from 0.2/s to
+/// 20/s).
 pub(crate) fn epoch_trips(tally: &EpochTally, policy: &FleetPolicy) -> Option<(u64, u64)> {
     if tally.reporters < MIN_REPORTERS {
         return None;
     }
-    let needed = u64::from(policy.failure_threshold).saturating_mul(2);
     let last = (0..EPOCH_SLICES)
         .rev()
         .find(|&i| tally.failures[i] > 0 || tally.successes[i] > 0)?;
+    let threshold = u64::from(policy.failure_threshold);
+    let meets = |failures: u64, calls: u64, caution_samples: u64| {
+        let cautious = calls.saturating_add(caution_samples * u64::from(SAMPLE_WEIGHT));
+        failures.saturating_mul(100) >= u64::from(policy.failure_rate).saturating_mul(cautious)
+    };
     let (mut failures, mut successes) = (0u64, 0u64);
     for i in (0..=last).rev() {
         failures = failures.saturating_add(tally.failures[i]);
         successes = successes.saturating_add(tally.successes[i]);
         let calls = failures.saturating_add(successes);
-        let cautious = calls.saturating_add(3 * u64::from(SAMPLE_WEIGHT));
-        if failures >= needed
-            && failures.saturating_mul(100)
-                >= u64::from(policy.failure_rate).saturating_mul(cautious)
-        {
+        if failures >= threshold.saturating_mul(2) && meets(failures, calls, 3) {
             return Some((failures, calls));
         }
     }
-    None
+    // The loop ends with the whole epoch's counts.
+    let calls = failures.saturating_add(successes);
+    let whole_epoch = policy.rule == FleetRule::Key
+        && last >= KEY_RULE_FIRST_SLICE
+        && failures >= threshold
+        && meets(failures, calls, 1);
+    whole_epoch.then_some((failures, calls))
 }
+
+/// The first slice from which a key's rule judges the whole epoch: the second.
+const KEY_RULE_FIRST_SLICE: usize = 1;
 
 /// The slice of the epoch ending at `epoch` (unix seconds) that `now_millis` falls in,
 /// for a fleet window of `window_secs`.
@@ -342,6 +362,106 @@ mod tests {
         tally.reporters = 1;
         tally.failures[5] = 100;
         assert_eq!(epoch_trips(&tally, &policy), None, "one environment");
+    }
+
+    #[test]
+    fn a_keys_rule_opens_on_the_threshold_over_the_whole_epoch_after_its_first_slice() {
+        let key = FleetPolicy::default().for_keys();
+        let mut tally = EpochTally {
+            reporters: 2,
+            ..EpochTally::default()
+        };
+        tally.failures[0] = 10;
+        assert_eq!(epoch_trips(&tally, &key), None, "within the first slice");
+        tally.failures[0] = 4;
+        tally.failures[3] = 6;
+        assert_eq!(epoch_trips(&tally, &key), Some((10, 10)));
+        tally.successes[2] = 8;
+        assert_eq!(
+            epoch_trips(&tally, &key),
+            None,
+            "10 of 18, short of half with one sample's caution"
+        );
+        tally.failures[3] = 12;
+        assert_eq!(epoch_trips(&tally, &key), Some((16, 24)), "16 of 24 + 8");
+        tally.failures[3] = 11;
+        assert_eq!(epoch_trips(&tally, &key), None, "15 of 23 + 8");
+        tally.failures[3] = 12;
+        assert_eq!(
+            epoch_trips(&tally, &FleetPolicy::default()),
+            None,
+            "a circuit's rule needs 24"
+        );
+        tally.reporters = 1;
+        assert_eq!(epoch_trips(&tally, &key), None, "one environment");
+    }
+
+    /// The share of `runs` suspicions of a key called `rate` times a second fleet-wide, each
+    /// call failing with probability `failing`, that the key's rule trips: the sampling
+    /// alone (every call reported at once, one environment per call).
+    fn chance_trips(rate: f64, failing: f64, runs: u32) -> f64 {
+        // SplitMix64: a seeded stream, so the figures are the same on every run.
+        let mut state = 0x5eed_u64;
+        let mut uniform = move || {
+            state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+        };
+        let key = FleetPolicy::default().for_keys();
+        let window = key.window.as_secs();
+        let mut tripped = 0;
+        for _ in 0..runs {
+            let mut tally = EpochTally {
+                reporters: 2,
+                ..EpochTally::default()
+            };
+            let mut at = 0.0;
+            loop {
+                at += -(1.0 - uniform()).ln() / rate;
+                if at >= window as f64 {
+                    break;
+                }
+                let slice = epoch_slice(window, window, (at * 1000.0) as u64);
+                let report = if uniform() < failing {
+                    (1, 0)
+                } else if uniform() < 1.0 / f64::from(SAMPLE_WEIGHT) {
+                    (0, SAMPLE_WEIGHT)
+                } else {
+                    continue;
+                };
+                let report = SuspectReport {
+                    epoch: window,
+                    slice,
+                    failures: report.0,
+                    successes: report.1,
+                    new_reporter: 0,
+                    expiration: 0,
+                };
+                tally = tally.plus(&report);
+                if epoch_trips(&tally, &key).is_some() {
+                    tripped += 1;
+                    break;
+                }
+            }
+        }
+        f64::from(tripped) / f64::from(runs)
+    }
+
+    #[test]
+    fn a_keys_rule_trips_by_chance_rarely() {
+        for rate in [0.2, 0.5, 1.0, 2.0, 5.0, 20.0] {
+            let at = |failing| chance_trips(rate, failing, 400);
+            assert_eq!(at(0.05), 0.0, "5 % failing at {rate}/s");
+            assert!(at(0.1) <= 0.005, "10 % failing at {rate}/s: {}", at(0.1));
+            assert!(at(0.2) <= 0.03, "20 % failing at {rate}/s: {}", at(0.2));
+            if rate >= 0.5 {
+                assert_eq!(at(1.0), 1.0, "all failing at {rate}/s");
+            }
+        }
+        // The coldest of 5,000 Zipf keys at 10,000 calls/s: 13 calls in its suspicion.
+        assert!(chance_trips(0.22, 1.0, 400) >= 0.7);
     }
 
     #[test]
