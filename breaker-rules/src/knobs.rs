@@ -10,9 +10,10 @@
 //! docs test prints for the two tables.
 
 use crate::{
-    MAX_DURATION_SECS, MAX_RECOVERY_BACKOFF_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
-    MIN_CALL_TIMEOUT_MILLIS, MIN_CALL_TIMEOUT_SECS, MIN_COUNT, MIN_LOCAL_CACHE_MAX_AGE_SECS,
-    MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS, MIN_WINDOW_SECS,
+    MAX_DURATION_SECS, MAX_RECOVERY_BACKOFF_SECS, MAX_SLOW_START_SECS, MAX_WINDOW_CALLS,
+    MAX_WINDOW_SECS, MIN_CALL_TIMEOUT_MILLIS, MIN_CALL_TIMEOUT_SECS, MIN_COUNT,
+    MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS,
+    MIN_SLOW_START_SECS, MIN_WINDOW_SECS,
 };
 
 /// One setting: a key of the attribute, a method of the config builder, or both.
@@ -191,6 +192,12 @@ macro_rules! knobs {
                     $crate::DEFAULT_BACKOFF_FACTOR,
                     Duration::from_secs(secs),
                 ));
+            slow_start: Tunable,
+                Range { min: MIN_SLOW_START_SECS, max: MAX_SLOW_START_SECS, unit: "seconds" },
+                default "none: every call at once", builder "`.slow_start(d)`",
+                section "inline-tunables",
+                doc "after each close, the share of calls an environment admits rises from a tenth to all over this ramp (seconds); the others take the open path"
+                => |builder, secs: u64| builder.slow_start(Duration::from_secs(secs));
             local_cache_max_age: Tunable, Seconds { min: MIN_LOCAL_CACHE_MAX_AGE_SECS },
                 default "5 s", builder "`.local_cache_max_age(d)`", section "inline-tunables",
                 doc "how long an environment trusts its copy of the shared state"

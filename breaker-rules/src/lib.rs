@@ -34,6 +34,11 @@ pub const MAX_DURATION: Duration = Duration::from_secs(MAX_DURATION_SECS);
 
 /// The shortest recovery timeout, in seconds.
 pub const MIN_RECOVERY_TIMEOUT_SECS: u64 = 1;
+/// The shortest slow start after a close, in seconds.
+pub const MIN_SLOW_START_SECS: u64 = 1;
+/// The longest slow start after a close, in seconds: an hour of turning calls away is
+/// longer than any downstream needs to warm up.
+pub const MAX_SLOW_START_SECS: u64 = 3600;
 /// The shortest cache age, in seconds: zero reads the store before every call.
 pub const MIN_LOCAL_CACHE_MAX_AGE_SECS: u64 = 0;
 /// The shortest duration from which a call is slow, in milliseconds.

@@ -48,6 +48,12 @@ pub struct CircuitInfo {
     /// whose own circuit this is; `None` for a plain circuit. [`name`](Self::name) stays the
     /// keyed circuit's name.
     pub key: Option<Arc<str>>,
+    /// The call was turned away by the slow start after a close (the state is closed):
+    /// [`reason`](Self::reason) says [`StopReason::SlowStart`](crate::StopReason::SlowStart),
+    /// and [`retry_after_unix_secs`](Self::retry_after_unix_secs) is the ramp's end, from
+    /// which every call is admitted.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub slow_start: bool,
 }
 
 impl CircuitInfo {
@@ -66,6 +72,7 @@ impl CircuitInfo {
             opened_at_unix_secs,
             retry_after_unix_secs: None,
             key: None,
+            slow_start: false,
         }
     }
 
@@ -104,9 +111,9 @@ impl CircuitInfo {
     }
 
     /// Why a call that got this report was rejected (what an `on_circuit_open` callback
-    /// answers for): the circuit is open, or half-open with its probe busy; `None` for a
-    /// closed circuit, which rejects nothing. Read from the state, so a rejection carries
-    /// nothing more. An abandoned call's reason is [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
+    /// answers for): the circuit is open, or half-open with its probe busy, or closed a
+    /// moment ago and slow-starting; `None` for a closed circuit past its slow start, which
+    /// rejects nothing. Read from the state and the slow-start flag. An abandoned call's reason is [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
     ///
     /// ```
     /// use breaker_runtime::{CircuitInfo, CircuitState, StopReason};
@@ -114,7 +121,10 @@ impl CircuitInfo {
     /// assert_eq!(info.reason(), Some(StopReason::Open));
     /// ```
     pub fn reason(&self) -> Option<crate::StopReason> {
-        crate::StopReason::rejected_in(self.state)
+        match self.slow_start {
+            true => Some(crate::StopReason::SlowStart),
+            false => crate::StopReason::rejected_in(self.state),
+        }
     }
 }
 

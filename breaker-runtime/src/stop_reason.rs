@@ -28,6 +28,10 @@ pub enum StopReason {
     /// Rejected without running: the circuit is half-open and its one probe is another
     /// call's.
     ProbeBusy,
+    /// Rejected without running: the circuit closed a moment ago and its slow start
+    /// admits only a share of the calls yet
+    /// ([`slow_start`](crate::CircuitBreakerConfigBuilder::slow_start)).
+    SlowStart,
     /// Admitted, then abandoned at the circuit's `call_timeout`; counted as a failure. The
     /// call may have reached the downstream.
     CallTimeout,
@@ -40,7 +44,7 @@ impl StopReason {
     /// True when the call never ran (nothing reached the downstream), false when it was
     /// admitted and abandoned (it may have).
     pub fn is_rejection(self) -> bool {
-        matches!(self, Self::Open | Self::ProbeBusy)
+        matches!(self, Self::Open | Self::ProbeBusy | Self::SlowStart)
     }
 
     /// Why a circuit in `state` rejects a call; `None` for a closed one, which rejects

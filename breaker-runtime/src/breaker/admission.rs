@@ -14,6 +14,7 @@ use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitKind};
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
+use super::slow_start;
 use super::transitions::live_suspicion;
 use crate::blocking::block_on;
 use crate::events::CircuitInfo;
@@ -137,7 +138,10 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
     let seam = circuit.seam(&circuit.lock(), now);
     let (admission, record) = seam.admission(circuit, now, false, false, quiet);
     match admission {
-        Admission::Run => return Ok(closed(circuit, seam, &record, now)),
+        Admission::Run => {
+            slow_start::admit(circuit, seam, &record, now)?;
+            return Ok(closed(circuit, seam, &record, now));
+        }
         Admission::Reject => return reject(circuit, seam, &record),
         _ => {}
     }
@@ -151,7 +155,10 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
         (admission, record) = seam.admission(circuit, now, true, answered, quiet);
     }
     let (election, alone) = match admission {
-        Admission::Run => return Ok(Permit::new(circuit, PermitKind::Closed)),
+        Admission::Run => {
+            slow_start::admit(circuit, seam, &record, now)?;
+            return Ok(Permit::new(circuit, PermitKind::Closed));
+        }
         Admission::Reject | Admission::Verify => return reject(circuit, seam, &record),
         Admission::Probe => return Ok(probe(seam, slot, quiet)),
         Admission::ElectAlone(election) => (election, true),

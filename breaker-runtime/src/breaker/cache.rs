@@ -35,6 +35,9 @@ pub(super) struct RecordCache {
     /// The probe running in this process came after no call for a cache age: its outcome
     /// hands the probe over instead of keeping the lease for this environment's next call.
     probe_hands_over: bool,
+    /// When this environment saw the circuit close (unix millis), while a slow start
+    /// ramps from it; 0: no ramp.
+    ramp_from: u64,
 }
 
 impl RecordCache {
@@ -51,6 +54,7 @@ impl RecordCache {
             store_unreachable: false,
             refused: None,
             probe_hands_over: true,
+            ramp_from: 0,
         }
     }
 
@@ -170,6 +174,21 @@ impl RecordCache {
             && (record.state == CircuitState::Closed || self.record.state == CircuitState::Closed);
         self.record = record;
         reset_counts
+    }
+
+    /// When the slow start's ramp began (unix millis; 0: none).
+    pub(super) fn ramp_from(&self) -> u64 {
+        self.ramp_from
+    }
+
+    /// This environment saw the circuit close at `now`: a slow start ramps from it.
+    pub(super) fn start_ramp(&mut self, now: u64) {
+        self.ramp_from = now.max(1);
+    }
+
+    /// The ramp has ended (or the circuit left the closed state).
+    pub(super) fn end_ramp(&mut self) {
+        self.ramp_from = 0;
     }
 
     /// Whether a call at `now` comes after this environment made no call of the circuit

@@ -271,6 +271,12 @@ impl Circuit {
         if cache.adopt(record) {
             self.counts.reset();
             self.reports.reset();
+            // The circuit closed or left the closed state: a slow start ramps from a close.
+            let closed = cache.record().state == crate::protocol::CircuitState::Closed;
+            match closed && self.config.slow_start.is_some() {
+                true => cache.start_ramp(self.now()),
+                false => cache.end_ramp(),
+            }
         }
         self.publish(cache);
     }
@@ -288,7 +294,8 @@ impl Circuit {
             .runs_closed(machine::runs_closed(cache.record(), now), || {
                 self.would_be.closed()
             });
-        let closed_until = match runs_closed {
+        // A slow start in its ramp keeps calls off the closed path, whose share it sets.
+        let closed_until = match runs_closed && cache.ramp_from() == 0 {
             true => cache.trusted_until().saturating_sub(lag),
             false => 0,
         };

@@ -276,9 +276,15 @@ impl FleetReports {
         if self.active().is_none() {
             return false;
         }
+        self.draw(u64::from(SAMPLE_WEIGHT), now) == 0
+    }
+
+    /// A draw below `span` at `now`: a hash of this environment's id, the time and its
+    /// draws, so a simulation (which chooses the ids and the clock) reproduces it.
+    pub(super) fn draw(&self, span: u64, now: u64) -> u64 {
         let draw = self.draws.fetch_add(1, Ordering::Relaxed);
         let salt = now.rotate_left(20) ^ draw;
-        spread(u64::from(SAMPLE_WEIGHT), &self.reporter.environment, salt) == 0
+        spread(span, &self.reporter.environment, salt)
     }
 
     /// A sampled call succeeded at `now`, the environment's `calls`-th closed call, while

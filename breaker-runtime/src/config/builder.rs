@@ -9,6 +9,7 @@ use breaker_rules::{
 
 use super::checks::{
     check_against_each_other, check_backoff, check_fleet_policy, check_rate_policy,
+    check_slow_start,
 };
 use super::limits::{at_least, at_least_one, at_most};
 use super::{CircuitBreakerConfig, FleetPolicy, SlowCalls};
@@ -130,6 +131,28 @@ impl CircuitBreakerConfigBuilder {
     /// How long the circuit stays open before a probe (≥ 1 s; default 30 s).
     pub fn recovery_timeout(mut self, timeout: Duration) -> Self {
         self.config.recovery_timeout = timeout;
+        self
+    }
+
+    /// A slow start after each close (opt-in; default none, every call admitted at once):
+    /// for `ramp` (whole seconds, 1 s to 1 h) after this environment sees the circuit close
+    /// (its own probe's close, or a read that shows another environment's or Powertools'),
+    /// it admits a share of its calls rising linearly from a tenth to all; the others take
+    /// the open path with [`StopReason::SlowStart`](crate::StopReason::SlowStart). A
+    /// downstream back from an outage with cold caches or scaled-in capacity gets the
+    /// fleet's calls over the ramp, not its whole peak at once; a failure during the ramp
+    /// counts as it does when closed. 120 s is the ramp `docs/scale.md` measures.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let config = CircuitBreakerConfig::builder().slow_start(Duration::from_secs(120)).build().unwrap();
+    /// assert_eq!(config.slow_start(), Some(Duration::from_secs(120)));
+    /// let err = CircuitBreakerConfig::builder().slow_start(Duration::from_millis(1500)).build().unwrap_err();
+    /// assert!(err.to_string().contains("slow_start"));
+    /// ```
+    pub fn slow_start(mut self, ramp: Duration) -> Self {
+        self.config.slow_start = Some(ramp);
         self
     }
 
@@ -411,6 +434,9 @@ impl CircuitBreakerConfigBuilder {
             at_most("call_timeout", timeout, MAX_DURATION)?;
         }
         at_most("deadline_margin", c.deadline_margin(), MAX_DURATION)?;
+        if let Some(ramp) = c.slow_start {
+            check_slow_start(ramp)?;
+        }
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
             check_fleet_policy(&fleet)?;

@@ -67,6 +67,9 @@ pub struct CircuitBreakerConfig {
     pub(crate) call_timeout: Option<Duration>,
     /// `None`: the store timeout.
     pub(crate) deadline_margin: Option<Duration>,
+    /// After this environment sees the circuit close, the share of calls it admits rises
+    /// from a tenth to all over this ramp; `None`: every call at once.
+    pub(crate) slow_start: Option<Duration>,
     /// `None`: no fleet-wide detection.
     pub(crate) fleet: Option<FleetPolicy>,
     pub(crate) clock: Clock,
@@ -100,6 +103,7 @@ impl Default for CircuitBreakerConfig {
             probe_lease: Duration::from_secs(DEFAULT_PROBE_LEASE_SECS),
             call_timeout: None,
             deadline_margin: None,
+            slow_start: None,
             fleet: Some(FleetPolicy::default()),
             clock: Clock::System,
             environment_id: None,
@@ -220,6 +224,12 @@ impl CircuitBreakerConfig {
     /// store timeout).
     pub fn deadline_margin(&self) -> Duration {
         self.deadline_margin.unwrap_or(self.store_timeout)
+    }
+
+    /// The slow start after a close ([`CircuitBreakerConfigBuilder::slow_start`]); `None`:
+    /// every call is admitted from the close on.
+    pub fn slow_start(&self) -> Option<Duration> {
+        self.slow_start
     }
 
     /// The fleet-wide failure policy; `None` when this circuit does not report failures.

@@ -15,6 +15,7 @@
 //! | `CIRCUIT_CALL_TIMEOUT_MS` | milliseconds after which a guarded async call is abandoned and counts as a failure | none | 1–900000 |
 //! | `CIRCUIT_PROBE_LEASE_SECS` | seconds the probing environment holds the probe | 30 | 1–3600 |
 //! | `CIRCUIT_RECOVERY_BACKOFF` | `doubling`: each failed probe doubles the next wait (up to 10 × recovery) | `none` | `none`, `doubling` |
+//! | `CIRCUIT_SLOW_START_SECS` | after a close, the share of calls admitted rises from a tenth to all over this many seconds | none | 1–3600 |
 //!
 //! The probe lease must cover the call timeout and two store timeouts (1 s each: the
 //! election's write and the outcome's); a call timeout it does not cover stops the function
@@ -123,6 +124,16 @@ pub fn config_from(
             ));
         }
     });
+    // Unset: no slow start, every call admitted from the close on.
+    if let Some(value) = var("CIRCUIT_SLOW_START_SECS") {
+        let ramp = setting::number_from(
+            "CIRCUIT_SLOW_START_SECS",
+            Some(value),
+            0,
+            breaker_rules::MIN_SLOW_START_SECS..=breaker_rules::MAX_SLOW_START_SECS,
+        )?;
+        builder = builder.slow_start(std::time::Duration::from_secs(ramp));
+    }
     // Unset: no call timeout; calls are still abandoned near the invocation's deadline.
     if let Some(value) = var("CIRCUIT_CALL_TIMEOUT_MS") {
         let timeout = setting::number_from(
@@ -198,6 +209,7 @@ mod tests {
             ("CIRCUIT_RECOVERY_JITTER_SECS", "1"),
             ("CIRCUIT_CALL_TIMEOUT_MS", "2500"),
             ("CIRCUIT_PROBE_LEASE_SECS", "20"),
+            ("CIRCUIT_SLOW_START_SECS", "120"),
         ]))
         .unwrap();
         assert_eq!(config.failure_threshold(), 2);
@@ -207,6 +219,12 @@ mod tests {
         assert_eq!(config.recovery_jitter(), Duration::from_secs(1));
         assert_eq!(config.call_timeout(), Some(Duration::from_millis(2500)));
         assert_eq!(config.probe_lease(), Duration::from_secs(20));
+        assert_eq!(config.slow_start(), Some(Duration::from_secs(120)));
+        let error = config_from(vars(&[("CIRCUIT_SLOW_START_SECS", "0")])).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "CIRCUIT_SLOW_START_SECS=0: must be between 1 and 3600"
+        );
     }
 
     #[test]

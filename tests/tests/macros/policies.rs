@@ -47,3 +47,31 @@ async fn slow_call_keys_trip_on_slow_successes() {
     );
     assert!(is_rejection(&fetch(0).await), "1 of 2 slow: open");
 }
+
+#[circuit_breaker(name = "macro-slow-start", failure_threshold = 1, success_threshold = 1, recovery_timeout = 1, slow_start = 600, persistence_store = InMemoryStore::new())]
+fn ramped(fail: bool) -> Result<u32, anyhow::Error> {
+    if fail {
+        anyhow::bail!("downstream 503");
+    }
+    Ok(1)
+}
+
+#[test]
+fn the_slow_start_key_ramps_the_calls_after_a_close() {
+    assert!(!is_rejection(&ramped(true)), "the failure runs, and trips");
+    assert!(is_rejection(&ramped(false)), "open");
+    std::thread::sleep(Duration::from_millis(1_100));
+    assert_eq!(ramped(false).unwrap(), 1, "the probe closes it");
+    // A tenth of the calls at the start of a 600 s ramp: the others are turned away.
+    let mut admitted = 0;
+    for _ in 0..400 {
+        match ramped(false) {
+            Ok(_) => admitted += 1,
+            Err(e) => {
+                let open = e.downcast_ref::<CircuitBreakerOpenError>().expect("open");
+                assert_eq!(open.reason(), breaker_runtime::StopReason::SlowStart);
+            }
+        }
+    }
+    assert!((20..=80).contains(&admitted), "{admitted} of 400");
+}

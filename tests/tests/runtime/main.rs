@@ -24,6 +24,7 @@ mod one_process;
 mod policies;
 mod policy_model;
 mod shadow;
+mod slow_start;
 mod store_contract_memory;
 mod tower_layer;
 mod valgrind;

@@ -124,6 +124,7 @@ impl Circuit {
             opened_at_unix_secs: rejected.opened_at,
             retry_after_unix_secs: rejected.retry_after,
             key: self.key().cloned(),
+            slow_start: false,
         }
     }
 }
