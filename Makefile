@@ -92,7 +92,7 @@ bench-user:
 
 # Every fleet scenario of the simulator (docs/scale.md): a table each on stdout, then the
 # markdown table of all; charts in docs/scale/. About 4 minutes on 2 cores. Then the keyed
-# scenarios on seeds 1-3 (docs/scale.md, "Keyed circuits"): about 13 minutes more.
+# scenarios on seeds 1-3 (docs/scale.md, "Keyed circuits"): about 15 minutes more.
 sim:
 	$(CARGO) run --release -p breaker-sim -- --markdown
 	$(CARGO) run --release -p breaker-sim -- --scenario keyed --seed 1,2,3 --markdown --no-charts
