@@ -10,8 +10,8 @@
 //! docs test prints for the two tables.
 
 use crate::{
-    MAX_DURATION_SECS, MAX_RECOVERY_BACKOFF_SECS, MAX_SLOW_START_SECS, MAX_WINDOW_CALLS,
-    MAX_WINDOW_SECS, MIN_CALL_TIMEOUT_MILLIS, MIN_CALL_TIMEOUT_SECS, MIN_COUNT,
+    MAX_DURATION_SECS, MAX_MAX_OPEN_FOR_SECS, MAX_RECOVERY_BACKOFF_SECS, MAX_SLOW_START_SECS,
+    MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_CALL_TIMEOUT_MILLIS, MIN_CALL_TIMEOUT_SECS, MIN_COUNT,
     MIN_LOCAL_CACHE_MAX_AGE_SECS, MIN_RECOVERY_TIMEOUT_SECS, MIN_SLOW_CALL_MILLIS,
     MIN_SLOW_START_SECS, MIN_WINDOW_SECS,
 };
@@ -192,6 +192,11 @@ macro_rules! knobs {
                     $crate::DEFAULT_BACKOFF_FACTOR,
                     Duration::from_secs(secs),
                 ));
+            max_open_for: Tunable,
+                Range { min: 1, max: MAX_MAX_OPEN_FOR_SECS, unit: "seconds" },
+                default "300 s", builder "`.max_open_for(d)`", section "inline-tunables",
+                doc "the longest opening a failure may ask for (a `Retry-After`: `Outcome::OpenFor`, from `handled`, a tower classifier or `call_with`)"
+                => |builder, secs: u64| builder.max_open_for(Duration::from_secs(secs));
             slow_start: Tunable,
                 Range { min: MIN_SLOW_START_SECS, max: MAX_SLOW_START_SECS, unit: "seconds" },
                 default "none: every call at once", builder "`.slow_start(d)`",
@@ -236,7 +241,7 @@ macro_rules! knobs {
                 doc "every call runs; what the circuit would have done (rejected, opened, probed, closed) is reported, not done; with `config` too"
                 => |builder, enabled: bool| builder.shadow(enabled);
             handled: CallSite, FnPath, default "every `Err` counts", builder "",
-                section "handled-and-ignored", doc "a `fn(&E) -> bool`: the errors that count";
+                section "handled-and-ignored", doc "a `fn(&E) -> bool`: the errors that count; or a `fn(&E) -> Outcome`, whose `Outcome::OpenFor(d)` also opens the circuit for `d` (a `Retry-After`)";
             ignored: CallSite, FnPath, default "every `Err` counts", builder "",
                 section "handled-and-ignored", doc "a `fn(&E) -> bool`: the errors that don't count";
             crate: CallSite, CratePath, default "`::breaker_runtime`", builder "",

@@ -34,6 +34,11 @@ pub const MAX_DURATION: Duration = Duration::from_secs(MAX_DURATION_SECS);
 
 /// The shortest recovery timeout, in seconds.
 pub const MIN_RECOVERY_TIMEOUT_SECS: u64 = 1;
+/// The default longest opening a failure may ask for (`Retry-After`), in seconds.
+pub const DEFAULT_MAX_OPEN_FOR_SECS: u64 = 300;
+/// The largest longest opening a failure may ask for, in seconds: a bad header must not
+/// open a circuit for a day.
+pub const MAX_MAX_OPEN_FOR_SECS: u64 = 3600;
 /// The shortest slow start after a close, in seconds.
 pub const MIN_SLOW_START_SECS: u64 = 1;
 /// The longest slow start after a close, in seconds: an hour of turning calls away is

@@ -47,6 +47,7 @@ async fn main() -> Result<(), Error> {
         failure_count: 5,
         opened_at: now,
         expiration: now + 3_630,
+        open_until: None,
     };
     assert_eq!(
         store.apply("payment-backend", &trip).await?,

@@ -52,7 +52,7 @@ pub mod testing;
 #[cfg_attr(docsrs, doc(cfg(feature = "tower")))]
 pub mod tower;
 
-pub use breaker::CircuitBreaker;
+pub use breaker::{CircuitBreaker, ErrorVerdict};
 pub use config::{CircuitBreakerConfig, CircuitBreakerConfigBuilder, FleetPolicy};
 pub use default_store::{DefaultStoreError, default_store, set_default_store, try_default_store};
 pub use error::{CallAbandonedError, CircuitBreakerConfigError, CircuitBreakerOpenError};
@@ -61,6 +61,7 @@ pub use events::{
 };
 pub use keyed::{KeyedCircuitBreaker, MAX_OPEN_KEYS_LIMIT};
 pub use policy::SlidingWindow;
+pub use protocol::machine::Outcome;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
 pub use stop_reason::StopReason;
 pub use warm_up::{WarmUp, WarmUpError, warm_up};

@@ -26,6 +26,7 @@ pub fn thresholds(backoff: RecoveryBackoff) -> Thresholds {
         // Three recovery timeouts (the runtime's floor of a minute left out).
         refused_elections_millis: 6_000,
         backoff,
+        max_open_for_secs: 300,
     }
 }
 

@@ -109,6 +109,7 @@ fn write() -> impl Strategy<Value = RecordWrite> {
                 failure_count: fc,
                 opened_at: at,
                 expiration: at + 100,
+                open_until: None,
             }
         }),
         (owner(), prop::option::of(time()), 0u32..3, time()).prop_map(
@@ -137,6 +138,7 @@ fn write() -> impl Strategy<Value = RecordWrite> {
             failure_count: 1,
             reopen_count: rc,
             expiration: at + 100,
+            open_until: None,
         }),
         time().prop_map(|now| RecordWrite::Suspect {
             now,

@@ -34,6 +34,7 @@ fn random_transition(rng: &mut Rng) -> RecordWrite {
             failure_count: rng.between(1, 5) as u32,
             opened_at: at,
             expiration: at + 3630,
+            open_until: None,
         },
         1 => RecordWrite::Elect {
             owner,
@@ -59,6 +60,7 @@ fn random_transition(rng: &mut Rng) -> RecordWrite {
             failure_count: 1,
             reopen_count: 1,
             expiration: at + 3630,
+            open_until: None,
         },
     }
 }

@@ -26,7 +26,7 @@ use std::task::{Context, Poll};
 
 use super::admission::PermitRequest;
 use super::circuit::Circuit;
-use super::permit::{Permit, Recording, classify};
+use super::permit::{ErrorVerdict, Permit, Recording, classify};
 use crate::error::Abandoned;
 use crate::events::FailureKind;
 use crate::protocol::machine::Outcome;
@@ -53,7 +53,7 @@ impl<O, F: Fn(&O) -> Outcome> ClassifyOutput<O> for F {
 #[derive(Debug)]
 pub(super) struct ErrorsThat<C>(pub(super) C);
 
-impl<T, E, C: Fn(&E) -> bool> ClassifyOutput<Result<T, E>> for ErrorsThat<C> {
+impl<T, E, V: ErrorVerdict, C: Fn(&E) -> V> ClassifyOutput<Result<T, E>> for ErrorsThat<C> {
     #[inline]
     fn outcome(&self, output: &Result<T, E>) -> Outcome {
         classify(output, &self.0)

@@ -17,7 +17,7 @@ use super::admitted::{
     poll_admitted, poll_recording,
 };
 use super::circuit::Circuit;
-use super::permit::Permit;
+use super::permit::{ErrorVerdict, Permit};
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 use crate::events::CircuitInfo;
 use crate::observe::CallSpan;
@@ -205,11 +205,12 @@ impl<'a, F, Fut, C, O> CallWith<'a, F, Fut, C, O> {
     }
 }
 
-impl<F, Fut, C, T, E> Future for CallWith<'_, F, Fut, C, Result<T, E>>
+impl<F, Fut, C, V, T, E> Future for CallWith<'_, F, Fut, C, Result<T, E>>
 where
     F: FnOnce() -> Fut,
     Fut: Future<Output = Result<T, E>>,
-    C: Fn(&E) -> bool,
+    C: Fn(&E) -> V,
+    V: ErrorVerdict,
     E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
 {
     type Output = Result<T, E>;

@@ -118,6 +118,7 @@ impl Circuit {
                 .saturating_mul(3)
                 .max(60_000),
             backoff: config.recovery_backoff.clone(),
+            max_open_for_secs: config.max_open_for.as_secs().max(1),
         };
         let metrics = CircuitMetrics::new(&name, &config, key.is_none());
         let reporter = match &key {

@@ -53,6 +53,9 @@ impl ClosedCounts {
         started: u64,
         thresholds: &Thresholds,
     ) -> Option<u32> {
+        if let Outcome::OpenFor(_) = outcome {
+            return Some(self.count_asked_open(started));
+        }
         if let Some((window, rates)) = &self.window {
             if outcome != Outcome::Success {
                 self.count_call();
@@ -60,7 +63,7 @@ impl ClosedCounts {
             let (slow, at) = self.timed(started);
             let sample = match outcome {
                 Outcome::Success => Sample::new(false, slow),
-                Outcome::Failure => Sample::new(true, slow),
+                Outcome::Failure | Outcome::OpenFor(_) => Sample::new(true, slow),
                 Outcome::Ignored => return None,
             };
             let counts = window.record(sample, at)?;
@@ -71,13 +74,27 @@ impl ClosedCounts {
                 self.note_success(started);
                 None
             }
-            Outcome::Failure => {
+            Outcome::Failure | Outcome::OpenFor(_) => {
                 self.count_call();
                 let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
                 machine::trips(failures, thresholds).then_some(failures)
             }
             Outcome::Ignored => None,
         }
+    }
+
+    /// Counts a failure that asked to stay away ([`Outcome::OpenFor`]): it opens the
+    /// circuit whatever the counts say. Returns the failures counted with it.
+    #[cold]
+    fn count_asked_open(&self, started: u64) -> u32 {
+        self.count_call();
+        if let Some((window, _)) = &self.window {
+            let (slow, at) = self.timed(started);
+            return window
+                .record(Sample::new(true, slow), at)
+                .map_or(1, |counts| counts.failures.max(1));
+        }
+        self.failures.fetch_add(1, Ordering::AcqRel) + 1
     }
 
     /// A closed call succeeded: the consecutive failures start again, or the window counts

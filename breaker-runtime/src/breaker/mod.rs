@@ -63,7 +63,7 @@ pub(crate) use circuit::KeyOf;
 pub(crate) use hooks::Hooks;
 #[cfg(feature = "tower")]
 pub(crate) use owned::{Owned, OwnedFuture, SlowAdmission};
-pub use permit::{Permit, Recording, classify};
+pub use permit::{ErrorVerdict, Permit, Recording, classify};
 pub use run_admitted::{RunAdmitted, run_admitted};
 
 use crate::config::CircuitBreakerConfig;
@@ -277,12 +277,13 @@ impl CircuitBreaker {
     /// assert_eq!(breaker.state(), CircuitState::Closed);
     /// # }
     /// ```
-    pub fn call_with<T, E, F, Fut>(
+    pub fn call_with<T, E, V, F, Fut>(
         &self,
-        counts: impl Fn(&E) -> bool,
+        counts: impl Fn(&E) -> V,
         f: F,
     ) -> impl Future<Output = Result<T, E>>
     where
+        V: ErrorVerdict,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
@@ -324,9 +325,9 @@ impl CircuitBreaker {
     /// ```
     // A hint, so that a build without LTO inlines the closed path into the caller too.
     #[inline]
-    pub fn call_blocking_with<T, E>(
+    pub fn call_blocking_with<T, E, V: ErrorVerdict>(
         &self,
-        counts: impl Fn(&E) -> bool,
+        counts: impl Fn(&E) -> V,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E>
     where
@@ -345,10 +346,10 @@ impl CircuitBreaker {
     /// `now`: a rejection, or the slow path's admission, then the call.
     #[cold]
     #[inline(never)]
-    fn call_blocking_slow<T, E>(
+    fn call_blocking_slow<T, E, V: ErrorVerdict>(
         &self,
         now: u64,
-        counts: impl Fn(&E) -> bool,
+        counts: impl Fn(&E) -> V,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E>
     where
@@ -393,9 +394,9 @@ impl CircuitBreaker {
 
 /// Runs an admitted blocking call and records how it ended; a panic counts and is resumed.
 #[inline(always)]
-fn run_blocking<T, E>(
+fn run_blocking<T, E, V: ErrorVerdict>(
     permit: Permit<&Circuit>,
-    counts: impl Fn(&E) -> bool,
+    counts: impl Fn(&E) -> V,
     f: impl FnOnce() -> Result<T, E>,
 ) -> Result<T, E> {
     match catch_unwind(AssertUnwindSafe(f)) {

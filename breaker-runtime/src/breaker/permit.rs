@@ -376,10 +376,44 @@ impl<H: CircuitHandle> Drop for Permit<H> {
 
 /// Counts an `Err` only if the classifier says so.
 #[doc(hidden)]
-pub fn classify<T, E>(result: &Result<T, E>, counts: impl Fn(&E) -> bool) -> Outcome {
+pub fn classify<T, E, V: ErrorVerdict>(result: &Result<T, E>, counts: impl Fn(&E) -> V) -> Outcome {
     match result {
         Ok(_) => Outcome::Success,
-        Err(e) if counts(e) => Outcome::Failure,
-        Err(_) => Outcome::Ignored,
+        Err(e) => counts(e).outcome(),
+    }
+}
+
+/// What an error test (`call_with`'s, the attribute's `handled`) says of an error: a
+/// `bool` (`true`: it counts as a failure; `false`: it is ignored), or an [`Outcome`], which
+/// can also say how long the downstream asked to be left alone ([`Outcome::OpenFor`]: a
+/// 429 with `Retry-After`).
+///
+/// ```
+/// use std::time::Duration;
+/// use breaker_runtime::{ErrorVerdict, Outcome};
+/// assert_eq!(true.outcome(), Outcome::Failure);
+/// assert_eq!(false.outcome(), Outcome::Ignored);
+/// let asked = Outcome::OpenFor(Duration::from_secs(20));
+/// assert_eq!(asked.outcome(), asked);
+/// ```
+pub trait ErrorVerdict {
+    /// The outcome the verdict stands for.
+    fn outcome(self) -> Outcome;
+}
+
+impl ErrorVerdict for bool {
+    #[inline]
+    fn outcome(self) -> Outcome {
+        match self {
+            true => Outcome::Failure,
+            false => Outcome::Ignored,
+        }
+    }
+}
+
+impl ErrorVerdict for Outcome {
+    #[inline]
+    fn outcome(self) -> Outcome {
+        self
     }
 }

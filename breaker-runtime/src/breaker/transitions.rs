@@ -4,6 +4,7 @@
 //! ([`super::commit`]).
 
 use std::future::Future;
+use std::time::Duration;
 
 use super::circuit::Circuit;
 use super::commit::Change;
@@ -20,10 +21,17 @@ use breaker_rules::TTL_GRACE_SECS;
 /// CLOSED → OPEN after `failures` failures (`cause` says whose and of what kind), through
 /// the seam the circuit is on now. The store seam opens locally at once, then writes; a
 /// lost write adopts the stored state, a failed one stays open locally.
-pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCause) {
+/// A failure that asked to stay away `open_for` writes it into the opening.
+pub(super) async fn trip(
+    circuit: &Circuit,
+    failures: u32,
+    cause: TransitionCause,
+    open_for: Option<Duration>,
+) {
     let now = circuit.now();
     let seam = circuit.seam(&circuit.lock(), now);
-    let trip = machine::trip(circuit.probe_owner(), failures, now, circuit.thresholds());
+    let owner = circuit.probe_owner();
+    let trip = machine::trip(owner, failures, now, circuit.thresholds(), open_for);
     let Some(base) = seam.opening(circuit, &trip, now) else {
         // Open already, or an override holds: nothing counts towards a trip (a disabled
         // circuit must not trip the moment it is released), whichever policy counts them.
@@ -43,7 +51,8 @@ pub(super) async fn trip(circuit: &Circuit, failures: u32, cause: TransitionCaus
 /// policy, or a report to the fleet's counters.
 #[derive(Debug)]
 pub(super) enum FollowUp {
-    Trip(u32, TransitionCause),
+    /// A trip after the failures counted, with the time the last failure asked for.
+    Trip(u32, TransitionCause, Option<Duration>),
     Report(Report),
 }
 
@@ -78,9 +87,13 @@ pub(super) fn count_closed(
             kind,
             count: failures,
         };
-        return Some(FollowUp::Trip(failures, cause));
+        let open_for = match outcome {
+            Outcome::OpenFor(open_for) => Some(open_for),
+            _ => None,
+        };
+        return Some(FollowUp::Trip(failures, cause, open_for));
     }
-    if outcome != Outcome::Failure {
+    if !outcome.is_failure() {
         return None;
     }
     let now = circuit.now();
@@ -120,7 +133,9 @@ pub(super) fn count_sampled(
 /// Writes what [`count_closed`] left to do.
 pub(super) async fn follow_up(circuit: &Circuit, follow_up: FollowUp) {
     match follow_up {
-        FollowUp::Trip(failures, cause) => trip(circuit, failures, cause).await,
+        FollowUp::Trip(failures, cause, open_for) => {
+            trip(circuit, failures, cause, open_for).await;
+        }
         FollowUp::Report(report) => report_failures(circuit, report).await,
     }
 }
@@ -178,7 +193,13 @@ async fn report_epoch(circuit: &Circuit, report: SuspectReport, now: u64) {
     };
     if let Some((failures, calls)) = epoch_trips(&tally, &policy) {
         let cause = TransitionCause::Fleet { failures, calls };
-        trip(circuit, u32::try_from(failures).unwrap_or(u32::MAX), cause).await;
+        trip(
+            circuit,
+            u32::try_from(failures).unwrap_or(u32::MAX),
+            cause,
+            None,
+        )
+        .await;
     }
 }
 
@@ -228,8 +249,9 @@ pub(super) fn end_probe(
             circuit.thresholds(),
             hand_over,
         );
-        let cause =
-            (outcome == Outcome::Failure).then_some(TransitionCause::Failures { kind, count: 1 });
+        let cause = outcome
+            .is_failure()
+            .then_some(TransitionCause::Failures { kind, count: 1 });
         let change = Change {
             from: CircuitState::HalfOpen,
             base,

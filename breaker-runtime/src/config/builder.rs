@@ -134,6 +134,23 @@ impl CircuitBreakerConfigBuilder {
         self
     }
 
+    /// The longest opening a failure may ask for (whole seconds, 1 s to 1 h; default
+    /// 300 s): a failure classified [`Outcome::OpenFor`](crate::Outcome::OpenFor) (a
+    /// `Retry-After`) opens the circuit for the time it gives, at most this, so a bad header
+    /// cannot open a circuit for a day.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use breaker_runtime::CircuitBreakerConfig;
+    /// let config = CircuitBreakerConfig::builder().max_open_for(Duration::from_secs(60)).build().unwrap();
+    /// assert_eq!(config.max_open_for(), Duration::from_secs(60));
+    /// assert_eq!(CircuitBreakerConfig::default().max_open_for(), Duration::from_secs(300));
+    /// ```
+    pub fn max_open_for(mut self, longest: Duration) -> Self {
+        self.config.max_open_for = longest;
+        self
+    }
+
     /// A slow start after each close (opt-in; default none, every call admitted at once):
     /// for `ramp` (whole seconds, 1 s to 1 h) after this environment sees the circuit close
     /// (its own probe's close, or a read that shows another environment's or Powertools'),
@@ -437,6 +454,12 @@ impl CircuitBreakerConfigBuilder {
         if let Some(ramp) = c.slow_start {
             check_slow_start(ramp)?;
         }
+        at_least("max_open_for", c.max_open_for, Duration::from_secs(1))?;
+        at_most(
+            "max_open_for",
+            c.max_open_for,
+            Duration::from_secs(breaker_rules::MAX_MAX_OPEN_FOR_SECS),
+        )?;
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
             check_fleet_policy(&fleet)?;

@@ -70,6 +70,8 @@ pub struct CircuitBreakerConfig {
     /// After this environment sees the circuit close, the share of calls it admits rises
     /// from a tenth to all over this ramp; `None`: every call at once.
     pub(crate) slow_start: Option<Duration>,
+    /// The longest opening a failure may ask for (`Outcome::OpenFor`).
+    pub(crate) max_open_for: Duration,
     /// `None`: no fleet-wide detection.
     pub(crate) fleet: Option<FleetPolicy>,
     pub(crate) clock: Clock,
@@ -104,6 +106,7 @@ impl Default for CircuitBreakerConfig {
             call_timeout: None,
             deadline_margin: None,
             slow_start: None,
+            max_open_for: Duration::from_secs(breaker_rules::DEFAULT_MAX_OPEN_FOR_SECS),
             fleet: Some(FleetPolicy::default()),
             clock: Clock::System,
             environment_id: None,
@@ -230,6 +233,12 @@ impl CircuitBreakerConfig {
     /// every call is admitted from the close on.
     pub fn slow_start(&self) -> Option<Duration> {
         self.slow_start
+    }
+
+    /// The longest opening a failure may ask for
+    /// ([`CircuitBreakerConfigBuilder::max_open_for`]).
+    pub fn max_open_for(&self) -> Duration {
+        self.max_open_for
     }
 
     /// The fleet-wide failure policy; `None` when this circuit does not report failures.

@@ -4,6 +4,7 @@
 use std::future::Future;
 
 use super::KeyedCircuitBreaker;
+use crate::ErrorVerdict;
 use crate::error::{CallAbandonedError, CircuitBreakerOpenError};
 
 impl KeyedCircuitBreaker {
@@ -49,14 +50,15 @@ impl KeyedCircuitBreaker {
     /// assert_eq!(hosts.state("db-1"), CircuitState::Closed);
     /// # }
     /// ```
-    pub fn call_with<T, E, C, F, Fut>(
+    pub fn call_with<T, E, C, V, F, Fut>(
         &self,
         key: &str,
         counts: C,
         f: F,
-    ) -> impl Future<Output = Result<T, E>> + use<T, E, C, F, Fut>
+    ) -> impl Future<Output = Result<T, E>> + use<T, E, C, V, F, Fut>
     where
-        C: Fn(&E) -> bool,
+        C: Fn(&E) -> V,
+        V: ErrorVerdict,
         F: FnOnce() -> Fut,
         Fut: Future<Output = Result<T, E>>,
         E: From<CircuitBreakerOpenError> + From<CallAbandonedError>,
@@ -96,10 +98,10 @@ impl KeyedCircuitBreaker {
     /// assert!(missing.is_err());
     /// assert_eq!(files.state("/mnt/a"), CircuitState::Closed);
     /// ```
-    pub fn call_blocking_with<T, E>(
+    pub fn call_blocking_with<T, E, V: ErrorVerdict>(
         &self,
         key: &str,
-        counts: impl Fn(&E) -> bool,
+        counts: impl Fn(&E) -> V,
         f: impl FnOnce() -> Result<T, E>,
     ) -> Result<T, E>
     where

@@ -99,6 +99,7 @@ fn the_docs_count_the_protocols_writes_as_they_are() {
             failure_count: 5,
             opened_at: 1,
             expiration: 2,
+            open_until: None,
         },
         RecordWrite::Elect {
             owner: "e".into(),
@@ -124,6 +125,7 @@ fn the_docs_count_the_protocols_writes_as_they_are() {
             failure_count: 1,
             reopen_count: 1,
             expiration: 3,
+            open_until: None,
         },
         RecordWrite::Suspect {
             now: 1,

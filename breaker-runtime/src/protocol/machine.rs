@@ -39,6 +39,8 @@ pub struct Thresholds {
     pub refused_elections_millis: u64,
     /// How the wait grows with the record's reopens.
     pub backoff: RecoveryBackoff,
+    /// The longest opening a failure may ask for ([`Outcome::OpenFor`]), in seconds.
+    pub max_open_for_secs: u64,
 }
 
 impl Thresholds {
@@ -46,6 +48,10 @@ impl Thresholds {
     /// recovery timeout, backed off by the record's reopens. Every environment computes
     /// the same from the same record.
     pub fn recovery_millis_of(&self, record: &CircuitRecord) -> u64 {
+        // The downstream said how long: its time replaces the recovery, backed off or not.
+        if let (Some(until), Some(opened_at)) = (record.asked_open_until(), record.opened_at) {
+            return until.saturating_sub(opened_at).saturating_mul(1000);
+        }
         if record.reopen_count == 0 {
             return self.recovery_millis;
         }
@@ -109,6 +115,22 @@ pub enum Outcome {
     Failure,
     /// An error the classifier ignores: changes nothing.
     Ignored,
+    /// A failure that says how long the downstream wants no calls: a 429 or 503 with
+    /// `Retry-After`, a throttling error's hint. It counts as a failure and opens the
+    /// circuit at once (this environment's own trip, whatever its count; a probe's
+    /// reopen), and the opening lasts this long for every breaker environment, at most the
+    /// config's [`max_open_for`](crate::CircuitBreakerConfigBuilder::max_open_for), instead
+    /// of the recovery timeout.
+    OpenFor(Duration),
+}
+
+impl Outcome {
+    /// Whether the outcome counts as a failure ([`Failure`](Self::Failure) or
+    /// [`OpenFor`](Self::OpenFor)).
+    #[inline]
+    pub fn is_failure(self) -> bool {
+        matches!(self, Self::Failure | Self::OpenFor(_))
+    }
 }
 
 /// What this environment believes after a transition write.

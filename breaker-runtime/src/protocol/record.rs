@@ -51,6 +51,13 @@ pub struct CircuitRecord {
     /// trip, and whenever closed. A Powertools reopen (an `UpdateItem`) keeps the name of
     /// the trip before it, with a new `opened_at`.
     pub opened_by: Option<String>,
+    /// While open after a failure that said how long the downstream wants no calls (a
+    /// `Retry-After`, [`Outcome::OpenFor`](crate::Outcome::OpenFor)): unix seconds until
+    /// which every environment rejects, and from which the first probe may come, instead of
+    /// the recovery timeout (backed off or not). Written by that trip or reopen, kept by an
+    /// election and a hand-over, dropped by every other breaker write; honoured only while
+    /// later than `opened_at` (a Powertools reopen keeps the attribute but opens anew).
+    pub open_until: Option<u64>,
 }
 
 impl CircuitRecord {
@@ -78,6 +85,7 @@ impl CircuitRecord {
             operator_override: None,
             suspected_until: None,
             opened_by: None,
+            open_until: None,
         }
     }
 
@@ -102,6 +110,23 @@ impl CircuitRecord {
     /// ```
     pub fn live_override(&self, now: u64) -> Option<&Override> {
         self.operator_override.as_ref().filter(|o| o.holds_at(now))
+    }
+
+    /// The end of an opening the downstream asked for ([`open_until`](Self::open_until)):
+    /// while open, if later than the opening itself.
+    ///
+    /// ```
+    /// use breaker_runtime::store::implement::CircuitRecord;
+    /// let mut record = CircuitRecord::open(100, 5);
+    /// record.open_until = Some(120);
+    /// assert_eq!(record.asked_open_until(), Some(120));
+    /// record.opened_at = Some(130); // a Powertools reopen that kept the attribute
+    /// assert_eq!(record.asked_open_until(), None);
+    /// ```
+    pub fn asked_open_until(&self) -> Option<u64> {
+        let opened_at = self.opened_at?;
+        self.open_until
+            .filter(|until| *until > opened_at && self.state == CircuitState::Open)
     }
 
     /// The end of the fleet's suspicion (unix seconds) if the circuit is closed and the

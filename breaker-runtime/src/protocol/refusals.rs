@@ -133,6 +133,7 @@ mod tests {
             recovery_secs: 30,
             refused_elections_millis: 90_000,
             backoff: RecoveryBackoff::none(),
+            max_open_for_secs: 300,
         }
     }
 

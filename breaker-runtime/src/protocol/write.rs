@@ -10,6 +10,10 @@ use super::state::CircuitState;
 
 /// The result of a conditional write.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per store write, never on a call's path: boxing would cost an allocation per lost write"
+)]
 pub enum WriteOutcome {
     /// The condition held; the record now says what the write said.
     Won,
@@ -37,7 +41,7 @@ pub const OPENED_AT_UNTIL_RELEASED: u64 = 253_402_300_799;
 /// use breaker_runtime::CircuitState;
 /// use breaker_runtime::store::implement::{CircuitRecord, RecordWrite};
 ///
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 /// assert!(trip.allowed(None));
 /// let opened = trip.applied_to(None);
 /// assert_eq!(opened, CircuitRecord::open(100, 5));
@@ -70,6 +74,9 @@ pub enum RecordWrite {
         opened_at: u64,
         /// TTL attribute value: now + recovery timeout + 3600.
         expiration: u64,
+        /// Until when the downstream asked for no calls ([`CircuitRecord::open_until`]);
+        /// `None`: the recovery timeout.
+        open_until: Option<u64>,
     },
     /// OPEN → HALF_OPEN with `owner` as the prober, or a takeover of the next probe on
     /// HALF_OPEN. Allowed on `OPEN` with no owner and `opened_at == expected_opened_at`, or
@@ -129,6 +136,9 @@ pub enum RecordWrite {
         reopen_count: u32,
         /// TTL attribute value.
         expiration: u64,
+        /// Until when the downstream asked for no calls ([`CircuitRecord::open_until`]);
+        /// `None`: the backed-off recovery.
+        open_until: Option<u64>,
     },
     /// The fleet's counters look like an outage: every environment that reads the record
     /// reports its calls too, until `until`, to the counters of this suspicion, and only
@@ -252,18 +262,22 @@ impl RecordWrite {
                 failure_count,
                 opened_at,
                 opened_by,
+                open_until,
                 ..
             } => CircuitRecord {
                 opened_by: opened_by.clone(),
+                open_until: *open_until,
                 ..CircuitRecord::open(*opened_at, *failure_count)
             },
             Self::Reopen {
                 failure_count,
                 opened_at,
                 reopen_count,
+                open_until,
                 ..
             } => CircuitRecord {
                 reopen_count: *reopen_count,
+                open_until: *open_until,
                 ..CircuitRecord::open(*opened_at, *failure_count)
             },
             Self::Elect {
@@ -372,6 +386,7 @@ mod tests {
             failure_count: 1,
             reopen_count: 3,
             expiration: 0,
+            open_until: None,
         };
         let record = reopen.applied_to(Some(&CircuitRecord::open(900, 5)));
         assert_eq!(

@@ -26,6 +26,7 @@ async fn composite_keys_and_renamed_attributes_are_flags() {
         failure_count: 4,
         opened_at: now,
         expiration: now + 3_630,
+        open_until: None,
     };
     assert_eq!(store.apply("inventory", &trip).await, Ok(WriteOutcome::Won));
     // Another partition of the shared table: not a circuit of this layout.

@@ -122,6 +122,7 @@ impl Table {
             failure_count: failures,
             opened_at: now,
             expiration: now + 3_630,
+            open_until: None,
         };
         assert_eq!(
             self.store.apply(circuit, &trip).await,

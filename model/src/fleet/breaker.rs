@@ -296,6 +296,7 @@ impl Fleet {
             self.thresholds.failure_threshold,
             now,
             &self.thresholds,
+            None,
         );
         let landed = dynamodb::allows(&trip, &state.item);
         let heard = self.write(state, actor, &trip, reply);

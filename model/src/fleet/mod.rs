@@ -241,6 +241,7 @@ impl Model for Fleet {
                     self.thresholds.failure_threshold,
                     0,
                     &self.thresholds,
+                    None,
                 );
                 actors[0].committed = Some(0);
                 actors[0].cache = Cached(trip.applied_to(None));

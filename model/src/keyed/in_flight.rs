@@ -75,6 +75,7 @@ impl KeyedFleet {
                     failure_count: 1,
                     opened_at: NOW,
                     expiration: 0,
+                    open_until: None,
                 };
                 self.write_item(s, key, &trip);
             }

@@ -7,6 +7,7 @@ fn trip(opened_at: u64) -> RecordWrite {
         failure_count: 5,
         opened_at,
         expiration: opened_at + 3630,
+        open_until: None,
     }
 }
 

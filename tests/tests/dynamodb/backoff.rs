@@ -29,6 +29,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         failure_count: 5,
         opened_at,
         expiration: opened_at + 3630,
+        open_until: None,
     };
     won(store.apply(circuit, &trip(T0)).await);
     let elect = |owner: &str, opened_at: u64, now: u64| RecordWrite::Elect {
@@ -46,6 +47,7 @@ async fn a_reopen_writes_the_count_updates_keep_it_and_whole_items_drop_it() {
         failure_count: 1,
         reopen_count: 2,
         expiration: T0 + 31 + 120 + 3600,
+        open_until: None,
     };
     won(store.apply(circuit, &reopen).await);
     let reopened = raw(&dynalite, "circuits", key(circuit)).await;
@@ -144,6 +146,7 @@ async fn a_powertools_item_reads_as_no_reopen_and_a_broken_count_heals_on_the_ne
         failure_count: 5,
         opened_at: T0 + 10,
         expiration: T0 + 3640,
+        open_until: None,
     };
     assert_eq!(
         store.apply("broken", &trip).await,

@@ -64,6 +64,7 @@ fn trip() -> RecordWrite {
         failure_count: 5,
         opened_at: T0 + 1,
         expiration: T0 + 3631,
+        open_until: None,
     }
 }
 

@@ -71,6 +71,7 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
         failure_count: 5,
         opened_at: T0,
         expiration: T0 + 3630,
+        open_until: None,
     };
     assert_eq!(store.apply(circuit, &trip).await, Ok(WriteOutcome::Won));
     assert_eq!(
@@ -114,6 +115,7 @@ async fn every_transition_writes_the_powertools_item(emulator: Emulator) {
         failure_count: 1,
         reopen_count: 1,
         expiration: T0 + 3661,
+        open_until: None,
     };
     assert_eq!(store.apply(circuit, &reopen).await, Ok(WriteOutcome::Won));
     assert_eq!(
@@ -163,6 +165,7 @@ async fn the_composite_key_holds_the_static_pk_and_the_name(emulator: Emulator) 
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3630,
+        open_until: None,
     };
     assert_eq!(store.apply("ce", &trip).await, Ok(WriteOutcome::Won));
     let key = item(&[("pk", s("circuit_breaker#orders")), ("sk", s("ce"))]);

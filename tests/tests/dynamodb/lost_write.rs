@@ -28,6 +28,7 @@ async fn a_lost_write_reads_the_item_only_when_the_server_did_not_return_it(emul
         failure_count,
         opened_at,
         expiration: opened_at + 3630,
+        open_until: None,
     };
     assert_eq!(store.apply("ce", &trip(4, T0)).await, Ok(WriteOutcome::Won));
     let open = CircuitRecord::open(T0, 4);

@@ -34,6 +34,7 @@ async fn sixteen_processes_racing_for_every_probe_never_run_two_at_once() {
             failure_count: 5,
             opened_at,
             expiration: opened_at + 3630,
+            open_until: None,
         };
         let tripped = store.apply(&format!("race-{round}"), &trip).await;
         assert_eq!(tripped, Ok(WriteOutcome::Won), "round {round}");

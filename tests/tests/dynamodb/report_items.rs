@@ -54,6 +54,7 @@ async fn two_reports_beside_a_tripped_circuit(
         failure_count: 3,
         opened_at: T0,
         expiration: T0 + 3_630,
+        open_until: None,
     };
     assert_eq!(store.apply("ce", &trip).await, Ok(WriteOutcome::Won));
     let circuit_item = raw(dynalite, table, circuit_key.clone()).await;

@@ -31,6 +31,7 @@ fn trip(opened_at: u64) -> RecordWrite {
         failure_count: 4,
         opened_at,
         expiration: opened_at + 3600,
+        open_until: None,
     }
 }
 

@@ -198,6 +198,7 @@ async fn a_whole_item_reopen_without_the_count_waits_the_recovery_timeout() {
         failure_count: 1,
         reopen_count: 0,
         expiration: now + 3630,
+        open_until: None,
     };
     assert_eq!(
         store.apply(CIRCUIT, &powertools_reopen).await,

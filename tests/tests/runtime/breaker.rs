@@ -234,6 +234,7 @@ async fn another_environments_trip_is_seen_within_the_cache_age() {
                 failure_count: 5,
                 opened_at,
                 expiration: opened_at + 3630,
+                open_until: None,
             },
         )
         .await

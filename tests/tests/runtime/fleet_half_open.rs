@@ -65,6 +65,7 @@ fn trip_now(clock: &ManualClock) -> RecordWrite {
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
+        open_until: None,
     }
 }
 

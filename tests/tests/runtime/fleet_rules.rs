@@ -123,6 +123,7 @@ async fn without_the_opener_another_environment_verifies_then_elects_after_the_f
         failure_count: 2,
         opened_at,
         expiration: opened_at + 3630,
+        open_until: None,
     };
     store.apply("downstream", &trip).await.expect("trip");
     // A busy environment (a call every second) waits the fallback: the cache age (5 s)

@@ -21,6 +21,7 @@ mod keyed_index;
 mod keyed_memory;
 mod model;
 mod one_process;
+mod open_for;
 mod policies;
 mod policy_model;
 mod shadow;

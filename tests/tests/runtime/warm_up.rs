@@ -34,6 +34,7 @@ async fn store_with_open_circuit(tripped: &str) -> Arc<ScriptedStore> {
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,
+        open_until: None,
     };
     store.apply(tripped, &trip).await.unwrap();
     store.reset_counts();
@@ -99,6 +100,7 @@ async fn a_circuit_with_its_own_knowledge_keeps_it() {
         failure_count: 5,
         opened_at: NOW_SECS,
         expiration: NOW_SECS + 3600,
+        open_until: None,
     };
     store.apply("quiet", &trip).await.unwrap();
     assert_eq!(WarmUp::new().breaker(&breaker).run().await, Ok(1));

@@ -69,6 +69,10 @@ pub(super) async fn commit(circuit: &Circuit, change: &Change, alone: bool, now:
 
 /// What a write's reply tells the machine: the reply to settle on, or that this
 /// environment now acts alone and applies the write without the store.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per transition written, held on the stack for its settling"
+)]
 enum Heard {
     Reply(Option<WriteOutcome>),
     Alone,

@@ -104,6 +104,7 @@ fn b_trips_within_the_grace(clock: &ManualClock, grace: u64) -> Meanwhile {
             failure_count: 1,
             opened_at: clock.unix_millis() / 1000,
             expiration: 0,
+            open_until: None,
         };
         let item = key_item_id("webhooks", "a");
         let landed = futures_now(store.apply(&item, &trip));
@@ -201,6 +202,7 @@ async fn suspected_keys_never_fill_the_cap_and_their_namings_end() {
         failure_count: 5,
         opened_at: at,
         expiration: 0,
+        open_until: None,
     };
     let real = KeyStore::new(Arc::clone(&index), "real");
     assert_eq!(
@@ -271,6 +273,7 @@ async fn a_close_that_a_trip_followed_within_the_grace_keeps_the_entry() {
         failure_count: 1,
         opened_at: at / 1000 - 60,
         expiration: 0,
+        open_until: None,
     };
     store.inner.apply(&item, &trip).await.unwrap();
     let elect = RecordWrite::Elect {

@@ -125,7 +125,7 @@ fn an_election_and_a_pass_keep_the_count_and_a_close_or_trip_resets_it() {
         expiration: 0,
     };
     assert_eq!(closed.applied_to(Some(&probing)).reopen_count, 0);
-    let tripped = trip("env-me", 3, (OPENED + 4000) * 1000, &thresholds());
+    let tripped = trip("env-me", 3, (OPENED + 4000) * 1000, &thresholds(), None);
     assert_eq!(tripped.applied_to(None).reopen_count, 0);
     assert_eq!(
         tripped.expiration(),

@@ -21,6 +21,7 @@ pub(super) fn thresholds() -> Thresholds {
         recovery_secs: 30,
         refused_elections_millis: 90_000,
         backoff: RecoveryBackoff::none(),
+        max_open_for_secs: 300,
     }
 }
 
@@ -45,6 +46,7 @@ fn half_open(owner: &str, opened_secs: u64, lease: u64) -> CircuitRecord {
         operator_override: None,
         suspected_until: None,
         opened_by: None,
+        open_until: None,
     }
 }
 
@@ -108,6 +110,7 @@ fn my_reopen(opened_at: u64) -> RecordWrite {
         failure_count: 1,
         reopen_count: 1,
         expiration: 1,
+        open_until: None,
     }
 }
 
@@ -189,16 +192,17 @@ fn closed_failures_trip_at_the_threshold() {
     assert!(trips(3, &thresholds()));
     assert!(trips(7, &thresholds()));
     assert_eq!(
-        trip(ME, 3, T0 + 1_500, &thresholds()),
+        trip(ME, 3, T0 + 1_500, &thresholds(), None),
         RecordWrite::Trip {
             opened_by: Some(ME.into()),
             failure_count: 3,
             opened_at: T0 / 1000 + 1,
-            expiration: T0 / 1000 + 1 + 30 + 3600
+            expiration: T0 / 1000 + 1 + 30 + 3600,
+            open_until: None,
         }
     );
     assert!(matches!(
-        trip(ME, 7, T0, &thresholds()),
+        trip(ME, 7, T0, &thresholds(), None),
         RecordWrite::Trip {
             failure_count: 7,
             ..
@@ -248,7 +252,8 @@ fn probe_outcomes_count_the_fleets_successes() {
             opened_at: now / 1000,
             failure_count: 1,
             reopen_count: 1,
-            expiration: exp
+            expiration: exp,
+            open_until: None,
         }
     );
     assert_eq!(
@@ -343,6 +348,7 @@ fn records_after_won_writes() {
         failure_count: 3,
         opened_at: opened,
         expiration: 1,
+        open_until: None,
     };
     let after = settled(&CircuitRecord::closed(), &trip, won.clone());
     assert_eq!(after.record, open_at(opened));
@@ -379,6 +385,7 @@ fn lost_writes_adopt_the_stored_record() {
         failure_count: 3,
         opened_at: opened + 5,
         expiration: 1,
+        open_until: None,
     };
     let theirs = open_at(opened);
     let after = settled(
@@ -431,7 +438,7 @@ fn an_election_lost_to_its_own_earlier_write_is_committed() {
 #[test]
 fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
     let opened = T0 / 1000;
-    let trip = trip(ME, 3, T0, &thresholds());
+    let trip = trip(ME, 3, T0, &thresholds(), None);
     let landed = trip.applied_to(None);
     assert_eq!(landed.opened_by.as_deref(), Some(ME));
     let after = settled(
@@ -444,7 +451,7 @@ fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
     assert_eq!(committed_opening(&trip, &after), Some(opened));
 
     // The same second, the same count, another writer: not ours.
-    let theirs = super::trip(OTHER, 3, T0, &thresholds()).applied_to(None);
+    let theirs = super::trip(OTHER, 3, T0, &thresholds(), None).applied_to(None);
     let after = settled(
         &CircuitRecord::closed(),
         &trip,
@@ -462,7 +469,7 @@ fn a_trip_or_reopen_lost_to_its_own_landed_attempt_is_committed() {
     assert_eq!(committed_opening(&reopen, &after), Some(opened + 31));
 
     // Another environment's trip a second later is not.
-    let later = super::trip(OTHER, 3, T0 + 1_000, &thresholds()).applied_to(None);
+    let later = super::trip(OTHER, 3, T0 + 1_000, &thresholds(), None).applied_to(None);
     let after = settled(
         &CircuitRecord::closed(),
         &trip,
@@ -479,6 +486,7 @@ fn a_write_the_store_did_not_answer_is_applied_locally() {
         failure_count: 3,
         opened_at: opened,
         expiration: 1,
+        open_until: None,
     };
     let after = settled(&CircuitRecord::closed(), &trip, None);
     assert_eq!(after.record, open_at(opened));

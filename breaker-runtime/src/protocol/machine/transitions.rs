@@ -1,6 +1,8 @@
 //! The transitions an environment writes: a trip when closed counts say so, and the
 //! write that ends a probe (a close, a reopen or a hand-over).
 
+use std::time::Duration;
+
 use super::{Outcome, Thresholds, expiration, secs};
 use crate::protocol::rates::{Counts, Rates};
 use crate::protocol::record::CircuitRecord;
@@ -27,19 +29,42 @@ pub(crate) fn trips_on_rate(counts: Counts, rates: &Rates) -> bool {
         && (reached(counts.failures, rates.failure) || reached(counts.slow, rates.slow))
 }
 
-/// `me`'s trip after `consecutive_failures` failures; only once `trips` says so.
+/// `me`'s trip after `consecutive_failures` failures; only once `trips` says so, or on a
+/// failure that asked to stay away `open_for` (bounded by the config's maximum).
 pub fn trip(
     me: &str,
     consecutive_failures: u32,
     now_millis: u64,
     thresholds: &Thresholds,
+    open_for: Option<Duration>,
 ) -> RecordWrite {
+    let open_until = asked_until(open_for, now_millis, thresholds);
+    let wait = open_until.map_or(thresholds.recovery_millis, |until| {
+        until.saturating_sub(secs(now_millis)).saturating_mul(1000)
+    });
     RecordWrite::Trip {
         opened_by: Some(me.to_owned()),
         failure_count: consecutive_failures,
         opened_at: secs(now_millis),
-        expiration: expiration(now_millis, thresholds.recovery_millis, thresholds),
+        expiration: expiration(now_millis, wait, thresholds),
+        open_until,
     }
+}
+
+/// The end of an opening a failure asked for at `now_millis`: `open_for` from the opening's
+/// second, rounded up to a whole second, at most the config's maximum; `None` when it asked
+/// for nothing (or for no time at all).
+pub(crate) fn asked_until(
+    open_for: Option<Duration>,
+    now_millis: u64,
+    thresholds: &Thresholds,
+) -> Option<u64> {
+    let open_for = open_for.filter(|d| !d.is_zero())?;
+    let secs_asked = open_for
+        .as_millis()
+        .div_ceil(1000)
+        .min(u128::from(thresholds.max_open_for_secs));
+    Some(secs(now_millis).saturating_add(u64::try_from(secs_asked).unwrap_or(u64::MAX)))
 }
 
 /// After a probe ended, the write that ends it: a close once the fleet's probe successes
@@ -67,9 +92,14 @@ pub fn on_probe_outcome(
         thresholds,
     );
     match outcome {
-        Outcome::Failure => {
+        Outcome::Failure | Outcome::OpenFor(_) => {
+            let open_for = match outcome {
+                Outcome::OpenFor(open_for) => Some(open_for),
+                _ => None,
+            };
             let reopened = CircuitRecord {
                 reopen_count: record.reopen_count.saturating_add(1),
+                open_until: asked_until(open_for, now_millis, thresholds),
                 ..CircuitRecord::open(secs(now_millis), 1)
             };
             let wait = thresholds.recovery_millis_of(&reopened);
@@ -79,6 +109,7 @@ pub fn on_probe_outcome(
                 failure_count: reopened.failure_count,
                 reopen_count: reopened.reopen_count,
                 expiration: expiration(now_millis, wait, thresholds),
+                open_until: reopened.open_until,
             }
         }
         Outcome::Success if successes >= thresholds.success_threshold => RecordWrite::Close {

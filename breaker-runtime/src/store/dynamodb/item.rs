@@ -46,6 +46,14 @@ pub(crate) const SUSPECTED_UNTIL: &str = "suspected_until";
 /// condition tests it).
 pub(crate) const OPENED_BY: &str = "opened_by";
 
+/// While open after a failure that said how long to stay away: until when (unix seconds,
+/// N) every breaker environment rejects, and from when the first probe may come. Written
+/// by that trip or reopen (whole-item puts), kept by an election and a hand-over, dropped by
+/// every other breaker write. A fixed name, ignored by Powertools, whose whole-item writes
+/// drop it and whose reopen (an `UpdateItem`) keeps it: read only while later than
+/// `opened_at`.
+pub(crate) const OPEN_UNTIL: &str = "open_until";
+
 /// A DynamoDB item.
 pub(super) type Item = HashMap<String, AttributeValue>;
 
@@ -115,6 +123,9 @@ impl AttributeNames {
         if let Some(writer) = &record.opened_by {
             item.insert(OPENED_BY.to_owned(), s(writer));
         }
+        if let Some(until) = record.open_until {
+            item.insert(OPEN_UNTIL.to_owned(), n(until));
+        }
         item.insert(self.expiry.clone(), n(expiration));
         item
     }
@@ -151,6 +162,7 @@ impl AttributeNames {
                 }
                 _ => None,
             },
+            open_until: self.number(item, OPEN_UNTIL)?,
         };
         match state {
             CircuitState::Open if record.opened_at.is_none() => {
@@ -281,6 +293,7 @@ mod tests {
                 operator_override: None,
                 suspected_until: None,
                 opened_by: Some("env-1#0".into()),
+                open_until: None,
             },
             CircuitRecord {
                 suspected_until: Some(1_700_000_010),

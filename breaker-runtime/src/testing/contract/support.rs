@@ -13,6 +13,7 @@ pub(super) fn trip_at(opened_at: u64, failure_count: u32) -> RecordWrite {
         failure_count,
         opened_at,
         expiration: TTL,
+        open_until: None,
     }
 }
 
@@ -29,6 +30,7 @@ pub(super) fn trip_by(writer: &str, opened_at: u64, failure_count: u32) -> Recor
             failure_count,
             opened_at,
             expiration,
+            open_until: None,
         },
         other => other,
     }
@@ -103,6 +105,7 @@ pub(super) fn reopen_counting(
         failure_count,
         reopen_count,
         expiration: TTL,
+        open_until: None,
     }
 }
 

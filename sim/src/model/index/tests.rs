@@ -23,6 +23,7 @@ fn trip() -> RecordWrite {
         opened_at: NOW_S,
         expiration: NOW_S + 3_630,
         opened_by: None,
+        open_until: None,
     }
 }
 
