@@ -2,13 +2,18 @@
 //! reached the downstream (and probes), and the item's consumed units and throttled
 //! attempts. Three stacked panels sharing the time axis, so a trip, the election herd and
 //! the close line up by eye. Drawn with `plotters`' SVG backend (no font files needed: the
-//! SVG carries text, the viewer renders it).
+//! SVG carries text, the viewer renders it). The capacity chart ([`write_capacity`]) draws
+//! the downstream's load against its capacity.
 
 use std::path::Path;
 
 use plotters::prelude::*;
 
 use crate::fleet::Run;
+
+mod capacity;
+
+pub use capacity::write_capacity;
 
 const CLOSED: RGBColor = RGBColor(46, 139, 87);
 const OPEN: RGBColor = RGBColor(200, 40, 40);

@@ -117,7 +117,7 @@ impl SharedTable {
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let table = SharedTable::new(ItemModel::new(ModelConfig::default(), 1));
 /// let store = EnvStore::new(3, table.clone());
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// assert_eq!((store.reads(), store.writes()), (0, 1));
 /// let mut log = Vec::new();

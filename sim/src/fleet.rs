@@ -153,7 +153,8 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         scenario.downstream_latency_ms,
         scenario.health.clone(),
         scenario.seed,
-    );
+    )
+    .with_capacity(scenario.capacity.clone());
     let mut traffic = Traffic::new(
         scenario.envs,
         scenario.rate,
@@ -278,6 +279,7 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         sample(&envs, &mut metrics, next_second);
         next_second += 1;
     }
+    metrics.on_downstream_load(downstream.load_per_second());
     let keyed = keyed.map(|keyed| {
         keyed.summary(table.model().census(), |rank| {
             key_item_id(CIRCUIT, &KeySpace::name(rank))

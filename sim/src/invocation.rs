@@ -21,9 +21,11 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::thread::Thread;
 use std::time::Duration;
 
-use breaker_runtime::{CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError, CircuitState};
+use breaker_runtime::{
+    CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError, CircuitState, Outcome,
+};
 
-use crate::downstream::{Downstream, Health};
+use crate::downstream::{Downstream, DownstreamError, Health, Reply};
 use crate::env_store::SharedTable;
 use crate::metrics::Call;
 use crate::scenario::Scenario;
@@ -35,8 +37,12 @@ pub enum CallError {
     Open,
     /// The breaker abandoned the call at its deadline (counted as a failure).
     Abandoned,
-    /// The downstream failed it: counts as a failure.
-    Downstream,
+    /// The downstream failed it: counts as a failure. A throttling answer carries how long
+    /// it said to wait before calling again, ms.
+    Downstream {
+        /// The answer's "retry after", ms; `None`: no hint.
+        retry_after_ms: Option<u64>,
+    },
     /// Lambda killed the invocation at its function timeout.
     Killed,
 }
@@ -53,13 +59,47 @@ impl From<CallAbandonedError> for CallError {
     }
 }
 
+impl From<DownstreamError> for CallError {
+    fn from(e: DownstreamError) -> Self {
+        Self::Downstream {
+            retry_after_ms: e.retry_after_ms,
+        }
+    }
+}
+
+impl CallError {
+    /// The downstream's "retry after" hint, ms, if the error carries one.
+    pub fn retry_after_ms(&self) -> Option<u64> {
+        match self {
+            Self::Downstream { retry_after_ms } => *retry_after_ms,
+            Self::Open | Self::Abandoned | Self::Killed => None,
+        }
+    }
+}
+
+/// How the breaker judges a call's error: the downstream's failures count, its own
+/// rejections and abandonments are counted by the breaker itself.
+///
+/// The handler's error test, as a user writes it: a downstream failure counts, and one that
+/// carries a retry-after ([`CallError::retry_after_ms`]) asks the circuit to stay open that
+/// long (`Outcome::OpenFor`); the breaker's own errors are not the downstream's.
+fn counts_as_failure(error: &CallError) -> Outcome {
+    match error {
+        CallError::Downstream {
+            retry_after_ms: Some(ms),
+        } => Outcome::OpenFor(Duration::from_millis(*ms)),
+        CallError::Downstream { .. } => Outcome::Failure,
+        _ => Outcome::Ignored,
+    }
+}
+
 /// The downstream's answer to one call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Answer {
     /// Not admitted yet, or admitted in the poll that just ran.
     NotYet,
-    /// At this virtual ms, failed or not.
-    At(u64, bool),
+    /// At this virtual ms, succeeded or failed.
+    At(u64, Result<(), DownstreamError>),
     /// A hanging downstream: never.
     Never,
 }
@@ -93,13 +133,9 @@ impl Future for DownstreamCall {
             slot.admitted_ms.set(Some(slot.now_ms.get()));
         }
         match slot.answer.get() {
-            Answer::At(at, failed) if at <= slot.now_ms.get() => {
+            Answer::At(at, result) if at <= slot.now_ms.get() => {
                 slot.waiting.set(false);
-                Poll::Ready(if failed {
-                    Err(CallError::Downstream)
-                } else {
-                    Ok(())
-                })
+                Poll::Ready(result.map_err(CallError::from))
             }
             _ => {
                 slot.waiting.set(true);
@@ -177,7 +213,8 @@ pub struct Flight {
     last_poll_latency_ms: u64,
     /// Store latency before the downstream was called.
     latency_before_admission_ms: u64,
-    /// The downstream was unhealthy (down or hanging) when the call was admitted.
+    /// The downstream was unhealthy (down, hanging or throttling) when the call was
+    /// admitted.
     unhealthy: bool,
     /// The call's downstream follows the scenario's health schedule; otherwise (a healthy
     /// key's) it is always up.
@@ -214,17 +251,14 @@ impl Flight {
         let b = breaker.clone();
         let downstream_slot = Rc::clone(&slot);
         let guarded = async move {
-            b.call_with(
-                |e: &CallError| *e == CallError::Downstream,
-                || {
-                    // Only probes run while an environment does not believe the circuit
-                    // closed.
-                    downstream_slot.probe.set(b.state() != CircuitState::Closed);
-                    DownstreamCall {
-                        slot: downstream_slot,
-                    }
-                },
-            )
+            b.call_with(counts_as_failure, || {
+                // Only probes run while an environment does not believe the circuit
+                // closed.
+                downstream_slot.probe.set(b.state() != CircuitState::Closed);
+                DownstreamCall {
+                    slot: downstream_slot,
+                }
+            })
             .await
         };
         let kill_at_ms = scenario.function_timeout_ms.map(|t| now + t);
@@ -286,14 +320,26 @@ impl Flight {
         {
             self.latency_before_admission_ms += self.last_poll_latency_ms;
             let at = admitted + self.latency_before_admission_ms;
-            let (health, answer) = match self.follows_schedule {
+            let (health, reply) = match self.follows_schedule {
                 true => (downstream.schedule().at(at), downstream.call(at)),
-                false => (Health::Up, Some(Ok(()))),
+                false => {
+                    let latency_ms = downstream.latency_ms();
+                    (
+                        Health::Up,
+                        Some(Reply {
+                            result: Ok(()),
+                            latency_ms,
+                        }),
+                    )
+                }
             };
-            self.unhealthy = matches!(health, Health::Down | Health::Hang);
-            self.slot.answer.set(match answer {
+            self.unhealthy = matches!(
+                health,
+                Health::Down | Health::Hang | Health::Throttling { .. }
+            );
+            self.slot.answer.set(match reply {
                 None => Answer::Never,
-                Some(result) => Answer::At(at + downstream.latency_ms(), result.is_err()),
+                Some(reply) => Answer::At(at + reply.latency_ms, reply.result),
             });
         }
         Polled::Waiting {
@@ -351,6 +397,7 @@ impl Flight {
             abandoned: result == Err(CallError::Abandoned),
             killed: result == Err(CallError::Killed),
             unhealthy: self.unhealthy,
+            retry_after_ms: result.err().and_then(|e| e.retry_after_ms()),
         }
     }
 }

@@ -39,6 +39,8 @@ pub struct KeyedMetrics {
     calls_to_healthy: u64,
     rejected_calls_to_healthy: u64,
     index_reads: u64,
+    /// Read units the index reads consumed, in halves.
+    index_read_half_units: u64,
     item_reads: u64,
     index_writes: u64,
     item_writes: u64,
@@ -88,6 +90,9 @@ pub struct KeyedSummary {
     pub rejected_calls_to_healthy: u64,
     /// Index reads per second, over the run.
     pub index_reads_per_s: f64,
+    /// Read units per second the index reads consumed (a unit per started 4 KB, half
+    /// for an eventually consistent read).
+    pub index_read_units_per_s: f64,
     /// Reads of the circuits' items (key items, or the plain circuit's) per second.
     pub item_reads_per_s: f64,
     /// The most reads (index and items) in one virtual second.
@@ -114,6 +119,8 @@ pub struct KeyedSummary {
     pub cap: u32,
     /// Adds the cap refused.
     pub cap_refusals: u64,
+    /// Suspicions the index refused (it names at most 1,000 at once).
+    pub suspicion_refusals: u64,
     /// Writes after which an open key item was not named by its index (0 by design).
     pub unindexed_open_keys: u64,
 }
@@ -134,6 +141,7 @@ impl KeyedMetrics {
             calls_to_healthy: 0,
             rejected_calls_to_healthy: 0,
             index_reads: 0,
+            index_read_half_units: 0,
             item_reads: 0,
             index_writes: 0,
             item_writes: 0,
@@ -169,6 +177,7 @@ impl KeyedMetrics {
         match r.kind {
             RequestKind::IndexRead => {
                 self.index_reads += attempts;
+                self.index_read_half_units += u64::from(r.cost.read_half_units);
                 if let Some((index, _)) = second {
                     *index += r.cost.attempts;
                 }
@@ -238,6 +247,7 @@ impl KeyedMetrics {
             calls_to_healthy: self.calls_to_healthy,
             rejected_calls_to_healthy: self.rejected_calls_to_healthy,
             index_reads_per_s: self.index_reads as f64 / seconds,
+            index_read_units_per_s: self.index_read_half_units as f64 / 2.0 / seconds,
             item_reads_per_s: self.item_reads as f64 / seconds,
             max_reads_in_a_second: self
                 .reads_per_second
@@ -256,6 +266,7 @@ impl KeyedMetrics {
             max_index_open_keys: census.max_index_open_keys,
             cap: self.cap,
             cap_refusals: census.cap_refusals,
+            suspicion_refusals: census.suspicion_refusals,
             unindexed_open_keys: census.unindexed_open_keys,
         }
     }

@@ -17,7 +17,7 @@
 //! - [`env_store`]: one environment's `StateStore` over the shared model;
 //! - [`traffic`]: Poisson arrivals, one invocation per environment at a time;
 //! - [`keys`]: a keyed scenario's keys: names, Zipf draws, which fail;
-//! - [`downstream`]: the protected service's latency and health schedule;
+//! - [`downstream`]: the protected service's latency, health and capacity schedules;
 //! - [`scenario`]: the situations the fleet is measured in;
 //! - [`fleet`]: the discrete-event loop that drives the breakers;
 //! - [`invocation`]: one invocation in flight: the guarded async call and its downstream;

@@ -25,9 +25,10 @@ struct Args {
     /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, quiet-errors,
     /// quiet-errors-1k, sparse-10k-noisy, light,
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
-    /// keyed-rank100, keyed-rank100-alone, keyed-rank100-one-circuit, keyed-10pct,
-    /// keyed-90pct, keyed-healthy, keyed-background-5pct), `all` (every scenario of one
-    /// circuit) or `keyed` (every keyed one).
+    /// recovery-capacity, recovery-capacity-slow-start, throttle-retry-after, keyed-rank100, keyed-rank100-alone,
+    /// keyed-rank100-one-circuit, keyed-10pct, keyed-90pct, keyed-healthy,
+    /// keyed-background-5pct), `all` (every scenario of one circuit) or `keyed` (every
+    /// keyed one).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.
@@ -170,6 +171,10 @@ fn main() -> anyhow::Result<()> {
         if !args.no_charts {
             let path = args.charts.join(format!("{}.svg", scenario.name));
             chart::write(&run, &path)
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .with_context(|| format!("writing {}", path.display()))?;
+            let path = args.charts.join(format!("{}-capacity.svg", scenario.name));
+            chart::write_capacity(&summary.capacity, &run, &path)
                 .map_err(|e| anyhow::anyhow!("{e}"))
                 .with_context(|| format!("writing {}", path.display()))?;
         }

@@ -18,9 +18,11 @@
 //! - **report writes per second** outside every trip burst: the write units of failure
 //!   reports in each virtual second that no burst overlaps;
 //! - **non-probe calls while failing**: per environment, the downstream calls it started
-//!   (not as probes) while the downstream was down or hanging; the maximum is reported;
+//!   (not as probes) while the downstream was down, hanging or throttling; the maximum is
+//!   reported;
 //! - per virtual second: environments per state, calls, downstream calls, store units and
-//!   throttles, for the charts.
+//!   throttles, for the charts;
+//! - the downstream's return and its load against its capacity: the `capacity` module.
 //!
 //! The item's state is followed from the requests that won, so the metrics need nothing
 //! from the model but the log.
@@ -98,9 +100,10 @@ pub struct Metrics {
     bursts: Vec<(u64, u64)>,
     /// Throttled attempts: `(ms, attempts)`.
     throttles: Vec<(u64, u32)>,
-    /// Per environment: non-probe downstream calls started while the downstream was down
-    /// or hanging.
+    /// Per environment: non-probe downstream calls started while the downstream was down,
+    /// hanging or throttling.
     calls_while_failing: Vec<u32>,
+    load: capacity::Load,
 }
 
 /// How far before a trip's landing its burst may start: the first counted failure within
@@ -121,6 +124,11 @@ impl Metrics {
         .with_recovery(
             scenario.breaker.recovery_timeout.as_millis() as u64,
             scenario.breaker.recovery_backoff.clone(),
+        )
+        .with_downstream(
+            scenario.returned_at(),
+            scenario.full_rate_per_s(),
+            scenario.capacity.clone(),
         )
     }
 
@@ -198,6 +206,7 @@ impl Metrics {
             max_rejecting_after_close_ms: None,
             downstream_calls_while_open: 0,
             seconds: vec![Second::default(); seconds],
+            load: capacity::Load::default(),
         }
     }
 
@@ -225,6 +234,7 @@ impl Metrics {
     #[inline]
     pub fn on_call(&mut self, call: &Call) {
         self.calls += 1;
+        self.load.on_call(call);
         let item_open = self.item != CircuitState::Closed;
         let mut downstream = 0;
         let mut probe = 0;
@@ -326,7 +336,8 @@ impl Metrics {
             | RequestKind::IndexRefresh
             | RequestKind::IndexRemove => {}
         }
-        if !matches!(r.kind, RequestKind::Read | RequestKind::IndexRead) {
+        let read = matches!(r.kind, RequestKind::Read | RequestKind::IndexRead);
+        if !read {
             self.write_requests += attempts;
         }
         if r.kind == RequestKind::Trip
@@ -344,6 +355,7 @@ impl Metrics {
         self.write_units += u64::from(r.cost.write_units);
         if let Some(s) = self.second(t) {
             s.store_requests += sent;
+            s.store_reads += sent * u32::from(read);
             s.read_half_units += r.cost.read_half_units;
             s.throttled += r.cost.throttled_attempts;
             // The circuit's item and the report items have budgets of their own.
@@ -428,6 +440,7 @@ impl Metrics {
     }
 }
 
+mod capacity;
 mod summarize;
 mod windows;
 

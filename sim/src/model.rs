@@ -106,7 +106,7 @@ pub struct FaultWindow {
 /// use breaker_sim::model::{Consistency, ItemModel, ModelConfig};
 ///
 /// let mut model = ItemModel::new(ModelConfig::default(), 1);
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 /// let served = model.apply("ce", &trip, 0);
 /// assert_eq!(served.result, Ok(WriteOutcome::Won));
 /// assert_eq!(served.cost.write_units, 1);

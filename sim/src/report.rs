@@ -8,6 +8,8 @@ use comfy_table::{CellAlignment, Table};
 use crate::keyed_metrics::KeyedSummary;
 use crate::metrics::Summary;
 
+mod capacity;
+
 fn opt(value: Option<f64>, unit: &str) -> String {
     value.map_or_else(|| "–".to_owned(), |v| format!("{v:.1}{unit}"))
 }
@@ -34,7 +36,7 @@ fn thousands(n: u64) -> String {
 /// assert_eq!(rows[0], ("envs", "2".to_owned()));
 /// ```
 pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
-    vec![
+    let mut rows = vec![
         ("envs", thousands(u64::from(s.envs))),
         ("virtual time", format!("{} s", s.duration_s)),
         ("calls", thousands(s.calls)),
@@ -148,7 +150,9 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
             "store cost per million calls",
             format!("${:.4}", s.store_cost_per_million_calls_usd),
         ),
-    ]
+    ];
+    rows.extend(capacity::rows(&s.capacity));
+    rows
 }
 
 /// A readable table of one scenario's figures.
@@ -250,6 +254,10 @@ pub fn keyed_rows(s: &KeyedSummary) -> Vec<(&'static str, String)> {
             format!("{:.1} / {:.1}", s.index_reads_per_s, s.item_reads_per_s),
         ),
         (
+            "index read units/s",
+            format!("{:.1}", s.index_read_units_per_s),
+        ),
+        (
             "max reads in a second",
             thousands(u64::from(s.max_reads_in_a_second)),
         ),
@@ -288,6 +296,10 @@ pub fn keyed_rows(s: &KeyedSummary) -> Vec<(&'static str, String)> {
             ),
         ),
         ("adds refused by the cap", thousands(s.cap_refusals)),
+        (
+            "suspicions refused (1,000 named)",
+            thousands(s.suspicion_refusals),
+        ),
         (
             "open keys the index did not name",
             thousands(s.unindexed_open_keys),

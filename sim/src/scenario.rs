@@ -2,13 +2,14 @@
 //! store's faults over virtual time, and the breaker's tunables. Each is a value, so a test
 //! can shrink the fleet (and the item's limits with it) and keep everything else.
 
-use crate::downstream::{Health, HealthSchedule};
+use crate::downstream::{CapacitySchedule, Health, HealthSchedule};
 use crate::keys::KeySpace;
 use crate::model::{FaultWindow, ModelConfig};
 use crate::traffic::Rate;
 
 mod keyed;
 mod one_circuit;
+mod recovery;
 mod settings;
 
 pub use settings::BreakerSettings;
@@ -37,6 +38,8 @@ pub struct Scenario {
     pub downstream_latency_ms: u64,
     /// Downstream health over time.
     pub health: HealthSchedule,
+    /// Downstream capacity over time (default: unlimited).
+    pub capacity: CapacitySchedule,
     /// Store faults over time.
     pub store_faults: Vec<FaultWindow>,
     /// The circuit's item is OPEN at time 0 (opened then).
@@ -62,7 +65,7 @@ pub struct Scenario {
 }
 
 /// Every scenario of one circuit, in the order `make sim` runs them.
-pub const NAMES: [&str; 14] = [
+pub const NAMES: [&str; 17] = [
     "outage",
     "sparse",
     "sparse-10k",
@@ -77,6 +80,9 @@ pub const NAMES: [&str; 14] = [
     "flapping",
     "scale-100k",
     "long-outage",
+    "recovery-capacity",
+    "recovery-capacity-slow-start",
+    "throttle-retry-after",
 ];
 
 /// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`
@@ -104,6 +110,7 @@ impl Scenario {
             seed: 1,
             downstream_latency_ms: 50,
             health: HealthSchedule::always_up(),
+            capacity: CapacitySchedule::unlimited(),
             store_faults: Vec::new(),
             initially_open: false,
             start_spread_ms: breaker.local_cache_max_age.as_millis() as u64,
@@ -124,7 +131,9 @@ impl Scenario {
     /// assert!(breaker_sim::scenario::Scenario::named("nope").is_none());
     /// ```
     pub fn named(name: &str) -> Option<Self> {
-        Self::one_circuit(name).or_else(|| Self::keyed_named(name))
+        Self::one_circuit(name)
+            .or_else(|| Self::recovery(name))
+            .or_else(|| Self::keyed_named(name))
     }
 
     /// Every scenario of one circuit, in [`NAMES`] order.
@@ -142,7 +151,7 @@ impl Scenario {
 
     /// The same scenario with `envs` environments and the item's limits scaled by
     /// `envs / self.envs`, so a small fleet still meets them where the large one does; a
-    /// keyed scenario's keys and cap are scaled with them.
+    /// keyed scenario's keys and cap, and the downstream's capacity, are scaled with them.
     ///
     /// ```
     /// let small = breaker_sim::scenario::Scenario::named("outage").unwrap().scaled_to(100);
@@ -157,6 +166,7 @@ impl Scenario {
         self.model.read_units_per_s = scale(self.model.read_units_per_s);
         self.model.write_units_per_s = scale(self.model.write_units_per_s);
         self.keys = self.keys.map(|keys| keys.scaled(factor));
+        self.capacity = self.capacity.scaled(factor);
         self.envs = envs;
         self
     }
@@ -172,6 +182,26 @@ impl Scenario {
     pub fn failing(mut self, share: f64) -> Self {
         self.health = HealthSchedule::new(vec![(0, Health::Failing(share))]);
         self
+    }
+
+    /// The downstream's return, virtual ms: the later of its health's recovery and its
+    /// capacity ramp's start, where either exists.
+    ///
+    /// ```
+    /// let s = breaker_sim::scenario::Scenario::named("recovery-capacity").unwrap();
+    /// assert_eq!(s.returned_at(), Some(90_000));
+    /// assert_eq!(breaker_sim::scenario::Scenario::named("flapping").unwrap().returned_at(), None);
+    /// ```
+    pub fn returned_at(&self) -> Option<u64> {
+        match (self.health.recovered_at(), self.capacity.ramp_start()) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Calls per second the whole fleet sends when every environment calls at its rate.
+    pub fn full_rate_per_s(&self) -> f64 {
+        self.rate.per_env(self.envs) * f64::from(self.envs)
     }
 
     /// Burst length after the first trip write: the cache age plus the read lag.

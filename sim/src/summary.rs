@@ -28,6 +28,9 @@ pub struct Second {
     pub throttled: u32,
     /// Write units of failure reports (their own items).
     pub report_write_units: u32,
+    /// DynamoDB read requests (attempts that reached the store); the rest of
+    /// `store_requests` are writes.
+    pub store_reads: u32,
 }
 
 /// A recovery window and the elections made in it.
@@ -89,8 +92,10 @@ pub struct Call {
     pub abandoned: bool,
     /// Lambda ended the invocation at its function timeout.
     pub killed: bool,
-    /// The downstream was down or hanging when the call reached it.
+    /// The downstream was down, hanging or throttling when the call reached it.
     pub unhealthy: bool,
+    /// The downstream's error said to retry after this long, ms.
+    pub retry_after_ms: Option<u64>,
 }
 
 /// The figures of a run: one JSON object per scenario.
@@ -116,8 +121,8 @@ pub struct Summary {
     pub failed_non_probe_calls: u64,
     /// From the first counted failure to the first trip landing, s.
     pub first_failure_to_trip_s: Option<f64>,
-    /// Non-probe downstream calls one environment started while the downstream was down or
-    /// hanging: the most over environments.
+    /// Non-probe downstream calls one environment started while the downstream was down,
+    /// hanging or throttling: the most over environments.
     pub max_non_probe_calls_per_env_while_failing: u32,
     /// Most write units of failure reports in one virtual second outside every trip burst.
     pub max_report_wcu_per_s: u32,
@@ -203,6 +208,46 @@ pub struct Summary {
     /// DynamoDB on-demand cost per million calls, USD (us-east-1: $0.125 per million read
     /// request units, $0.625 per million write request units).
     pub store_cost_per_million_calls_usd: f64,
+    /// The downstream's return and its load against its capacity (last, so the figures
+    /// above print as they did before it).
+    pub capacity: CapacityFigures,
+}
+
+/// The downstream's return and its load against its capacity, and the store's load per
+/// second ([`crate::metrics`]'s `capacity` module defines each).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CapacityFigures {
+    /// The downstream's return, virtual s: the later of its health's recovery and its
+    /// capacity ramp's start; `None`: it has none.
+    pub returned_at_s: Option<f64>,
+    /// Downstream calls (probes included) started at or after the return that failed.
+    pub failed_calls_after_return: Option<u64>,
+    /// Openings (trips and reopens) that landed at or after the return.
+    pub reopens_after_return: Option<u64>,
+    /// Calls the fleet sends per second at its full rate.
+    pub full_rate_per_s: f64,
+    /// From the return to the start of the first second, at or after it, in which the
+    /// calls reaching the downstream reach 95 % of the full rate, s.
+    pub full_rate_after_return_s: Option<f64>,
+    /// Over seconds of a finite capacity: the calls reaching the downstream past it (the
+    /// calls it shed).
+    pub admitted_above_capacity: u64,
+    /// The same, over the seconds from the return on.
+    pub admitted_above_capacity_after_return: Option<u64>,
+    /// Calls reaching the downstream, per virtual second.
+    pub admitted_per_s: Vec<u32>,
+    /// The downstream's capacity per virtual second; `None`: unlimited.
+    pub capacity_per_s: Vec<Option<u32>>,
+    /// Failed calls whose error carried a "retry after".
+    pub retry_after_answers: u64,
+    /// DynamoDB read requests per second, mean over the run.
+    pub store_reads_per_s: f64,
+    /// The most read requests in one virtual second.
+    pub max_store_reads_per_s: u32,
+    /// DynamoDB write requests per second, mean over the run.
+    pub store_writes_per_s: f64,
+    /// The most write requests in one virtual second.
+    pub max_store_writes_per_s: u32,
 }
 
 /// USD per read request unit, on demand, us-east-1.

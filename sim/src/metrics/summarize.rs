@@ -143,6 +143,7 @@ impl Metrics {
             store_cost_per_million_calls_usd: per_million(
                 rcu_total * USD_PER_RRU + self.write_units as f64 * USD_PER_WRU,
             ),
+            capacity: self.capacity_figures(),
         }
     }
 }

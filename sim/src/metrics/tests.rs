@@ -30,6 +30,7 @@ fn admitted(env: u32, t: u64) -> Call {
         abandoned: false,
         killed: false,
         unhealthy: false,
+        retry_after_ms: None,
     }
 }
 

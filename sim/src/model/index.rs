@@ -112,6 +112,8 @@ pub struct KeyCensus {
     pub unindexed_open_keys: u64,
     /// Adds refused because the cap held.
     pub cap_refusals: u64,
+    /// Suspicions not named because the index named as many as it may.
+    pub suspicion_refusals: u64,
     /// Ids of the key items OPEN or HALF_OPEN now.
     open: HashSet<String>,
     /// Ids of the key items that have been OPEN or HALF_OPEN.
@@ -217,6 +219,11 @@ impl ItemModel {
         });
         match &served.result {
             Ok(KeyIndexOutcome::Won) => self.index_written(&id, circuit, write),
+            Ok(KeyIndexOutcome::CapReached(_))
+                if matches!(write, KeyIndexWrite::Suspect { .. }) =>
+            {
+                self.census.suspicion_refusals += 1;
+            }
             Ok(KeyIndexOutcome::CapReached(_)) => self.census.cap_refusals += 1,
             _ => {}
         }

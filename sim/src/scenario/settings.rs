@@ -28,6 +28,8 @@ pub struct BreakerSettings {
     pub fleet_policy: Option<breaker_runtime::FleetPolicy>,
     /// How the open duration grows with each reopen (the runtime's default: it does not).
     pub recovery_backoff: breaker_runtime::RecoveryBackoff,
+    /// The slow start after a close (the runtime's default: none).
+    pub slow_start: Option<Duration>,
 }
 
 impl BreakerSettings {
@@ -49,6 +51,10 @@ impl BreakerSettings {
             .fleet_detection(self.fleet_policy.is_some());
         let builder = match self.fleet_policy {
             Some(policy) => builder.fleet_policy(policy),
+            None => builder,
+        };
+        let builder = match self.slow_start {
+            Some(ramp) => builder.slow_start(ramp),
             None => builder,
         };
         match self.call_timeout {
@@ -73,6 +79,7 @@ impl Default for BreakerSettings {
             deadline_margin: runtime.deadline_margin(),
             fleet_policy: runtime.fleet_policy(),
             recovery_backoff: runtime.recovery_backoff().clone(),
+            slow_start: runtime.slow_start(),
         }
     }
 }
