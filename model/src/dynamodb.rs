@@ -128,8 +128,12 @@ pub fn powertools_end(item: &Item, reopened_at: Option<u64>, ttl: u64) -> Item {
     r.opened_at = reopened_at;
     r.half_open_owner = None;
     r.probe_lease_expiry = None;
+    // The item as a breaker reads it back: the attributes kept on a closed item that are
+    // read only on an opening (`opened_by`, `open_until`) read as absent.
+    let (record, ttl) = record_as_read(&item_as_stored(&r, Some(ttl)))
+        .unwrap_or_else(|malformed| panic!("Powertools' end leaves {r:?}: {malformed}"));
     Item {
-        record: Some(r),
-        ttl: Some(ttl),
+        record: Some(record),
+        ttl,
     }
 }

@@ -47,6 +47,7 @@ fn fleet(actors: Vec<Actor>, horizon: u64) -> Fleet {
         store: Store::Answers,
         start_closed: false,
         closes_within: 16,
+        open_for: None,
     }
 }
 
@@ -84,6 +85,25 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
                 h(10, 12),
             )
         }),
+        (
+            "retry-after openings with a Powertools 3.37.0 environment",
+            {
+                // Every breaker failure asks for 5 s (more than the 2 s recovery): its trips and
+                // reopens write `open_until`, which Powertools ignores and keeps on its reopen.
+                let powertools = Actor::Powertools {
+                    skew: 0,
+                    resets_count: true,
+                };
+                let mut m = fleet(
+                    vec![breaker("A", 0), breaker("B", 1), powertools],
+                    h(10, 12),
+                );
+                m.open_for = Some(5);
+                m.start_closed = true;
+                m.closes_within = 24;
+                m
+            },
+        ),
         ("an operator's override", {
             let mut m = fleet(
                 vec![breaker("A", 0), breaker("B", 1), Actor::Operator],

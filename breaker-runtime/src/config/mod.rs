@@ -18,6 +18,7 @@ use crate::protocol::RecoveryBackoff;
 mod builder;
 mod checks;
 pub(crate) mod limits;
+mod return_settings;
 
 pub use builder::CircuitBreakerConfigBuilder;
 

@@ -113,7 +113,8 @@ impl CircuitRecord {
     }
 
     /// The end of an opening the downstream asked for ([`open_until`](Self::open_until)):
-    /// while open, if later than the opening itself.
+    /// while open or half-open (an election and a hand-over keep the opening), if later than
+    /// the opening itself.
     ///
     /// ```
     /// use breaker_runtime::store::implement::CircuitRecord;
@@ -126,7 +127,7 @@ impl CircuitRecord {
     pub fn asked_open_until(&self) -> Option<u64> {
         let opened_at = self.opened_at?;
         self.open_until
-            .filter(|until| *until > opened_at && self.state == CircuitState::Open)
+            .filter(|until| *until > opened_at && self.state != CircuitState::Closed)
     }
 
     /// The end of the fleet's suspicion (unix seconds) if the circuit is closed and the

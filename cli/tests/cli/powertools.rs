@@ -180,3 +180,50 @@ async fn powertools_3_34_0_counts_old_probe_successes_towards_a_new_window() {
 async fn powertools_3_37_0_starts_every_election_with_no_probe_successes() {
     assert_eq!(probes_that_close_the_next_window("3.37.0").await, 3);
 }
+
+/// A breaker environment's call fails with "retry after 30 s" (`Outcome::OpenFor`): its
+/// trip writes `open_until`, a second breaker environment reading the item rejects until
+/// then and says so, and Powertools 3.37.0 reads the item as before (the attribute is not
+/// its own) and probes at its own recovery timeout (1 s here).
+#[tokio::test]
+async fn a_retry_after_trip_is_read_by_another_breaker_and_by_powertools_3_37_0() {
+    use breaker_runtime::{CircuitBreaker, CircuitBreakerConfig, CircuitState, Outcome};
+    let table = Table::new().await;
+    let environment = |id: &str| {
+        let config = CircuitBreakerConfig::builder()
+            .environment_id(id)
+            .build()
+            .expect("valid config");
+        CircuitBreaker::new("throttled", table.store.clone(), config)
+    };
+    let (a, b) = (environment("env-a"), environment("env-b"));
+    let asked = |_: &anyhow::Error| Outcome::OpenFor(Duration::from_secs(30));
+    let before = unix_secs();
+    let throttled: Result<(), anyhow::Error> = a
+        .call_with(asked, || async {
+            Err(anyhow::anyhow!("429 retry after 30 s"))
+        })
+        .await;
+    assert!(throttled.is_err());
+    assert_eq!(a.state(), CircuitState::Open, "one hinted failure opens");
+    let item = table.raw("throttled").await.expect("the item");
+    let until = n(&item, "open_until").expect("open_until written");
+    let opened_at = n(&item, "opened_at").expect("opened_at");
+    assert!((before + 30..=before + 31).contains(&until), "{item:?}");
+    assert_eq!(until, opened_at + 30);
+
+    let rejected: Result<(), anyhow::Error> = b.call(|| async { Ok(()) }).await;
+    let open = rejected.expect_err("rejected");
+    let open = open
+        .downcast_ref::<breaker_runtime::CircuitBreakerOpenError>()
+        .expect("a rejection");
+    assert_eq!(open.retry_after_unix_secs(), Some(until));
+
+    // Powertools probes at its own recovery (1 s), not at open_until, and closes it after
+    // its three successes; its close is a whole-item write.
+    until_past(opened_at + 1).await;
+    let (reached, outcomes) = powertools("3.37.0", &table, "throttled", 3, true).await;
+    assert_eq!(reached, 3, "{outcomes:?}");
+    let item = table.raw("throttled").await.expect("the item");
+    assert_eq!(s(&item, "state").as_deref(), Some("CLOSED"), "{item:?}");
+}

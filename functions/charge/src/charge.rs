@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use breaker_runtime::{CallAbandonedError, CircuitInfo, circuit_breaker};
+use breaker_runtime::{CallAbandonedError, CircuitInfo, Outcome, circuit_breaker};
 use lambda_runtime::Diagnostic;
 use payment_pipeline::{
     BufferError, BufferReason, Charged, NotCharged, Order, PaymentError, Pipeline, Progress,
@@ -70,9 +70,13 @@ impl From<CallAbandonedError> for Unsettled {
 }
 
 /// Only an unwell payment API counts toward opening (5xx, 429, systemic refusals, timeouts,
-/// unreachable); never a decline, a duplicate, the ledger or SQS.
-fn payment_api_unwell(outcome: &Unsettled) -> bool {
-    matches!(outcome, Unsettled::Attempt(attempt) if payment_pipeline::payment_api_unwell(attempt))
+/// unreachable); never a decline, a duplicate, the ledger or SQS. A 429 or 503 with
+/// `Retry-After` opens the circuit for that long, for every function sharing it.
+fn payment_api_unwell(outcome: &Unsettled) -> Outcome {
+    match outcome {
+        Unsettled::Attempt(attempt) => payment_pipeline::payment_api_verdict(attempt),
+        _ => Outcome::Ignored,
+    }
 }
 
 /// Charges `order` once: the ledger's claim, the payment call, the record of its outcome,

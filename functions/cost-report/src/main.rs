@@ -95,6 +95,10 @@ async fn report(app: &App, request: &CostRequest) -> Result<CostReport, CostErro
 }
 
 /// The live call, guarded: throttling, 5xx, timeouts and connection failures count.
+/// `handled` stays a `bool`: Cost Explorer's throttling (`LimitExceededException`,
+/// `ThrottlingException`) carries no `Retry-After` nor any other hint of when to come back
+/// (the SDK's retries use their own backoff), so there is no time to hand the circuit as
+/// `Outcome::OpenFor`; a throttled fleet opens at its recovery timeout like any other.
 #[circuit_breaker(
     name = "cost-explorer",
     config = circuit_env::circuit_config(),

@@ -31,6 +31,6 @@ pub use overflow::{BufferError, BufferReason, Deferral, FailureCount, OverflowQu
 pub use payments::{
     CIRCUIT, Charged, GuardedError, MAX_QUOTED_BYTES, MAX_RESPONSE_BYTES, MIN_SEND_TIME,
     NotCharged, PaymentClient, PaymentConfigError, PaymentError, REFUSAL_WINDOW, Receipt,
-    payment_api_unwell, settle_abandoned,
+    payment_api_unwell, payment_api_verdict, retry_after_secs, settle_abandoned,
 };
 pub use settings::Pipeline;

@@ -2,6 +2,8 @@
 //! item it reads, and every write it makes is DynamoDB's request, checked against the
 //! in-memory store's reading.
 
+use std::time::Duration;
+
 use breaker_runtime::__protocol::{self as machine, Admission, Local, Outcome, RefusedElections};
 use breaker_runtime::store::{CircuitRecord, RecordWrite, WriteOutcome};
 
@@ -254,9 +256,10 @@ impl Fleet {
         reply: Reply,
     ) -> Option<()> {
         let base = state.actors[actor].cache.0.clone();
-        let outcome = match success {
-            true => Outcome::Success,
-            false => Outcome::Failure,
+        let outcome = match (success, self.open_for) {
+            (true, _) => Outcome::Success,
+            (false, Some(secs)) => Outcome::OpenFor(Duration::from_secs(secs)),
+            (false, None) => Outcome::Failure,
         };
         if success {
             state.successes_in_opening += 1;
@@ -296,7 +299,7 @@ impl Fleet {
             self.thresholds.failure_threshold,
             now,
             &self.thresholds,
-            None,
+            self.open_for.map(Duration::from_secs),
         );
         let landed = dynamodb::allows(&trip, &state.item);
         let heard = self.write(state, actor, &trip, reply);

@@ -82,6 +82,9 @@ pub struct Fleet {
     /// How many seconds of a healthy fleet (downstream up, store answering, a call every
     /// second in every environment) the bounded liveness allows to close the circuit.
     pub closes_within: u64,
+    /// Every breaker failure (a trip, a probe's failure) asks for this many seconds (a
+    /// `Retry-After`: `Outcome::OpenFor`); `None`: ordinary failures.
+    pub open_for: Option<u64>,
 }
 
 /// What one actor holds.

@@ -162,7 +162,11 @@ impl AttributeNames {
                 }
                 _ => None,
             },
-            open_until: self.number(item, OPEN_UNTIL)?,
+            // As `opened_by`: Powertools' close keeps the attribute on a CLOSED item.
+            open_until: match state {
+                CircuitState::Closed => None,
+                _ => self.number(item, OPEN_UNTIL)?,
+            },
         };
         match state {
             CircuitState::Open if record.opened_at.is_none() => {

@@ -73,6 +73,9 @@ pub enum PaymentError {
         status: u16,
         /// The provider's error code, if its body carried one.
         code: Option<String>,
+        /// A 429's or 503's `Retry-After`, in seconds (an HTTP date is not read): how long
+        /// the provider asked to be left alone. The circuit opens for it.
+        retry_after: Option<Duration>,
     },
     /// The API declined this order (see [`is_order_decline`]). Final.
     #[error("payment API declined the order: HTTP {status}{}", code_suffix(code))]
@@ -92,7 +95,33 @@ fn code_suffix(code: &Option<String>) -> String {
         .unwrap_or_default()
 }
 
+/// The seconds of a `Retry-After` header (`"20"`); `None` for an HTTP date or anything
+/// else, which the circuit then treats as an ordinary failure.
+///
+/// ```
+/// use std::time::Duration;
+/// use payment_pipeline::retry_after_secs;
+/// assert_eq!(retry_after_secs("20"), Some(Duration::from_secs(20)));
+/// assert_eq!(retry_after_secs(" 3 "), Some(Duration::from_secs(3)));
+/// assert_eq!(retry_after_secs("Wed, 21 Oct 2026 07:28:00 GMT"), None);
+/// ```
+pub fn retry_after_secs(header: &str) -> Option<Duration> {
+    header.trim().parse().ok().map(Duration::from_secs)
+}
+
 impl PaymentError {
+    /// How long the provider asked to be left alone: a 429's or 503's `Retry-After`.
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::Unavailable {
+                status: 429 | 503,
+                retry_after,
+                ..
+            } => *retry_after,
+            _ => None,
+        }
+    }
+
     /// True for the errors that say the downstream is unwell: they count toward opening the
     /// circuit. A declined order says nothing about the API's health.
     pub fn is_downstream_failure(&self) -> bool {
@@ -161,6 +190,7 @@ pub(super) fn classify(status: StatusCode, body: &[u8]) -> Result<Receipt, Payme
         Err(PaymentError::Unavailable {
             status: status.as_u16(),
             code,
+            retry_after: None,
         })
     }
 }

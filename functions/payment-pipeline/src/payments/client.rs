@@ -12,7 +12,7 @@ use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use super::answer::{PaymentError, Receipt, classify};
+use super::answer::{PaymentError, Receipt, classify, retry_after_secs};
 use super::refusals::RecentRefusals;
 use crate::order::Order;
 
@@ -192,11 +192,25 @@ impl PaymentClient {
             }
         })?;
         let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(hyper::header::RETRY_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(retry_after_secs);
         let body = read_bounded(response.into_body()).await?;
         match classify(status, &body) {
             Err(PaymentError::Ambiguous { status, code }) if self.deduplicates => {
-                Err(PaymentError::Unavailable { status, code })
+                Err(PaymentError::Unavailable {
+                    status,
+                    code,
+                    retry_after: None,
+                })
             }
+            Err(PaymentError::Unavailable { status, code, .. }) => Err(PaymentError::Unavailable {
+                status,
+                code,
+                retry_after,
+            }),
             other => other,
         }
     }

@@ -143,9 +143,29 @@ mod tests {
         let rejected = CircuitBreakerOpenError::new(circuit());
         let rejected = GuardedError::from(rejected);
         assert!(matches!(rejected, GuardedError::CircuitOpen(_)));
-        assert!(
-            !guarded_api_unwell(&rejected),
+        assert_eq!(
+            guarded_api_unwell(&rejected),
+            breaker_runtime::Outcome::Ignored,
             "a rejection is not the API's"
+        );
+        let throttled = |retry_after| {
+            GuardedError::Attempt(NotCharged {
+                charged: Charged::Failed(PaymentError::Unavailable {
+                    status: 429,
+                    code: None,
+                    retry_after,
+                }),
+                api_unwell: true,
+            })
+        };
+        assert_eq!(
+            guarded_api_unwell(&throttled(Some(Duration::from_secs(20)))),
+            breaker_runtime::Outcome::OpenFor(Duration::from_secs(20)),
+            "a 429's Retry-After opens the circuit for that long"
+        );
+        assert_eq!(
+            guarded_api_unwell(&throttled(None)),
+            breaker_runtime::Outcome::Failure
         );
         for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
             let error = CallAbandonedError::new(circuit(), kind, Duration::from_secs(3));

@@ -15,8 +15,10 @@ mod refusals;
 
 pub use abandoned::settle_abandoned;
 pub use admitted::MIN_SEND_TIME;
-pub use answer::{MAX_QUOTED_BYTES, PaymentError, Receipt, is_ambiguous, is_order_decline};
+pub use answer::{
+    MAX_QUOTED_BYTES, PaymentError, Receipt, is_ambiguous, is_order_decline, retry_after_secs,
+};
 pub use client::{ALLOW_HTTP_HOST, MAX_RESPONSE_BYTES, PaymentClient, PaymentConfigError};
 pub use guarded::CIRCUIT;
-pub use outcome::{Charged, GuardedError, NotCharged, payment_api_unwell};
+pub use outcome::{Charged, GuardedError, NotCharged, payment_api_unwell, payment_api_verdict};
 pub use refusals::REFUSAL_WINDOW;

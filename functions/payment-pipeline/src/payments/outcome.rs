@@ -3,7 +3,7 @@
 //! abandonment ([`GuardedError`]). Whatever delivers an order twice (SQS, an SDK retry, a
 //! Lambda retry, a redelivered batch), only one copy reaches the API.
 
-use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError};
+use breaker_runtime::{CallAbandonedError, CircuitBreakerOpenError, Outcome};
 
 use super::answer::{PaymentError, Receipt};
 use crate::ledger::LedgerError;
@@ -89,7 +89,27 @@ impl From<CallAbandonedError> for GuardedError {
 }
 
 /// The guarded call's classifier: only an admitted attempt's unwell payment API counts
-/// (the breaker counts an abandonment itself).
-pub(crate) fn guarded_api_unwell(error: &GuardedError) -> bool {
-    matches!(error, GuardedError::Attempt(attempt) if payment_api_unwell(attempt))
+/// (the breaker counts an abandonment itself), and a 429 or 503 that says `Retry-After`
+/// opens the circuit for that long, for every function sharing it.
+pub(crate) fn guarded_api_unwell(error: &GuardedError) -> Outcome {
+    match error {
+        GuardedError::Attempt(attempt) => payment_api_verdict(attempt),
+        _ => Outcome::Ignored,
+    }
+}
+
+/// What an admitted attempt that did not charge tells the circuit: nothing unless the
+/// payment API was unwell ([`payment_api_unwell`]); a failure; and when the API answered a
+/// 429 or 503 with `Retry-After`, a failure that opens the circuit for that long
+/// ([`Outcome::OpenFor`]), for every function sharing it.
+pub fn payment_api_verdict(outcome: &NotCharged) -> Outcome {
+    if !payment_api_unwell(outcome) {
+        return Outcome::Ignored;
+    }
+    match &outcome.charged {
+        Charged::Failed(failed) => failed
+            .retry_after()
+            .map_or(Outcome::Failure, Outcome::OpenFor),
+        _ => Outcome::Failure,
+    }
 }

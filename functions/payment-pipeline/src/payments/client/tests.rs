@@ -25,6 +25,11 @@ fn https_only_but_loopback_and_the_allowed_local_host() {
 
 /// A server that answers every request with `status` and closes.
 async fn answering(status: u16) -> String {
+    answering_with(status, "").await
+}
+
+/// [`answering`] with extra header lines (each ending in `\r\n`).
+async fn answering_with(status: u16, headers: &'static str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/charges", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -32,8 +37,9 @@ async fn answering(status: u16) -> String {
             use tokio::io::{AsyncReadExt, AsyncWriteExt};
             let mut request = [0; 4096];
             let _ = stream.read(&mut request).await;
-            let answer =
-                format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+            let answer = format!(
+                "HTTP/1.1 {status} X\r\n{headers}content-length: 0\r\nconnection: close\r\n\r\n"
+            );
             let _ = stream.write_all(answer.as_bytes()).await;
         }
     });
@@ -128,4 +134,30 @@ fn one_orders_refusal_is_not_the_apis_another_orders_same_refusal_is() {
     assert!(client.counts_against_api(&unauthorized, &order("poison")));
     let declined = classify(StatusCode::PAYMENT_REQUIRED, b"").unwrap_err();
     assert!(!client.counts_against_api(&declined, &order("poison")));
+}
+
+#[tokio::test]
+async fn a_429_or_503_with_retry_after_carries_it_and_other_statuses_do_not() {
+    let order = Order::parse(r#"{"order_id": "o-2", "amount": 5, "currency": "EUR"}"#).unwrap();
+    let timeout = Duration::from_secs(2);
+    for (status, expected) in [(429, Some(20)), (503, Some(20)), (500, None), (401, None)] {
+        let url = answering_with(status, "retry-after: 20\r\n").await;
+        let err = PaymentClient::new(&url, timeout, None)
+            .unwrap()
+            .charge(&order)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            err.retry_after(),
+            expected.map(Duration::from_secs),
+            "{status}: {err}"
+        );
+    }
+    let url = answering_with(429, "retry-after: Wed, 21 Oct 2026 07:28:00 GMT\r\n").await;
+    let err = PaymentClient::new(&url, timeout, None)
+        .unwrap()
+        .charge(&order)
+        .await
+        .unwrap_err();
+    assert_eq!(err.retry_after(), None, "an HTTP date is not read: {err}");
 }
