@@ -20,7 +20,10 @@ use crate::events::{CircuitInfo, FailureKind};
 /// assert!(err.downcast_ref::<CircuitBreakerOpenError>().is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("circuit '{}' is open", circuit.name)]
+#[error("circuit '{}' {}", circuit.name, match circuit.slow_start {
+    true => "is slow-starting after a close: this call was turned away",
+    false => "is open",
+})]
 #[non_exhaustive]
 pub struct CircuitBreakerOpenError {
     /// The circuit that rejected the call.
@@ -53,8 +56,9 @@ impl CircuitBreakerOpenError {
         self.retry_after_unix_secs()
     }
 
-    /// Why the call was rejected: [`StopReason::Open`](crate::StopReason::Open), or
-    /// [`ProbeBusy`](crate::StopReason::ProbeBusy) while half-open.
+    /// Why the call was rejected: [`StopReason::Open`](crate::StopReason::Open),
+    /// [`ProbeBusy`](crate::StopReason::ProbeBusy) while half-open, or
+    /// [`SlowStart`](crate::StopReason::SlowStart) in a slow start's ramp after a close.
     ///
     /// ```
     /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState, StopReason};

@@ -176,7 +176,10 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
     }
     drop(slot);
     match elected.record.state {
-        CircuitState::Closed => Ok(Permit::new(circuit, PermitKind::Closed)),
+        CircuitState::Closed => {
+            slow_start::admit(circuit, seam, &elected.record, now)?;
+            Ok(Permit::new(circuit, PermitKind::Closed))
+        }
         _ => reject(circuit, seam, &elected.record),
     }
 }

@@ -53,9 +53,12 @@ impl ClosedCounts {
         started: u64,
         thresholds: &Thresholds,
     ) -> Option<u32> {
-        if let Outcome::OpenFor(_) = outcome {
-            return Some(self.count_asked_open(started));
-        }
+        // A hint of no time asks for nothing: an ordinary failure.
+        let outcome = match outcome {
+            Outcome::OpenFor(asked) if asked.is_zero() => Outcome::Failure,
+            Outcome::OpenFor(_) => return Some(self.count_asked_open(started)),
+            other => other,
+        };
         if let Some((window, rates)) = &self.window {
             if outcome != Outcome::Success {
                 self.count_call();

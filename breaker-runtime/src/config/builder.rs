@@ -8,8 +8,8 @@ use breaker_rules::{
 };
 
 use super::checks::{
-    check_against_each_other, check_backoff, check_fleet_policy, check_rate_policy,
-    check_slow_start,
+    check_against_each_other, check_backoff, check_fleet_policy, check_max_open_for,
+    check_rate_policy, check_slow_start,
 };
 use super::limits::{at_least, at_least_one, at_most};
 use super::{CircuitBreakerConfig, FleetPolicy, SlowCalls};
@@ -415,12 +415,7 @@ impl CircuitBreakerConfigBuilder {
         if let Some(ramp) = c.slow_start {
             check_slow_start(ramp)?;
         }
-        at_least("max_open_for", c.max_open_for, Duration::from_secs(1))?;
-        at_most(
-            "max_open_for",
-            c.max_open_for,
-            Duration::from_secs(breaker_rules::MAX_MAX_OPEN_FOR_SECS),
-        )?;
+        check_max_open_for(c.max_open_for)?;
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
             check_fleet_policy(&fleet)?;

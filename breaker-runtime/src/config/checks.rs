@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use breaker_rules::{
-    MAX_BACKOFF_FACTOR, MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_RECOVERY_BACKOFF_SECS,
-    MAX_SLOW_START_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS, MIN_BACKOFF_FACTOR,
-    MIN_FLEET_WINDOW_SECS, MIN_SLOW_CALL_MILLIS, MIN_SLOW_START_SECS, MIN_WINDOW_SECS,
-    backoff_factor_ok, deadline_margin_covers_store_call, minimum_fits_window, one_trip_policy,
-    probe_lease_covers_call, report_interval_fits_window, window_has_rate,
+    MAX_BACKOFF_FACTOR, MAX_DURATION, MAX_FLEET_WINDOW_SECS, MAX_MAX_OPEN_FOR_SECS,
+    MAX_RECOVERY_BACKOFF_SECS, MAX_SLOW_START_SECS, MAX_WINDOW_CALLS, MAX_WINDOW_SECS,
+    MIN_BACKOFF_FACTOR, MIN_FLEET_WINDOW_SECS, MIN_SLOW_CALL_MILLIS, MIN_SLOW_START_SECS,
+    MIN_WINDOW_SECS, backoff_factor_ok, deadline_margin_covers_store_call, minimum_fits_window,
+    one_trip_policy, probe_lease_covers_call, report_interval_fits_window, window_has_rate,
 };
 
 use super::limits::{at_least, at_least_one, at_most, percent};
@@ -69,7 +69,6 @@ pub(super) fn check_backoff(c: &CircuitBreakerConfig) -> Result<(), CircuitBreak
     Ok(())
 }
 
-/// A fleet policy's counts in range and its report interval within its window.
 /// A slow start's ramp: whole seconds, from [`MIN_SLOW_START_SECS`] to
 /// [`MAX_SLOW_START_SECS`].
 pub(super) fn check_slow_start(ramp: Duration) -> Result<(), CircuitBreakerConfigError> {
@@ -83,6 +82,24 @@ pub(super) fn check_slow_start(ramp: Duration) -> Result<(), CircuitBreakerConfi
     Ok(())
 }
 
+/// The longest opening a failure may ask for: whole seconds, from 1 s to
+/// [`MAX_MAX_OPEN_FOR_SECS`].
+pub(super) fn check_max_open_for(longest: Duration) -> Result<(), CircuitBreakerConfigError> {
+    at_least("max_open_for", longest, Duration::from_secs(1))?;
+    at_most(
+        "max_open_for",
+        longest,
+        Duration::from_secs(MAX_MAX_OPEN_FOR_SECS),
+    )?;
+    if longest.subsec_nanos() != 0 {
+        return Err(CircuitBreakerConfigError::Conflict(format!(
+            "max_open_for must be whole seconds, got {longest:?}"
+        )));
+    }
+    Ok(())
+}
+
+/// A fleet policy's counts in range and its report interval within its window.
 pub(super) fn check_fleet_policy(fleet: &FleetPolicy) -> Result<(), CircuitBreakerConfigError> {
     at_least_one("fleet_failure_threshold", fleet.failure_threshold)?;
     percent("fleet_failure_rate", fleet.failure_rate)?;

@@ -106,7 +106,10 @@ pub enum Admission {
 }
 
 /// How a call ended, as far as the circuit is concerned.
+///
+/// `#[non_exhaustive]`: later versions add outcomes (a match needs a `_` arm).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Outcome {
     /// `Ok` (or a response a tower classifier accepts).
     Success,

@@ -28,6 +28,7 @@ use super::record::CircuitRecord;
 /// #     failure_threshold: 1, success_threshold: 1, recovery_millis: 30_000,
 /// #     fallback_millis: 6_000, probe_lease_secs: 30, probe_secs: 15, recovery_secs: 30,
 /// #     refused_elections_millis: 90_000, backoff: breaker_runtime::RecoveryBackoff::none(),
+/// #     max_open_for_secs: 300,
 /// # };
 /// let stored = CircuitRecord::open(1_700_000_000, 5);
 /// let at = |secs: u64| 1_700_000_000_000 + secs * 1000;

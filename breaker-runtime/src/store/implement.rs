@@ -13,7 +13,7 @@
 //! use breaker_runtime::store::InMemoryStore;
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
 //! let store = InMemoryStore::new();
-//! let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+//! let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 //! assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 //! assert_eq!(store.read("ce").await.unwrap(), Some(CircuitRecord::open(100, 5)));
 //! # }

@@ -17,7 +17,7 @@ use crate::protocol::{
 /// use breaker_runtime::store::InMemoryStore;
 /// use breaker_runtime::store::implement::{StateStore, RecordWrite, WriteOutcome};
 /// let store = InMemoryStore::new();
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// // A second trip loses and returns the record that is there.
 /// let WriteOutcome::Lost(Some(current)) = store.apply("ce", &trip).await.unwrap() else { panic!() };

@@ -180,7 +180,7 @@ impl StoreError {
 /// }
 /// # #[tokio::main(flavor = "current_thread")] async fn main() {
 /// let store = Logged::default();
-/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+/// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
 /// assert_eq!(store.apply("ce", &trip).await.unwrap(), WriteOutcome::Won);
 /// assert_eq!(store.read("ce").await.unwrap(), Some(CircuitRecord::open(100, 5)));
 /// # }
@@ -206,7 +206,7 @@ pub trait StateStore: fmt::Debug + Send + Sync {
     /// use breaker_runtime::store::implement::{CircuitRecord, RecordWrite, StateStore};
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// let store = InMemoryStore::new();
-    /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None };
+    /// let trip = RecordWrite::Trip { failure_count: 5, opened_at: 100, expiration: 3730, opened_by: None, open_until: None };
     /// store.apply("b", &trip).await.unwrap();
     /// let records = store.read_many(&["a", "b"]).await.unwrap();
     /// assert_eq!(records, vec![None, Some(CircuitRecord::open(100, 5))]);

@@ -220,7 +220,8 @@ async fn a_retry_after_trip_is_read_by_another_breaker_and_by_powertools_3_37_0(
     assert_eq!(open.retry_after_unix_secs(), Some(until));
 
     // Powertools probes at its own recovery (1 s), not at open_until, and closes it after
-    // its three successes; its close is a whole-item write.
+    // its three successes (its close keeps the attribute, which a CLOSED item's reading
+    // leaves out).
     until_past(opened_at + 1).await;
     let (reached, outcomes) = powertools("3.37.0", &table, "throttled", 3, true).await;
     assert_eq!(reached, 3, "{outcomes:?}");

@@ -150,12 +150,20 @@ async fn ordinary_failures_still_need_the_threshold() {
     let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
     let clock = ManualClock::new();
     let a = environment("env-a", &store, &clock);
-    for _ in 0..4 {
+    // A hint of no time (`Retry-After: 0`) asks for nothing: one such failure does not trip.
+    assert_eq!(call(&a, Some(0)).await, Ok(false));
+    assert_eq!(
+        a.state(),
+        CircuitState::Closed,
+        "a zero hint is an ordinary failure"
+    );
+    for _ in 0..3 {
         let plain: Result<(), BoxError> = a.call(|| async { Err("503".into()) }).await;
         assert!(plain.is_err());
     }
     assert_eq!(a.state(), CircuitState::Closed, "4 of 5");
-    // A hint of 0 s asks for nothing: an ordinary failure, the fifth, trips as ever.
+    // The fifth, with a zero hint again, trips as any fifth failure does, for the recovery
+    // timeout.
     assert_eq!(call(&a, Some(0)).await, Ok(false));
     let record = store.read(CIRCUIT).await.unwrap().unwrap();
     assert_eq!(

@@ -127,7 +127,7 @@ async fn after_a_close_each_environment_admits_a_rising_share_until_the_ramp_end
     let (late, _) = share_over(&a, &clock, RAMP / 10 - Duration::from_millis(50)).await;
     assert!((0.85..1.0).contains(&late), "late share {late}");
 
-    // Past the ramp every call runs, and the closed path is back (no rejection at all).
+    // Past the ramp every call runs (no rejection at all).
     clock.set_unix_millis(closed_at + RAMP.as_millis() as u64 + 1);
     let (after, rejections) = share_over(&a, &clock, Duration::from_secs(5)).await;
     assert_eq!((after, rejections.len()), (1.0, 0));

@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::item::{
-    AttributeNames, OPENED_BY, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON, OVERRIDE_UNTIL,
-    PROBE_SUCCESSES, REOPEN_COUNT, SUSPECTED_UNTIL,
+    AttributeNames, OPEN_UNTIL, OPENED_BY, OVERRIDE, OVERRIDE_AT, OVERRIDE_BY, OVERRIDE_REASON,
+    OVERRIDE_UNTIL, PROBE_SUCCESSES, REOPEN_COUNT, SUSPECTED_UNTIL,
 };
 
 /// The item is absent or cannot be decoded, so the breaker reads a closed circuit without
@@ -147,9 +147,9 @@ pub(super) const RELEASE_ENDED: &str = concat!(
 const REMOVE_OVERRIDE: &str = "#ov, #ou, #oby, #or, #oat";
 
 /// Removes what an override and a forced open's release start afresh from, as a trip does:
-/// the probe (owner, lease, the fleet's successes), the reopens' count, a suspicion and the
-/// trip's writer.
-const REMOVE_FRESH_START: &str = "#ow, #le, #ps, #rc, #su, #opb";
+/// the probe (owner, lease, the fleet's successes), the reopens' count, a suspicion, the
+/// trip's writer and the time a failure asked for.
+const REMOVE_FRESH_START: &str = "#ow, #le, #ps, #rc, #su, #opb, #ut";
 
 /// The update that sets an override: the state it forces, the override's attributes, and
 /// the TTL (removed for an override until released). `:nuntil`, `:nreason` and `:ttl` are
@@ -217,6 +217,7 @@ impl Expression {
             ("#rc", REOPEN_COUNT),
             ("#su", SUSPECTED_UNTIL),
             ("#opb", OPENED_BY),
+            ("#ut", OPEN_UNTIL),
             ("#ex", &names.expiry),
             ("#ov", OVERRIDE),
             ("#ou", OVERRIDE_UNTIL),

@@ -39,6 +39,7 @@ mod cases;
 mod fleet;
 mod hand_over;
 mod key_index;
+mod open_until;
 mod overrides;
 mod races;
 mod seeded;
@@ -51,6 +52,7 @@ use cases::*;
 use fleet::*;
 use hand_over::*;
 use key_index::*;
+use open_until::*;
 use overrides::*;
 use races::*;
 use shadow::*;
@@ -175,6 +177,7 @@ fn cases() -> Vec<Case> {
         case!(a_close_a_trip_an_override_and_a_reset_leave_no_count),
         case!(a_former_owner_cannot_close_or_reopen_after_a_takeover),
         case!(a_trip_names_its_writer_until_the_opening_changes),
+        case!(an_opening_keeps_the_time_it_asked_for_until_the_opening_changes),
         case!(forced_open_creates_an_open_record_that_outlasts_it),
         case!(forced_open_until_released_keeps_failures_and_ends_the_probe),
         case!(disable_closes_and_no_trip_or_election_wins_under_it),
