@@ -112,6 +112,40 @@ fn many_concurrent_requests_one_probe_per_recovery_window() {
     }
 }
 
+/// A 429 response that asks for 45 s (`Outcome::OpenFor`): one opens the circuit at once,
+/// and the rejections that follow say to come back then, not at the recovery timeout.
+#[tokio::test]
+async fn a_classifier_may_open_the_circuit_for_as_long_as_a_response_asks() {
+    let clock = ManualClock::new();
+    let breaker = breaker(&clock, 5, 1);
+    let layer =
+        CircuitBreakerLayer::new(breaker.clone()).classifier(|result: &Result<u16, BoxError>| {
+            match result {
+                Ok(429) => Outcome::OpenFor(Duration::from_secs(45)),
+                Ok(status) if *status >= 500 => Outcome::Failure,
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Failure,
+            }
+        });
+    let mut service = layer.layer(service_fn(|status: u16| async move {
+        Ok::<_, BoxError>(status)
+    }));
+    let now = clock.unix_millis() / 1000;
+    let throttled = service.ready().await.unwrap().call(429).await;
+    assert_eq!(throttled.unwrap(), 429, "the response reaches the caller");
+    assert_eq!(
+        breaker.state(),
+        CircuitState::Open,
+        "one such response opens"
+    );
+    let rejected = service.ready().await.unwrap().call(200).await.unwrap_err();
+    let open = rejected
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("a rejection");
+    // 45 s, not the recovery timeout's 30 s.
+    assert_eq!(open.retry_after_unix_secs(), Some(now + 45));
+}
+
 #[tokio::test]
 async fn the_classifier_counts_responses_and_ignores_errors() {
     let clock = ManualClock::new();

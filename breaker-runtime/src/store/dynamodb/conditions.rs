@@ -290,7 +290,7 @@ mod tests {
     #[test]
     fn override_placeholders_do_not_shadow_each_other() {
         let update = set_override(false, false, true, true);
-        assert!(update.ends_with("REMOVE #ow, #le, #ps, #rc, #su, #opb, #oa, #ou"));
+        assert!(update.ends_with("REMOVE #ow, #le, #ps, #rc, #su, #opb, #ut, #oa, #ou"));
         let released = release(false);
         assert!(uses(&released, "#oat") && !uses(&released, "#oa"));
         assert_eq!(
