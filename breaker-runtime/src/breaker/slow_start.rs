@@ -6,8 +6,9 @@
 //! fleet ramps together within a cache age (every environment reads the close within
 //! one), a Powertools close (which writes no time) starts the ramp the same way, and the
 //! close's write stays as it is. Only a close seen happening starts a ramp: an environment
-//! that starts up on a closed circuit has nothing to ramp from (new environments join a
-//! fleet one by one anyway).
+//! that starts up on a closed circuit, or made no call through the whole opening, has
+//! nothing to ramp from and calls at its full rate (`docs/design.md`, "Slow start after a
+//! close").
 
 use super::circuit::Circuit;
 use super::seam::Seam;
