@@ -112,6 +112,17 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
             m.start_closed = true;
             m
         }),
+        ("an operator's override of retry-after openings", {
+            // The breakers' failures ask for 5 s: an override and its release must drop the
+            // time on DynamoDB as the in-memory store does.
+            let mut m = fleet(
+                vec![breaker("A", 0), breaker("B", 1), Actor::Operator],
+                h(6, 8),
+            );
+            m.start_closed = true;
+            m.open_for = Some(5);
+            m
+        }),
         ("backed-off reopens", {
             let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(12, 16));
             m.thresholds = thresholds(RecoveryBackoff::exponential(2, Duration::from_secs(8)));
