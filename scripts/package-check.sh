@@ -55,6 +55,11 @@ for name in sys.argv[1:]:
 sys.exit(1 if failed else 0)
 ' "${crates[@]}"
 
+# Cargo unpacks each packaged crate into its registry's sources once per version and never
+# again: a copy left by an earlier run (the same version, older code) would be verified in
+# place of this one. Only our own crates are removed; Cargo unpacks them afresh.
+rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/breaker-{rules,macro,runtime}-[0-9]*
+
 start=$SECONDS
 # Dependencies without debug info, as the workspace builds them (`[profile.dev.package."*"]`),
 # so the verification reuses what `make test` compiled where features agree.
