@@ -294,3 +294,38 @@ async fn concurrent_trips_across_environments_never_pass_the_cap() {
         );
     }
 }
+
+/// One key's failure that asks for 90 s (`Outcome::OpenFor`, a tenant's `Retry-After`):
+/// that key opens at once (the threshold is 2) for the time asked, in another environment
+/// too once it reads the index, and the other keys run.
+#[tokio::test]
+async fn a_keys_failure_that_asks_for_a_time_opens_that_key_alone_for_it() {
+    use std::time::Duration;
+    let clock = ManualClock::new();
+    let store = shared_store();
+    let a = environment("env-a", store.clone(), &clock, 10);
+    let b = environment("env-b", store.clone(), &clock, 10);
+    let now = clock.unix_millis() / 1000;
+    let asked = |_: &BoxError| breaker_runtime::Outcome::OpenFor(Duration::from_secs(90));
+    let throttled: Result<(), BoxError> = a
+        .call_with("shop-7", asked, || async { Err("429".into()) })
+        .await;
+    assert!(throttled.is_err());
+    assert_eq!(a.state("shop-7"), CircuitState::Open, "one hinted failure");
+    assert_eq!(a.state("shop-8"), CircuitState::Closed);
+    let item = store
+        .read(&key_item_id("webhooks", "shop-7"))
+        .await
+        .expect("read")
+        .expect("the key's item");
+    assert_eq!(item.open_until, Some(now + 90));
+
+    clock.advance(CACHE + Duration::from_secs(1));
+    let rejected: Result<(), BoxError> = b.call("shop-7", || async { Ok(()) }).await;
+    let open = rejected.expect_err("rejected in B");
+    let open = open
+        .downcast_ref::<CircuitBreakerOpenError>()
+        .expect("a rejection");
+    assert_eq!(open.retry_after_unix_secs(), Some(now + 90));
+    assert!(succeed(&b, "shop-8").await, "another key runs");
+}
