@@ -58,3 +58,15 @@ pub async fn succeed(breaker: &CircuitBreaker, calls: &AtomicUsize) -> bool {
 pub fn is_rejection<T>(result: &Result<T, BoxError>) -> bool {
     matches!(result, Err(e) if e.downcast_ref::<CircuitBreakerOpenError>().is_some())
 }
+
+/// How a guarded call ended: `Ok(true)` it ran and succeeded, `Ok(false)` it ran and
+/// failed, `Err` the breaker's rejection.
+pub fn ran_or_rejected(result: Result<(), BoxError>) -> Result<bool, CircuitBreakerOpenError> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) => match e.downcast::<CircuitBreakerOpenError>() {
+            Ok(open) => Err(*open),
+            Err(_) => Ok(false),
+        },
+    }
+}

@@ -13,7 +13,7 @@ use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, Outcome,
 };
-use devstack::circuits::BoxError;
+use devstack::circuits::{BoxError, ran_or_rejected};
 
 const CIRCUIT: &str = "throttled-api";
 const RECOVERY: Duration = Duration::from_secs(60);
@@ -64,13 +64,7 @@ async fn call(
             }
         })
         .await;
-    match result {
-        Ok(()) => Ok(true),
-        Err(e) => match e.downcast::<CircuitBreakerOpenError>() {
-            Ok(open) => Err(*open),
-            Err(_) => Ok(false),
-        },
-    }
+    ran_or_rejected(result)
 }
 
 #[tokio::test]

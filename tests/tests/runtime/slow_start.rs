@@ -15,7 +15,7 @@ use breaker_runtime::testing::ManualClock;
 use breaker_runtime::{
     CircuitBreaker, CircuitBreakerConfig, CircuitBreakerOpenError, CircuitState, StopReason,
 };
-use devstack::circuits::BoxError;
+use devstack::circuits::{BoxError, ran_or_rejected};
 
 const CIRCUIT: &str = "downstream";
 const RAMP: Duration = Duration::from_secs(100);
@@ -52,13 +52,7 @@ async fn call(breaker: &CircuitBreaker, ok: bool) -> Result<bool, CircuitBreaker
             }
         })
         .await;
-    match result {
-        Ok(()) => Ok(true),
-        Err(e) => match e.downcast::<CircuitBreakerOpenError>() {
-            Ok(open) => Err(*open),
-            Err(_) => Ok(false),
-        },
-    }
+    ran_or_rejected(result)
 }
 
 /// Trips the circuit with `a`, shows the opening to each of `others` (a call of each,
