@@ -7,6 +7,8 @@
 
 use std::path::Path;
 
+use plotters::coord::Shift;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::fleet::Run;
@@ -62,13 +64,7 @@ pub fn write(run: &Run, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
             ],
         ),
     ];
-    let root = SVGBackend::new(path, (960, 900)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let title = format!(
-        "{} — {} environments, seed {}",
-        run.scenario.name, run.scenario.envs, run.scenario.seed
-    );
-    let root = root.titled(&title, ("sans-serif", 20))?;
+    let root = titled_svg(path, (960, 900), run)?;
     let seconds_len = seconds.len().max(1) as f64;
     for (area, (caption, lines)) in root.split_evenly((3, 1)).iter().zip(panels) {
         let top = lines
@@ -76,17 +72,7 @@ pub fn write(run: &Run, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
             .flat_map(|(_, _, values)| values.iter().copied())
             .fold(1.0f64, f64::max)
             * 1.05;
-        let mut chart = ChartBuilder::on(area)
-            .caption(caption, ("sans-serif", 15))
-            .margin(8)
-            .x_label_area_size(28)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..seconds_len, 0f64..top)?;
-        chart
-            .configure_mesh()
-            .x_desc("virtual seconds")
-            .light_line_style(WHITE)
-            .draw()?;
+        let mut chart = seconds_panel(area, &caption, seconds_len, top)?;
         for (name, color, values) in lines {
             chart
                 .draw_series(LineSeries::new(
@@ -94,17 +80,70 @@ pub fn write(run: &Run, path: &Path) -> Result<(), Box<dyn std::error::Error>> {
                     color.stroke_width(2),
                 ))?
                 .label(name)
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
+                .legend(legend_mark(color));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .draw()?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
     }
     root.present()?;
+    Ok(())
+}
+
+/// A panel whose x axis is the run's virtual seconds.
+type SecondsPanel<'a, 'p> =
+    ChartContext<'a, SVGBackend<'p>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+/// A white SVG of `size` at `path`, titled with `run`'s scenario, fleet and seed: the area
+/// under the title.
+fn titled_svg<'p>(
+    path: &'p Path,
+    size: (u32, u32),
+    run: &Run,
+) -> Result<DrawingArea<SVGBackend<'p>, Shift>, Box<dyn std::error::Error>> {
+    let root = SVGBackend::new(path, size).into_drawing_area();
+    root.fill(&WHITE)?;
+    let title = format!(
+        "{} — {} environments, seed {}",
+        run.scenario.name, run.scenario.envs, run.scenario.seed
+    );
+    Ok(root.titled(&title, ("sans-serif", 20))?)
+}
+
+/// A panel on `area` under `caption`, `seconds` wide and `top` high, its mesh drawn.
+fn seconds_panel<'a, 'p>(
+    area: &'a DrawingArea<SVGBackend<'p>, Shift>,
+    caption: &str,
+    seconds: f64,
+    top: f64,
+) -> Result<SecondsPanel<'a, 'p>, Box<dyn std::error::Error>> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", 15))
+        .margin(8)
+        .x_label_area_size(28)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..seconds, 0f64..top)?;
+    chart
+        .configure_mesh()
+        .x_desc("virtual seconds")
+        .light_line_style(WHITE)
+        .draw()?;
+    Ok(chart)
+}
+
+/// A line's mark in the legend, in `color`.
+fn legend_mark(color: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+}
+
+/// The legend of `chart`'s labelled lines, at `position`.
+fn draw_legend<'a, 'p: 'a>(
+    chart: &mut SecondsPanel<'a, 'p>,
+    position: SeriesLabelPosition,
+) -> Result<(), Box<dyn std::error::Error>> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()?;
     Ok(())
 }

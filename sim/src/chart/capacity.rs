@@ -6,7 +6,7 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use super::{CALLS, OPEN};
+use super::{CALLS, OPEN, draw_legend, legend_mark, seconds_panel, titled_svg};
 use crate::fleet::Run;
 use crate::summary::CapacityFigures;
 
@@ -19,13 +19,7 @@ pub fn write_capacity(
     let admitted = &figures.admitted_per_s;
     let capacity = &figures.capacity_per_s;
     let full_rate = figures.full_rate_per_s;
-    let root = SVGBackend::new(path, (960, 400)).into_drawing_area();
-    root.fill(&WHITE)?;
-    let title = format!(
-        "{} — {} environments, seed {}",
-        run.scenario.name, run.scenario.envs, run.scenario.seed
-    );
-    let root = root.titled(&title, ("sans-serif", 20))?;
+    let root = titled_svg(path, (960, 400), run)?;
     let seconds_len = admitted.len().max(1) as f64;
     let top = admitted
         .iter()
@@ -33,23 +27,8 @@ pub fn write_capacity(
         .map(|v| f64::from(*v))
         .fold(full_rate.max(1.0), f64::max)
         * 1.05;
-    let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "calls reaching the downstream per second, and its capacity",
-            ("sans-serif", 15),
-        )
-        .margin(8)
-        .x_label_area_size(28)
-        .y_label_area_size(60)
-        .build_cartesian_2d(0f64..seconds_len, 0f64..top)?;
-    chart
-        .configure_mesh()
-        .x_desc("virtual seconds")
-        .light_line_style(WHITE)
-        .draw()?;
-    let legend = |color: RGBColor| {
-        move |(x, y): (i32, i32)| PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-    };
+    let caption = "calls reaching the downstream per second, and its capacity";
+    let mut chart = seconds_panel(&root, caption, seconds_len, top)?;
     chart
         .draw_series(LineSeries::new(
             admitted
@@ -59,7 +38,7 @@ pub fn write_capacity(
             CALLS.stroke_width(2),
         ))?
         .label("admitted")
-        .legend(legend(CALLS));
+        .legend(legend_mark(CALLS));
     // One line per stretch of finite capacity: an unlimited one has no line.
     let mut stretches: Vec<Vec<(f64, f64)>> = Vec::new();
     for (i, c) in capacity.iter().enumerate() {
@@ -73,7 +52,7 @@ pub fn write_capacity(
     for (n, stretch) in stretches.into_iter().enumerate() {
         let series = chart.draw_series(LineSeries::new(stretch, OPEN.stroke_width(2)))?;
         if n == 0 {
-            series.label("capacity").legend(legend(OPEN));
+            series.label("capacity").legend(legend_mark(OPEN));
         }
     }
     const FULL_RATE: RGBColor = RGBColor(150, 150, 150);
@@ -83,13 +62,8 @@ pub fn write_capacity(
             FULL_RATE.stroke_width(1),
         ))?
         .label("the fleet's full rate")
-        .legend(legend(FULL_RATE));
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()?;
+        .legend(legend_mark(FULL_RATE));
+    draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     root.present()?;
     Ok(())
 }
