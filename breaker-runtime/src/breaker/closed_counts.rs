@@ -53,12 +53,10 @@ impl ClosedCounts {
         started: u64,
         thresholds: &Thresholds,
     ) -> Option<u32> {
-        // A hint of no time asks for nothing: an ordinary failure.
-        let outcome = match outcome {
-            Outcome::OpenFor(asked) if asked.is_zero() => Outcome::Failure,
-            Outcome::OpenFor(_) => return Some(self.count_asked_open(started)),
-            other => other,
-        };
+        // A hint of no time asks for nothing: counted below as an ordinary failure.
+        if outcome.asked_open_for().is_some() {
+            return Some(self.count_asked_open(started));
+        }
         if let Some((window, rates)) = &self.window {
             if outcome != Outcome::Success {
                 self.count_call();

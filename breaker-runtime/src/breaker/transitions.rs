@@ -87,11 +87,7 @@ pub(super) fn count_closed(
             kind,
             count: failures,
         };
-        let open_for = match outcome {
-            Outcome::OpenFor(open_for) => Some(open_for),
-            _ => None,
-        };
-        return Some(FollowUp::Trip(failures, cause, open_for));
+        return Some(FollowUp::Trip(failures, cause, outcome.asked_open_for()));
     }
     if !outcome.is_failure() {
         return None;

@@ -134,6 +134,16 @@ impl Outcome {
     pub fn is_failure(self) -> bool {
         matches!(self, Self::Failure | Self::OpenFor(_))
     }
+
+    /// The time a failure asked for ([`OpenFor`](Self::OpenFor)); `None` for any other
+    /// outcome, and for a hint of no time (`Retry-After: 0`), which asks for nothing.
+    #[inline]
+    pub(crate) fn asked_open_for(self) -> Option<Duration> {
+        match self {
+            Self::OpenFor(asked) if !asked.is_zero() => Some(asked),
+            _ => None,
+        }
+    }
 }
 
 /// What this environment believes after a transition write.

@@ -93,13 +93,9 @@ pub fn on_probe_outcome(
     );
     match outcome {
         Outcome::Failure | Outcome::OpenFor(_) => {
-            let open_for = match outcome {
-                Outcome::OpenFor(open_for) => Some(open_for),
-                _ => None,
-            };
             let reopened = CircuitRecord {
                 reopen_count: record.reopen_count.saturating_add(1),
-                open_until: asked_until(open_for, now_millis, thresholds),
+                open_until: asked_until(outcome.asked_open_for(), now_millis, thresholds),
                 ..CircuitRecord::open(secs(now_millis), 1)
             };
             let wait = thresholds.recovery_millis_of(&reopened);
