@@ -16,7 +16,9 @@ mod literals;
 mod settings;
 mod signature;
 
-use conflicts::{handled_with_ignored, rate_with_threshold, tunable_with_config};
+use conflicts::{
+    handled_with_ignored, rate_with_adaptive, rate_with_threshold, tunable_with_config,
+};
 use literals::{at_least_one, circuit_name, crate_path, fn_path};
 pub(crate) use settings::Setting;
 use settings::Settings;
@@ -107,6 +109,17 @@ impl Options {
                 && let Some(threshold) = threshold
             {
                 return Err(rate_with_threshold(&key, threshold));
+            }
+            let adaptive = settings.key("adaptive");
+            if knob.group == Group::Rate
+                && let Some(adaptive) = adaptive
+            {
+                return Err(rate_with_adaptive(&key, adaptive));
+            }
+            if text == "adaptive"
+                && let Some(rate) = settings.first_rate()
+            {
+                return Err(rate_with_adaptive(&key, rate));
             }
             if knob.group.sets_config() {
                 settings.add(key, &value, knob)?;

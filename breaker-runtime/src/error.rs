@@ -20,9 +20,10 @@ use crate::events::{CircuitInfo, FailureKind};
 /// assert!(err.downcast_ref::<CircuitBreakerOpenError>().is_some());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("circuit '{}' {}", circuit.name, match circuit.slow_start {
-    true => "is slow-starting after a close: this call was turned away",
-    false => "is open",
+#[error("circuit '{}' {}", circuit.name, match circuit.reason() {
+    Some(crate::StopReason::SlowStart) => "is slow-starting after a close: this call was turned away",
+    Some(crate::StopReason::Shed) => "is shedding calls in a brownout: this call was shed",
+    _ => "is open",
 })]
 #[non_exhaustive]
 pub struct CircuitBreakerOpenError {
@@ -58,7 +59,8 @@ impl CircuitBreakerOpenError {
 
     /// Why the call was rejected: [`StopReason::Open`](crate::StopReason::Open),
     /// [`ProbeBusy`](crate::StopReason::ProbeBusy) while half-open, or
-    /// [`SlowStart`](crate::StopReason::SlowStart) in a slow start's ramp after a close.
+    /// [`SlowStart`](crate::StopReason::SlowStart) in a slow start's ramp after a close,
+    /// [`Shed`](crate::StopReason::Shed) by the adaptive policy.
     ///
     /// ```
     /// use breaker_runtime::{CircuitBreakerOpenError, CircuitInfo, CircuitState, StopReason};

@@ -54,6 +54,12 @@ pub struct CircuitInfo {
     /// which every call is admitted.
     #[cfg_attr(feature = "serde", serde(default))]
     pub slow_start: bool,
+    /// The call was shed by the adaptive policy (the state is closed):
+    /// [`reason`](Self::reason) says [`StopReason::Shed`](crate::StopReason::Shed), and
+    /// [`retry_after_unix_secs`](Self::retry_after_unix_secs) is the next second, when the
+    /// share is drawn again.
+    #[cfg_attr(feature = "serde", serde(default))]
+    pub shed: bool,
 }
 
 impl CircuitInfo {
@@ -73,6 +79,7 @@ impl CircuitInfo {
             retry_after_unix_secs: None,
             key: None,
             slow_start: false,
+            shed: false,
         }
     }
 
@@ -112,7 +119,7 @@ impl CircuitInfo {
 
     /// Why a call that got this report was rejected (what an `on_circuit_open` callback
     /// answers for): the circuit is open, or half-open with its probe busy, or closed a
-    /// moment ago and slow-starting; `None` for a closed circuit past its slow start, which
+    /// moment ago and slow-starting, or closed and shedding a share of its calls; `None` for a closed circuit past its slow start, which
     /// rejects nothing. Read from the state and the slow-start flag. An abandoned call's reason is [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
     ///
     /// ```
@@ -121,9 +128,10 @@ impl CircuitInfo {
     /// assert_eq!(info.reason(), Some(StopReason::Open));
     /// ```
     pub fn reason(&self) -> Option<crate::StopReason> {
-        match self.slow_start {
-            true => Some(crate::StopReason::SlowStart),
-            false => crate::StopReason::rejected_in(self.state),
+        match (self.slow_start, self.shed) {
+            (true, _) => Some(crate::StopReason::SlowStart),
+            (_, true) => Some(crate::StopReason::Shed),
+            _ => crate::StopReason::rejected_in(self.state),
         }
     }
 }

@@ -60,7 +60,7 @@ pub use events::{
     CircuitInfo, CircuitTransition, FailureKind, ShadowDecision, ShadowEvent, TransitionCause,
 };
 pub use keyed::{KeyedCircuitBreaker, MAX_OPEN_KEYS_LIMIT};
-pub use policy::SlidingWindow;
+pub use policy::{AdaptivePolicy, SlidingWindow};
 pub use protocol::machine::Outcome;
 pub use protocol::{CircuitState, ParseCircuitStateError, RecoveryBackoff};
 pub use stop_reason::StopReason;

@@ -32,6 +32,10 @@ pub enum StopReason {
     /// admits only a share of the calls yet
     /// ([`slow_start`](crate::CircuitBreakerConfigBuilder::slow_start)).
     SlowStart,
+    /// Rejected without running: the circuit is closed and its adaptive policy shed this
+    /// call, one of a share it computes from the recent successes and failures
+    /// ([`adaptive`](crate::CircuitBreakerConfigBuilder::adaptive)).
+    Shed,
     /// Admitted, then abandoned at the circuit's `call_timeout`; counted as a failure. The
     /// call may have reached the downstream.
     CallTimeout,
@@ -44,7 +48,10 @@ impl StopReason {
     /// True when the call never ran (nothing reached the downstream), false when it was
     /// admitted and abandoned (it may have).
     pub fn is_rejection(self) -> bool {
-        matches!(self, Self::Open | Self::ProbeBusy | Self::SlowStart)
+        matches!(
+            self,
+            Self::Open | Self::ProbeBusy | Self::SlowStart | Self::Shed
+        )
     }
 
     /// Why a circuit in `state` rejects a call; `None` for a closed one, which rejects

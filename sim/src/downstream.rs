@@ -97,20 +97,30 @@ pub struct DownstreamError {
     /// How long the answer said to wait before calling again, ms (a throttling answer's
     /// "retry after"); `None`: no hint.
     pub retry_after_ms: Option<u64>,
+    /// A load shed: the call came past the second's capacity (a 503 "busy").
+    pub load_shed: bool,
 }
 
 impl DownstreamError {
-    /// A failure without a hint (a down downstream, a random failure, a load shed).
+    /// A failure without a hint (a down downstream, a random failure).
     pub const PLAIN: Self = Self {
         retry_after_ms: None,
+        load_shed: false,
+    };
+
+    /// A call past the second's capacity, turned away before any work.
+    pub const LOAD_SHED: Self = Self {
+        retry_after_ms: None,
+        load_shed: true,
     };
 }
 
 impl std::fmt::Display for DownstreamError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.retry_after_ms {
-            Some(ms) => write!(f, "the downstream is throttling: retry after {ms} ms"),
-            None => f.write_str("the downstream failed the call"),
+        match (self.retry_after_ms, self.load_shed) {
+            (Some(ms), _) => write!(f, "the downstream is throttling: retry after {ms} ms"),
+            (None, true) => f.write_str("the downstream is busy: the call was shed"),
+            (None, false) => f.write_str("the downstream failed the call"),
         }
     }
 }
@@ -191,7 +201,7 @@ impl Downstream {
             if admitted > capacity {
                 // Shed before any work, and before the health's draw.
                 return Some(Reply {
-                    result: Err(DownstreamError::PLAIN),
+                    result: Err(DownstreamError::LOAD_SHED),
                     latency_ms,
                 });
             }
@@ -206,6 +216,7 @@ impl Downstream {
             Health::Hang => return None,
             Health::Throttling { retry_after_ms } => Err(DownstreamError {
                 retry_after_ms: Some(retry_after_ms),
+                load_shed: false,
             }),
         };
         Some(Reply { result, latency_ms })

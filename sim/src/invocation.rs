@@ -22,7 +22,7 @@ use std::thread::Thread;
 use std::time::Duration;
 
 use breaker_runtime::{
-    CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError, CircuitState, Outcome,
+    CallAbandonedError, CircuitBreaker, CircuitBreakerOpenError, CircuitState, Outcome, StopReason,
 };
 
 use crate::downstream::{Downstream, DownstreamError, Health, Reply};
@@ -33,8 +33,12 @@ use crate::scenario::Scenario;
 /// What a simulated handler's call returns as an error.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallError {
-    /// The breaker rejected the call.
-    Open,
+    /// The breaker rejected the call; `shed`: its adaptive policy shed it.
+    Open {
+        /// Shed by the adaptive policy ([`StopReason::Shed`]), not rejected by an open
+        /// circuit.
+        shed: bool,
+    },
     /// The breaker abandoned the call at its deadline (counted as a failure).
     Abandoned,
     /// The downstream failed it: counts as a failure. A throttling answer carries how long
@@ -42,14 +46,18 @@ pub enum CallError {
     Downstream {
         /// The answer's "retry after", ms; `None`: no hint.
         retry_after_ms: Option<u64>,
+        /// A load shed: the downstream was past its capacity.
+        load_shed: bool,
     },
     /// Lambda killed the invocation at its function timeout.
     Killed,
 }
 
 impl From<CircuitBreakerOpenError> for CallError {
-    fn from(_: CircuitBreakerOpenError) -> Self {
-        Self::Open
+    fn from(error: CircuitBreakerOpenError) -> Self {
+        Self::Open {
+            shed: error.reason() == StopReason::Shed,
+        }
     }
 }
 
@@ -63,6 +71,7 @@ impl From<DownstreamError> for CallError {
     fn from(e: DownstreamError) -> Self {
         Self::Downstream {
             retry_after_ms: e.retry_after_ms,
+            load_shed: e.load_shed,
         }
     }
 }
@@ -71,8 +80,8 @@ impl CallError {
     /// The downstream's "retry after" hint, ms, if the error carries one.
     pub fn retry_after_ms(&self) -> Option<u64> {
         match self {
-            Self::Downstream { retry_after_ms } => *retry_after_ms,
-            Self::Open | Self::Abandoned | Self::Killed => None,
+            Self::Downstream { retry_after_ms, .. } => *retry_after_ms,
+            Self::Open { .. } | Self::Abandoned | Self::Killed => None,
         }
     }
 }
@@ -82,12 +91,17 @@ impl CallError {
 ///
 /// The handler's error test, as a user writes it: a downstream failure counts, and one that
 /// carries a retry-after ([`CallError::retry_after_ms`]) asks the circuit to stay open that
-/// long (`Outcome::OpenFor`); the breaker's own errors are not the downstream's.
+/// long (`Outcome::OpenFor`), and a load shed says the downstream is busy
+/// (`Outcome::Overloaded`); the breaker's own errors are not the downstream's.
 fn counts_as_failure(error: &CallError) -> Outcome {
     match error {
         CallError::Downstream {
             retry_after_ms: Some(ms),
+            ..
         } => Outcome::OpenFor(Duration::from_millis(*ms)),
+        CallError::Downstream {
+            load_shed: true, ..
+        } => Outcome::Overloaded,
         CallError::Downstream { .. } => Outcome::Failure,
         _ => Outcome::Ignored,
     }
@@ -398,6 +412,7 @@ impl Flight {
             killed: result == Err(CallError::Killed),
             unhealthy: self.unhealthy,
             retry_after_ms: result.err().and_then(|e| e.retry_after_ms()),
+            shed: result == Err(CallError::Open { shed: true }),
         }
     }
 }

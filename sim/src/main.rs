@@ -3,6 +3,7 @@
 //! ```text
 //! breaker-sim                                   # every scenario: tables, charts in docs/scale/
 //! breaker-sim --scenario outage --envs 1000     # one scenario, another fleet size
+//! breaker-sim --scenario sparse --envs 200 --rate 0.25 --adaptive  # another shape, adaptive
 //! breaker-sim --json                            # one JSON object per scenario per line
 //! breaker-sim --scenario keyed --seed 1,2,3     # the keyed scenarios, three seeds each
 //! ```
@@ -25,7 +26,7 @@ struct Args {
     /// Scenario to run (outage, sparse, sparse-10k, hang, background-errors, quiet-errors,
     /// quiet-errors-1k, sparse-10k-noisy, light,
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
-    /// recovery-capacity, recovery-capacity-slow-start, throttle-retry-after, keyed-rank100, keyed-rank100-alone,
+    /// recovery-capacity, recovery-capacity-slow-start, throttle-retry-after, brownout-capacity, keyed-rank100, keyed-rank100-alone,
     /// keyed-rank100-one-circuit, keyed-10pct, keyed-90pct, keyed-healthy,
     /// keyed-background-5pct), `all` (every scenario of one circuit) or `keyed` (every
     /// keyed one).
@@ -34,6 +35,13 @@ struct Args {
     /// Environments, instead of the scenario's own fleet size.
     #[arg(long)]
     envs: Option<u32>,
+    /// Calls per second in each environment, instead of the scenario's own rate.
+    #[arg(long)]
+    rate: Option<f64>,
+    /// The breakers run the adaptive policy at its recommended setting
+    /// (`AdaptivePolicy::default()`): a brownout sheds a share of the calls.
+    #[arg(long)]
+    adaptive: bool,
     /// Seed of every random draw: the same seed gives the same figures. A comma-separated
     /// list runs each scenario once per seed.
     #[arg(long = "seed", value_delimiter = ',', default_value = "1")]
@@ -109,6 +117,15 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
                 );
             }
             scenario.envs = envs;
+        }
+        if let Some(rate) = args.rate {
+            if !(rate > 0.0 && rate <= 1_000.0) {
+                bail!("--rate must be above 0 and at most 1,000 calls per second");
+            }
+            scenario.rate = breaker_sim::traffic::Rate::PerEnv(rate);
+        }
+        if args.adaptive {
+            scenario.breaker.adaptive = Some(breaker_runtime::AdaptivePolicy::default());
         }
         if let Some(secs) = args.cache_age {
             scenario.breaker.local_cache_max_age = std::time::Duration::from_secs(secs);

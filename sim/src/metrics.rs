@@ -22,7 +22,8 @@
 //!   reported;
 //! - per virtual second: environments per state, calls, downstream calls, store units and
 //!   throttles, for the charts;
-//! - the downstream's return and its load against its capacity: the `capacity` module.
+//! - the downstream's return and its load against its capacity: the `capacity` module;
+//! - what a brownout costs, and how fast an outage is turned away: the `brownout` module.
 //!
 //! The item's state is followed from the requests that won, so the metrics need nothing
 //! from the model but the log.
@@ -104,6 +105,7 @@ pub struct Metrics {
     /// hanging or throttling.
     calls_while_failing: Vec<u32>,
     load: capacity::Load,
+    brownout: brownout::Brownout,
 }
 
 /// How far before a trip's landing its burst may start: the first counted failure within
@@ -130,6 +132,7 @@ impl Metrics {
             scenario.full_rate_per_s(),
             scenario.capacity.clone(),
         )
+        .with_outage(&scenario.health)
     }
 
     /// The recovery timeout and its backoff the close latency counts from (30 s, none,
@@ -207,6 +210,7 @@ impl Metrics {
             downstream_calls_while_open: 0,
             seconds: vec![Second::default(); seconds],
             load: capacity::Load::default(),
+            brownout: brownout::Brownout::default(),
         }
     }
 
@@ -235,6 +239,7 @@ impl Metrics {
     pub fn on_call(&mut self, call: &Call) {
         self.calls += 1;
         self.load.on_call(call);
+        self.brownout.on_call(call);
         let item_open = self.item != CircuitState::Closed;
         let mut downstream = 0;
         let mut probe = 0;
@@ -428,18 +433,9 @@ impl Metrics {
             | RequestKind::IndexRemove => {}
         }
     }
-
-    /// The per-second series.
-    pub fn seconds(&self) -> &[Second] {
-        &self.seconds
-    }
-
-    /// The most probes in flight at once.
-    pub fn max_probes_in_flight(&self) -> u32 {
-        max_overlap(&self.probes)
-    }
 }
 
+mod brownout;
 mod capacity;
 mod summarize;
 mod windows;

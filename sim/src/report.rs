@@ -152,6 +152,7 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
         ),
     ];
     rows.extend(capacity::rows(&s.capacity));
+    rows.extend(capacity::brownout_rows(&s.brownout));
     rows
 }
 

@@ -65,7 +65,7 @@ pub struct Scenario {
 }
 
 /// Every scenario of one circuit, in the order `make sim` runs them.
-pub const NAMES: [&str; 17] = [
+pub const NAMES: [&str; 18] = [
     "outage",
     "sparse",
     "sparse-10k",
@@ -83,6 +83,7 @@ pub const NAMES: [&str; 17] = [
     "recovery-capacity",
     "recovery-capacity-slow-start",
     "throttle-retry-after",
+    "brownout-capacity",
 ];
 
 /// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`

@@ -96,6 +96,8 @@ pub struct Call {
     pub unhealthy: bool,
     /// The downstream's error said to retry after this long, ms.
     pub retry_after_ms: Option<u64>,
+    /// The breaker's adaptive policy shed the call (it is not admitted).
+    pub shed: bool,
 }
 
 /// The figures of a run: one JSON object per scenario.
@@ -211,6 +213,29 @@ pub struct Summary {
     /// The downstream's return and its load against its capacity (last, so the figures
     /// above print as they did before it).
     pub capacity: CapacityFigures,
+    /// What a brownout cost, and how fast an outage was turned away.
+    pub brownout: BrownoutFigures,
+}
+
+/// What a brownout cost, and how fast an outage was turned away ([`crate::metrics`]'s
+/// `brownout` module defines each).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct BrownoutFigures {
+    /// Calls the adaptive policy shed.
+    pub shed_calls: u64,
+    /// Calls served in the seconds of a finite, non-zero capacity.
+    pub served_while_limited: u64,
+    /// The capacity of those seconds.
+    pub capacity_while_limited: u64,
+    /// Served against capacity in those seconds; `None`: there were none.
+    pub goodput_share_while_limited: Option<f64>,
+    /// Admitted calls that failed in those seconds.
+    pub failed_while_limited: u64,
+    /// Of the calls admitted in those seconds, the share that failed.
+    pub failed_share_of_admitted_while_limited: Option<f64>,
+    /// From the first `Down` phase's start to the first second with 95 % of the calls
+    /// rejected or shed, s; `None`: no outage, or never.
+    pub outage_to_95_turned_away_s: Option<f64>,
 }
 
 /// The downstream's return and its load against its capacity, and the store's load per

@@ -80,6 +80,17 @@ pub(super) fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
     )
 }
 
+/// `adaptive` and a rate policy's key: two ways to trip, as the builder says.
+pub(super) fn rate_with_adaptive(second: &Ident, first: &Ident) -> syn::Error {
+    syn::Error::new_spanned(
+        second,
+        format!(
+            "`{second}` cannot be combined with `{first}`; the adaptive policy and a rate \
+             policy (`failure_rate`, `slow_call_rate`) are two ways to trip: choose one"
+        ),
+    )
+}
+
 /// A rate policy is whole: a rate for its window, both halves of the slow-call rate, and a
 /// minimum the window can reach. `keys`: the rate policy's keys as given; `minimum`:
 /// `minimum_calls` and where it is written. Each error at the key (or value) that breaks it.

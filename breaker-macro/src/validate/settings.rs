@@ -64,6 +64,14 @@ pub(super) struct Settings {
 
 impl Settings {
     /// The key as given, if it was.
+    /// The first rate policy's key given.
+    pub(super) fn first_rate(&self) -> Option<&Ident> {
+        self.given
+            .iter()
+            .find(|s| s.knob.group == Group::Rate)
+            .map(|s| &s.key)
+    }
+
     pub(super) fn key(&self, key: &str) -> Option<&Ident> {
         self.setting(key).map(|setting| &setting.key)
     }

@@ -14,8 +14,8 @@ use super::dispatch::{Event, dispatch};
 use super::permit::{Permit, PermitKind};
 use super::probe_slot::ProbeSlot;
 use super::seam::Seam;
-use super::slow_start;
 use super::transitions::live_suspicion;
+use super::{shedding, slow_start};
 use crate::blocking::block_on;
 use crate::events::CircuitInfo;
 use crate::protocol::machine::Admission;
@@ -140,6 +140,7 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
     match admission {
         Admission::Run => {
             slow_start::admit(circuit, seam, &record, now)?;
+            shedding::admit(circuit, seam, &record, now)?;
             return Ok(closed(circuit, seam, &record, now));
         }
         Admission::Reject => return reject(circuit, seam, &record),
@@ -157,6 +158,7 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
     let (election, alone) = match admission {
         Admission::Run => {
             slow_start::admit(circuit, seam, &record, now)?;
+            shedding::admit(circuit, seam, &record, now)?;
             return Ok(Permit::new(circuit, PermitKind::Closed));
         }
         Admission::Reject | Admission::Verify => return reject(circuit, seam, &record),
@@ -178,6 +180,7 @@ async fn decide_slow(circuit: &Circuit) -> Result<Permit<&'_ Circuit>, CircuitIn
     match elected.record.state {
         CircuitState::Closed => {
             slow_start::admit(circuit, seam, &elected.record, now)?;
+            shedding::admit(circuit, seam, &elected.record, now)?;
             Ok(Permit::new(circuit, PermitKind::Closed))
         }
         _ => reject(circuit, seam, &elected.record),

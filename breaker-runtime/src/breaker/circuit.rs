@@ -295,8 +295,10 @@ impl Circuit {
             .runs_closed(machine::runs_closed(cache.record(), now), || {
                 self.would_be.closed()
             });
-        // A slow start in its ramp keeps calls off the closed path, whose share it sets.
-        let closed_until = match runs_closed && cache.ramp_from() == 0 {
+        // A slow start in its ramp, or an adaptive policy that sheds, keeps calls off the
+        // closed path: they set the share of calls admitted.
+        let shedding = self.counts.throttle().is_some_and(|t| t.share(now) > 0);
+        let closed_until = match runs_closed && cache.ramp_from() == 0 && !shedding {
             true => cache.trusted_until().saturating_sub(lag),
             false => 0,
         };

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::clock::Clock;
 use crate::config::{CircuitBreakerConfig, millis};
+use crate::policy::adaptive::{Answer, Throttle};
 use crate::policy::{Sample, Window};
 use crate::protocol::Rates;
 use crate::protocol::machine::{self, Outcome, Thresholds};
@@ -15,6 +16,8 @@ pub(super) struct ClosedCounts {
     failures: AtomicU32,
     /// A rate policy's window of recent calls, and its rates; `None`: consecutive failures.
     window: Option<(Window, Rates)>,
+    /// The adaptive policy's counts (then `failures` holds [`WINDOWED`] too).
+    adaptive: Option<Throttle>,
     /// From this many milliseconds on a call is slow (a slow-call rate is set).
     slow_call_millis: Option<u64>,
     /// The circuit's clock, read when a call's end is timed.
@@ -34,8 +37,10 @@ impl ClosedCounts {
             };
             (Window::new(window), rates)
         });
+        let adaptive = config.adaptive().map(Throttle::new);
         Self {
-            failures: AtomicU32::new(counts_start(window.is_some())),
+            failures: AtomicU32::new(counts_start(window.is_some() || adaptive.is_some())),
+            adaptive,
             slow_call_millis: config.slow_call_duration().map(millis),
             window,
             clock: config.clock.clone(),
@@ -57,6 +62,9 @@ impl ClosedCounts {
         if outcome.asked_open_for().is_some() {
             return Some(self.count_asked_open(started));
         }
+        if let Some(throttle) = &self.adaptive {
+            return self.count_adaptive(throttle, outcome);
+        }
         if let Some((window, rates)) = &self.window {
             if outcome != Outcome::Success {
                 self.count_call();
@@ -64,7 +72,9 @@ impl ClosedCounts {
             let (slow, at) = self.timed(started);
             let sample = match outcome {
                 Outcome::Success => Sample::new(false, slow),
-                Outcome::Failure | Outcome::OpenFor(_) => Sample::new(true, slow),
+                Outcome::Failure | Outcome::OpenFor(_) | Outcome::Overloaded => {
+                    Sample::new(true, slow)
+                }
                 Outcome::Ignored => return None,
             };
             let counts = window.record(sample, at)?;
@@ -75,7 +85,7 @@ impl ClosedCounts {
                 self.note_success(started);
                 None
             }
-            Outcome::Failure | Outcome::OpenFor(_) => {
+            Outcome::Failure | Outcome::OpenFor(_) | Outcome::Overloaded => {
                 self.count_call();
                 let failures = self.failures.fetch_add(1, Ordering::AcqRel) + 1;
                 machine::trips(failures, thresholds).then_some(failures)
@@ -88,6 +98,11 @@ impl ClosedCounts {
     /// circuit whatever the counts say. Returns the failures counted with it.
     #[cold]
     fn count_asked_open(&self, started: u64) -> u32 {
+        if let Some(throttle) = &self.adaptive {
+            self.count_call();
+            let now = self.clock.now_millis();
+            return throttle.record(Answer::Failed, now).consecutive;
+        }
         self.count_call();
         if let Some((window, _)) = &self.window {
             let (slow, at) = self.timed(started);
@@ -117,6 +132,10 @@ impl ClosedCounts {
     /// call of the default policy, which never needs it.
     #[inline(never)]
     fn note_success_after_failures(&self, started: u64) -> bool {
+        if let Some(throttle) = &self.adaptive {
+            throttle.record(Answer::Accepted, self.clock.now_millis());
+            return true;
+        }
         let Some((window, _)) = &self.window else {
             self.failures.store(0, Ordering::Relaxed);
             return true;
@@ -144,10 +163,31 @@ impl ClosedCounts {
 
     /// Consecutive counted failures, under the consecutive-failures policy.
     pub(super) fn consecutive(&self) -> Option<u32> {
-        match self.window {
-            None => Some(self.failures.load(Ordering::Relaxed)),
-            Some(_) => None,
+        match (&self.window, &self.adaptive) {
+            (None, None) => Some(self.failures.load(Ordering::Relaxed)),
+            _ => None,
         }
+    }
+
+    /// The adaptive policy's counts, if the circuit runs it.
+    pub(super) fn throttle(&self) -> Option<&Throttle> {
+        self.adaptive.as_ref()
+    }
+
+    /// A closed call's outcome under the adaptive policy: counted in its throttle; the
+    /// failures in a row when a total outage opens the circuit.
+    #[cold]
+    fn count_adaptive(&self, throttle: &Throttle, outcome: Outcome) -> Option<u32> {
+        let answer = match outcome {
+            Outcome::Success | Outcome::Ignored => Answer::Accepted,
+            Outcome::Failure | Outcome::OpenFor(_) => Answer::Failed,
+            Outcome::Overloaded => Answer::Overloaded,
+        };
+        if outcome != Outcome::Success {
+            self.count_call();
+        }
+        let counted = throttle.record(answer, self.clock.now_millis());
+        counted.opens.then_some(counted.consecutive)
     }
 
     /// Whether a call admitted at `started` and ending now was slow, and the time it
@@ -180,8 +220,12 @@ impl ClosedCounts {
 
     /// The counts start again (the circuit changed state).
     pub(super) fn reset(&self) {
+        let windowed = self.window.is_some() || self.adaptive.is_some();
         self.failures
-            .store(counts_start(self.window.is_some()), Ordering::Relaxed);
+            .store(counts_start(windowed), Ordering::Relaxed);
+        if let Some(throttle) = &self.adaptive {
+            throttle.reset();
+        }
         if let Some((window, _)) = &self.window {
             window.reset();
         }
@@ -189,6 +233,9 @@ impl ClosedCounts {
 
     /// The failures a closed circuit reports now: consecutive, or in the window.
     pub(super) fn failures(&self) -> u32 {
+        if let Some(throttle) = &self.adaptive {
+            return throttle.consecutive();
+        }
         match &self.window {
             None => self.failures.load(Ordering::Relaxed),
             Some((window, _)) => window.counts(self.clock.now_millis()).failures,

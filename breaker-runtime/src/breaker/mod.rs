@@ -52,6 +52,7 @@ mod registry;
 mod rejection;
 mod run_admitted;
 mod seam;
+mod shedding;
 mod slow_start;
 mod store_access;
 mod transitions;

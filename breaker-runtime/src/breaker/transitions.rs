@@ -92,6 +92,15 @@ pub(super) fn count_closed(
     if !outcome.is_failure() {
         return None;
     }
+    if counts.throttle().is_some() {
+        // The throttle may shed from now on: calls leave the closed path.
+        circuit.publish(&circuit.lock());
+        // A load shed is load, not a fault: the fleet's counters, which open the circuit
+        // for everyone, do not see it.
+        if outcome == Outcome::Overloaded {
+            return None;
+        }
+    }
     let now = circuit.now();
     circuit
         .reports()
@@ -187,6 +196,10 @@ async fn report_epoch(circuit: &Circuit, report: SuspectReport, now: u64) {
     let Some(tally) = seam.report_suspected(circuit, report, now).await else {
         return;
     };
+    if let Some(throttle) = circuit.counts().throttle() {
+        throttle.fleet_evidence(&tally, report.epoch.saturating_mul(1000));
+        circuit.publish(&circuit.lock());
+    }
     if let Some((failures, calls)) = epoch_trips(&tally, &policy) {
         let cause = TransitionCause::Fleet { failures, calls };
         trip(

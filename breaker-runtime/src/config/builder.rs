@@ -416,6 +416,9 @@ impl CircuitBreakerConfigBuilder {
             check_slow_start(ramp)?;
         }
         check_max_open_for(c.max_open_for)?;
+        if let Some(adaptive) = &c.adaptive {
+            super::adaptive_settings::check_adaptive(adaptive, c)?;
+        }
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
             check_fleet_policy(&fleet)?;

@@ -11,10 +11,11 @@ use breaker_rules::{
 };
 
 use crate::clock::Clock;
-use crate::policy::SlidingWindow;
+use crate::policy::{AdaptivePolicy, SlidingWindow};
 pub use crate::protocol::FleetPolicy;
 use crate::protocol::RecoveryBackoff;
 
+mod adaptive_settings;
 mod builder;
 mod checks;
 pub(crate) mod limits;
@@ -75,6 +76,8 @@ pub struct CircuitBreakerConfig {
     pub(crate) max_open_for: Duration,
     /// `None`: no fleet-wide detection.
     pub(crate) fleet: Option<FleetPolicy>,
+    /// `None`: calls are not shed in proportion (all or nothing).
+    pub(crate) adaptive: Option<AdaptivePolicy>,
     pub(crate) clock: Clock,
     /// `None`: the process's environment id.
     pub(crate) environment_id: Option<Arc<str>>,
@@ -107,6 +110,7 @@ impl Default for CircuitBreakerConfig {
             call_timeout: None,
             deadline_margin: None,
             slow_start: None,
+            adaptive: None,
             max_open_for: Duration::from_secs(breaker_rules::DEFAULT_MAX_OPEN_FOR_SECS),
             fleet: Some(FleetPolicy::default()),
             clock: Clock::System,
@@ -240,6 +244,12 @@ impl CircuitBreakerConfig {
     /// ([`CircuitBreakerConfigBuilder::max_open_for`]).
     pub fn max_open_for(&self) -> Duration {
         self.max_open_for
+    }
+
+    /// The adaptive policy ([`CircuitBreakerConfigBuilder::adaptive`]); `None`: calls are
+    /// shed all or nothing.
+    pub fn adaptive(&self) -> Option<AdaptivePolicy> {
+        self.adaptive
     }
 
     /// The fleet-wide failure policy; `None` when this circuit does not report failures.

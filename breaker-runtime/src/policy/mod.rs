@@ -13,9 +13,11 @@
 
 use std::time::Duration;
 
+pub(crate) mod adaptive;
 mod count_window;
 mod time_window;
 
+pub use adaptive::AdaptivePolicy;
 pub(crate) use count_window::CountWindow;
 pub(crate) use time_window::TimeWindow;
 

@@ -125,14 +125,25 @@ pub enum Outcome {
     /// config's [`max_open_for`](crate::CircuitBreakerConfigBuilder::max_open_for), instead
     /// of the recovery timeout.
     OpenFor(Duration),
+    /// A failure that says the downstream turned the call away for load, without a hint:
+    /// a 429 or 503 load shed, a throttling error. Every policy counts it as a
+    /// [`Failure`](Self::Failure); the adaptive policy
+    /// ([`adaptive`](crate::CircuitBreakerConfigBuilder::adaptive)) sheds calls in
+    /// proportion to it instead of opening the circuit (`docs/design.md`, "Brownouts").
+    Overloaded,
 }
 
 impl Outcome {
-    /// Whether the outcome counts as a failure ([`Failure`](Self::Failure) or
-    /// [`OpenFor`](Self::OpenFor)).
+    /// Whether the outcome counts as a failure ([`Failure`](Self::Failure),
+    /// [`OpenFor`](Self::OpenFor) or [`Overloaded`](Self::Overloaded)).
+    ///
+    /// ```
+    /// use breaker_runtime::Outcome;
+    /// assert!(Outcome::Overloaded.is_failure() && !Outcome::Ignored.is_failure());
+    /// ```
     #[inline]
     pub fn is_failure(self) -> bool {
-        matches!(self, Self::Failure | Self::OpenFor(_))
+        matches!(self, Self::Failure | Self::OpenFor(_) | Self::Overloaded)
     }
 
     /// The time a failure asked for ([`OpenFor`](Self::OpenFor)); `None` for any other

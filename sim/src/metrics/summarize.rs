@@ -4,8 +4,20 @@ use super::{Metrics, Window};
 use crate::summary::{Summary, USD_PER_RRU, USD_PER_WRU};
 
 impl Metrics {
+    /// The per-second series.
+    pub fn seconds(&self) -> &[crate::summary::Second] {
+        &self.seconds
+    }
+
+    /// The most probes in flight at once.
+    pub fn max_probes_in_flight(&self) -> u32 {
+        max_overlap(&self.probes)
+    }
+
     /// The figures.
     pub fn summary(&self) -> Summary {
+        let capacity = self.capacity_figures();
+        let brownout = self.brownout_figures(&capacity.capacity_per_s);
         let calls = self.calls;
         let store_requests = self.read_requests + self.write_requests;
         let rcu_total = self.read_half_units as f64 / 2.0;
@@ -143,7 +155,8 @@ impl Metrics {
             store_cost_per_million_calls_usd: per_million(
                 rcu_total * USD_PER_RRU + self.write_units as f64 * USD_PER_WRU,
             ),
-            capacity: self.capacity_figures(),
+            capacity,
+            brownout,
         }
     }
 }

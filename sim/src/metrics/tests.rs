@@ -31,6 +31,7 @@ fn admitted(env: u32, t: u64) -> Call {
         killed: false,
         unhealthy: false,
         retry_after_ms: None,
+        shed: false,
     }
 }
 

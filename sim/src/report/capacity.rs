@@ -2,7 +2,7 @@
 //! capacity, and the store's load per second.
 
 use super::{opt, thousands};
-use crate::summary::CapacityFigures;
+use crate::summary::{BrownoutFigures, CapacityFigures};
 
 /// Seconds after the return at which the table shows the load against the capacity: its
 /// start, a recovery timeout in, and the end of a 120 s ramp.
@@ -80,4 +80,35 @@ fn checkpoints(c: &CapacityFigures) -> String {
         }
     };
     CHECKPOINTS_S.map(at).join(" / ")
+}
+
+/// The brownout figures of `b`, as (name, value) rows.
+pub(super) fn brownout_rows(b: &BrownoutFigures) -> Vec<(&'static str, String)> {
+    let percent = |share: Option<f64>| {
+        share.map_or_else(|| "–".to_owned(), |s| format!("{:.1} %", s * 100.0))
+    };
+    vec![
+        ("calls shed (adaptive)", thousands(b.shed_calls)),
+        (
+            "while capacity is limited: served / capacity",
+            format!(
+                "{} / {} = {}",
+                thousands(b.served_while_limited),
+                thousands(b.capacity_while_limited),
+                percent(b.goodput_share_while_limited)
+            ),
+        ),
+        (
+            "while capacity is limited: failed / admitted",
+            format!(
+                "{} = {}",
+                thousands(b.failed_while_limited),
+                percent(b.failed_share_of_admitted_while_limited)
+            ),
+        ),
+        (
+            "outage start to 95 % rejected or shed",
+            opt(b.outage_to_95_turned_away_s, " s"),
+        ),
+    ]
 }

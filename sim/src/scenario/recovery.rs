@@ -1,5 +1,6 @@
-//! The scenarios of the downstream's return: back with less capacity than the fleet's
-//! load, and back after answering "retry after" for a minute.
+//! The scenarios of a downstream with less capacity than the fleet's load: back with less
+//! capacity after an outage, back after answering "retry after" for a minute, and a
+//! brownout that serves half the load for two minutes.
 
 use std::time::Duration;
 
@@ -53,6 +54,20 @@ impl Scenario {
                 ..Self::base(
                     name,
                     "1,000 environments at 10 calls/s; from 30 s to 90 s the downstream answers every call \"throttled: retry after 20 s\"",
+                    1_000,
+                    Rate::PerEnv(10.0),
+                    200,
+                )
+            },
+            "brownout-capacity" => Self {
+                // The fleet's peak is 10,000 calls/s: half of it served for 120 s.
+                capacity: CapacitySchedule::new(vec![
+                    (s(10), Capacity::PerSecond(5_000)),
+                    (s(130), Capacity::Unlimited),
+                ]),
+                ..Self::base(
+                    name,
+                    "1,000 environments at 10 calls/s; from 10 s to 130 s the downstream serves 5,000 calls/s and turns the rest away (a 503 load shed)",
                     1_000,
                     Rate::PerEnv(10.0),
                     200,

@@ -30,6 +30,8 @@ pub struct BreakerSettings {
     pub recovery_backoff: breaker_runtime::RecoveryBackoff,
     /// The slow start after a close (the runtime's default: none).
     pub slow_start: Option<Duration>,
+    /// The adaptive policy (the runtime's default: none, all or nothing).
+    pub adaptive: Option<breaker_runtime::AdaptivePolicy>,
 }
 
 impl BreakerSettings {
@@ -57,6 +59,10 @@ impl BreakerSettings {
             Some(ramp) => builder.slow_start(ramp),
             None => builder,
         };
+        let builder = match self.adaptive {
+            Some(policy) => builder.adaptive(policy),
+            None => builder,
+        };
         match self.call_timeout {
             Some(timeout) => builder.call_timeout(timeout),
             None => builder,
@@ -80,6 +86,7 @@ impl Default for BreakerSettings {
             fleet_policy: runtime.fleet_policy(),
             recovery_backoff: runtime.recovery_backoff().clone(),
             slow_start: runtime.slow_start(),
+            adaptive: runtime.adaptive(),
         }
     }
 }

@@ -125,6 +125,7 @@ impl Circuit {
             retry_after_unix_secs: rejected.retry_after,
             key: self.key().cloned(),
             slow_start: false,
+            shed: false,
         }
     }
 }

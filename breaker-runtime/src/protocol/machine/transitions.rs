@@ -92,7 +92,7 @@ pub fn on_probe_outcome(
         thresholds,
     );
     match outcome {
-        Outcome::Failure | Outcome::OpenFor(_) => {
+        Outcome::Failure | Outcome::OpenFor(_) | Outcome::Overloaded => {
             let reopened = CircuitRecord {
                 reopen_count: record.reopen_count.saturating_add(1),
                 open_until: asked_until(outcome.asked_open_for(), now_millis, thresholds),
