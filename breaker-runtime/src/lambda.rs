@@ -22,9 +22,14 @@
 //! }
 //! ```
 //!
-//! A function that builds its own [`lambda_runtime::Runtime`] (other layers, concurrent
-//! invocations) adds [`DeadlineScopeLayer`]; other shapes (a handler driven by something
-//! else) call [`deadline::scope`] themselves.
+//! `run_concurrent` (feature `lambda-concurrent`) does the same for
+//! `lambda_runtime::run_concurrent`: on Lambda Managed Instances one execution environment runs up to
+//! `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once, each in its own deadline scope; with
+//! the variable unset (every other Lambda) it runs one at a time, as [`run`] does.
+//!
+//! A function that builds its own [`lambda_runtime::Runtime`] (other layers) adds
+//! [`DeadlineScopeLayer`]; other shapes (a handler driven by something else) call
+//! [`deadline::scope`] themselves.
 
 use std::fmt::Debug;
 use std::task::{Context, Poll};
@@ -86,9 +91,79 @@ where
         .await
 }
 
+/// Starts Lambda's runtime with `handler`, running as many invocations at once as Lambda
+/// allows the environment, as `lambda_runtime::run_concurrent` does (its tracing layer
+/// included), every invocation in its own deadline scope ([`DeadlineScopeLayer`]). Feature
+/// `lambda-concurrent`.
+///
+/// On Lambda Managed Instances one execution environment serves many invocations at once:
+/// Lambda sets `AWS_LAMBDA_MAX_CONCURRENCY` (the function's
+/// `PerExecutionEnvironmentMaxConcurrency`) and this polls the Runtime API from that many
+/// tasks, each invocation with its own deadline, so a call that hangs is abandoned and
+/// counted at its own invocation's deadline while the others run on. Without the variable
+/// (or at 1: every other Lambda, `cargo lambda watch`, `sam local invoke`) it polls one
+/// invocation at a time, as [`run`]: one binary serves both. The handler is cloned once per
+/// task and its futures move between threads, so it must be `Clone + Send + 'static`
+/// (share what every invocation uses through a `&'static` or an `Arc`); the circuits are
+/// shared by the whole process either way.
+///
+/// ```no_run
+/// use breaker_runtime::circuit_breaker;
+/// use lambda_runtime::{service_fn, Error, LambdaEvent};
+/// use serde_json::{json, Value};
+///
+/// #[circuit_breaker(name = "inventory-api")]
+/// async fn reserve(sku: String) -> Result<Value, Error> {
+///     Ok(json!({ "sku": sku }))
+/// }
+///
+/// async fn handler(event: LambdaEvent<Value>) -> Result<Value, Error> {
+///     reserve(event.payload["sku"].as_str().unwrap_or_default().to_owned()).await
+/// }
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Error> {
+///     // `service_fn` of a function item (or of a closure capturing only `'static`, `Clone`
+///     // values) is `Clone + Send + 'static`.
+///     breaker_runtime::lambda::run_concurrent(service_fn(handler)).await
+/// }
+/// ```
+///
+/// # Errors
+///
+/// What `lambda_runtime::run_concurrent` returns: the Runtime API could not be reached,
+/// or every polling task ended.
+///
+/// # Panics
+///
+/// As `lambda_runtime::run_concurrent`: outside a Tokio runtime, or when a Lambda
+/// environment variable it needs is missing.
+#[cfg(feature = "lambda-concurrent")]
+#[cfg_attr(docsrs, doc(cfg(feature = "lambda-concurrent")))]
+pub async fn run_concurrent<A, F, R, B, S, D, E>(handler: F) -> Result<(), lambda_runtime::Error>
+where
+    F: Service<LambdaEvent<A>, Response = R> + Clone + Send + 'static,
+    F::Future: Future<Output = Result<R, F::Error>> + Send + 'static,
+    F::Error: Into<Diagnostic> + Debug,
+    A: for<'de> serde::Deserialize<'de> + Send + 'static,
+    R: IntoFunctionResponse<B, S> + Send + 'static,
+    B: serde::Serialize + Send + 'static,
+    S: futures_core::Stream<Item = Result<D, E>> + Unpin + Send + 'static,
+    D: Into<bytes::Bytes> + Send + 'static,
+    E: Into<lambda_runtime::Error> + Send + Debug + 'static,
+{
+    Runtime::new(handler)
+        .layer(layers::TracingLayer::new())
+        // Cloned into every polling task: each invocation gets a scope of its own.
+        .layer(DeadlineScopeLayer)
+        .run_concurrent()
+        .await
+}
+
 /// A layer for [`lambda_runtime::Runtime::layer`] that runs every invocation in
 /// [`deadline::scope`] with the invocation's deadline, and reads
-/// the clock at its start. [`run`] adds it; add it yourself when you build the runtime.
+/// the clock at its start. [`run`] (and `run_concurrent`) add it; add it yourself when you
+/// build the runtime (`Runtime::run_concurrent` clones it into each of its tasks).
 ///
 /// ```no_run
 /// use breaker_runtime::lambda::DeadlineScopeLayer;

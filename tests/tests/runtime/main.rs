@@ -3,6 +3,7 @@
 //! One test binary per area: every binary links the AWS SDK, so fewer binaries build faster and
 //! take far less disk. nextest still runs each test in its own process.
 
+mod adaptive;
 mod backoff;
 mod blocking;
 mod breaker;

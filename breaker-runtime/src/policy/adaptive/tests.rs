@@ -32,12 +32,25 @@ fn load_sheds_shed_down_to_the_overload_multiplier_times_what_is_served() {
         _ => Answer::Accepted,
     });
     let share = t.share(1_000_000 + 100 * 100);
-    // (100 − 1.05 × 50) / 101 ≈ 47.0 %.
-    assert!((4_650..=4_750).contains(&share), "{share}");
+    // (100 − 1.03 × 50) / 101 ≈ 48.0 %.
+    assert!((4_750..=4_850).contains(&share), "{share}");
 }
 
 #[test]
-fn a_quiet_environment_sheds_nothing_on_its_own_counts() {
+fn a_window_without_a_load_shed_sheds_nothing_for_load() {
+    let t = throttle();
+    run(&t, 1_000_000, 100, |i| match i % 2 {
+        0 => Answer::Overloaded,
+        _ => Answer::Accepted,
+    });
+    assert!(t.share(1_010_000) > 4_000);
+    // The downstream takes every call for a window: the load sheds have aged out.
+    run(&t, 1_010_000, 100, |_| Answer::Accepted);
+    assert_eq!(t.share(1_020_000), 0);
+}
+
+#[test]
+fn a_quiet_environment_sheds_nothing_on_its_own_failures() {
     let t = throttle();
     run(&t, 1_000_000, 4, |_| Answer::Failed);
     // Below 20 requests and below five in a row: nothing.
