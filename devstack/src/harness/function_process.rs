@@ -1,7 +1,10 @@
 //! Runs a real function binary the way Lambda does: started with `AWS_LAMBDA_RUNTIME_API`
 //! pointing at its own loopback [`RuntimeApi`], and supervised: killed and started again
 //! (a fresh init) when an invocation runs past its deadline, wherever it was, as Lambda
-//! does, or when a test crashes it.
+//! does, or when a test crashes it. A function started with `AWS_LAMBDA_MAX_CONCURRENCY`
+//! above 1 runs as on Lambda Managed Instances: [`FunctionProcess::invoke`] may be called
+//! from several tasks at once, the process polls for that many invocations at once, and
+//! an invocation past its deadline is timed out alone: the environment runs on.
 //!
 //! ```no_run
 //! # async fn demo() -> anyhow::Result<()> {
@@ -49,6 +52,9 @@ pub struct FunctionProcess {
     binary: PathBuf,
     env: Vec<(String, String)>,
     echo: LogEcho,
+    /// `AWS_LAMBDA_MAX_CONCURRENCY` (1 when unset or not a positive number, as
+    /// lambda_runtime reads it).
+    max_concurrency: u32,
     child: Mutex<Child>,
     spawned_at: Instant,
     restarts: AtomicU64,
@@ -82,6 +88,12 @@ impl FunctionProcess {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), v.clone()))
             .collect();
+        let max_concurrency = env
+            .iter()
+            .find(|(key, _)| key == "AWS_LAMBDA_MAX_CONCURRENCY")
+            .and_then(|(_, value)| value.parse::<u32>().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(1);
         let logs = Arc::new(Mutex::new(Vec::new()));
         let spawned_at = Instant::now();
         let child = spawn(binary, name, api.address(), &env, echo, &logs)?;
@@ -91,6 +103,7 @@ impl FunctionProcess {
             binary: binary.to_owned(),
             env,
             echo,
+            max_concurrency,
             child: Mutex::new(child),
             spawned_at,
             restarts: AtomicU64::new(0),
@@ -124,18 +137,33 @@ impl FunctionProcess {
         self.restarts.load(Ordering::Relaxed)
     }
 
-    /// Invokes the function once with `event`. Past its deadline, the process is killed
-    /// and started again, as Lambda does, and the answer is a [`TIMED_OUT`] error.
+    /// Invokes the function once with `event`. Past its deadline the answer is a
+    /// [`TIMED_OUT`] error, and the process is killed and started again, as Lambda does;
+    /// with [`max_concurrency`](Self::max_concurrency) above 1 it runs on, its other
+    /// invocations with it, as on Lambda Managed Instances.
     pub async fn invoke(&self, event: Value) -> anyhow::Result<Invocation> {
         let invocation = self.api.invoke(&event).await?;
-        if matches!(&invocation, Invocation::Error { error_type, .. } if error_type == TIMED_OUT) {
+        if matches!(&invocation, Invocation::Error { error_type, .. } if error_type == TIMED_OUT)
+            && self.max_concurrency <= 1
+        {
             self.restart()?;
         }
         Ok(invocation)
     }
 
+    /// How many invocations the process runs at once: its `AWS_LAMBDA_MAX_CONCURRENCY`, 1
+    /// when unset.
+    pub fn max_concurrency(&self) -> u32 {
+        self.max_concurrency
+    }
+
+    /// How many invocations the process runs now, and the most it ran at once so far.
+    pub fn in_flight(&self) -> (usize, usize) {
+        (self.api.in_flight(), self.api.peak_in_flight())
+    }
+
     /// Kills the process wherever it is (a crash, an out-of-memory kill) and starts it
-    /// again; the invocation it was running ends as a `Runtime.ExitError`.
+    /// again; every invocation it was running ends as a `Runtime.ExitError`.
     pub fn crash(&self) -> anyhow::Result<()> {
         self.restart()?;
         self.api.abort_in_flight(

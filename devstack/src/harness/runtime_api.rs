@@ -5,15 +5,21 @@
 //! caller how the invocation ended. One that runs past its deadline ends as a
 //! `Sandbox.Timedout` error; restarting the process is its supervisor's job
 //! (`FunctionProcess` in the harness's `function_process`).
+//!
+//! Concurrent polls are served as Lambda Managed Instances serve them: a runtime that polls
+//! `/next` from several connections at once (lambda_runtime's `run_concurrent` under
+//! `AWS_LAMBDA_MAX_CONCURRENCY`) gets an invocation on each, every one with its own
+//! deadline, and each ends by its own request id: an answer, or its deadline, which times
+//! out that invocation alone.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
 use serde_json::Value;
-use tokio::io::BufReader;
+use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -85,8 +91,10 @@ struct Shared {
     first_poll: OnceLock<Instant>,
     /// The function timeout in milliseconds (0: the default).
     timeout_ms: AtomicU64,
-    /// The invocation the function took last.
-    in_flight: Mutex<Option<String>>,
+    /// The invocations the function took and has not answered, their deadline not passed.
+    in_flight: Mutex<HashSet<String>>,
+    /// The most invocations in flight at once so far.
+    peak_in_flight: AtomicU64,
 }
 
 impl Shared {
@@ -94,6 +102,22 @@ impl Shared {
         match self.timeout_ms.load(Ordering::Relaxed) {
             0 => DEFAULT_TIMEOUT,
             ms => Duration::from_millis(ms),
+        }
+    }
+
+    /// The function took `request_id`.
+    fn take(&self, request_id: &str) {
+        let mut in_flight = lock(&self.in_flight);
+        in_flight.insert(request_id.to_owned());
+        self.peak_in_flight
+            .fetch_max(in_flight.len() as u64, Ordering::Relaxed);
+    }
+
+    /// Ends `request_id` with `invocation`, if it is still waiting for its end.
+    fn end(&self, request_id: &str, invocation: Invocation) {
+        lock(&self.in_flight).remove(request_id);
+        if let Some(done) = lock(&self.waiting).remove(request_id) {
+            let _ = done.send(invocation);
         }
     }
 }
@@ -161,7 +185,9 @@ impl RuntimeApi {
     }
 
     /// Queues `event` and waits for the function's answer, until its deadline: past it the
-    /// answer is a [`TIMED_OUT`] error (the caller restarts the function).
+    /// answer is a [`TIMED_OUT`] error (the caller restarts the function, or, for one that
+    /// runs invocations at once, lets it run on). Call it from several tasks at once for
+    /// invocations at once.
     pub async fn invoke(&self, event: &Value) -> anyhow::Result<Invocation> {
         let request_id = format!(
             "{}-{:08}",
@@ -178,7 +204,10 @@ impl RuntimeApi {
                 started,
             })
             .context("the Runtime API server stopped")?;
-        let forget = || lock(&self.shared.waiting).remove(&request_id);
+        let forget = || {
+            lock(&self.shared.waiting).remove(&request_id);
+            lock(&self.shared.in_flight).remove(&request_id);
+        };
         let deadline = match tokio::time::timeout(START_TIMEOUT, deadline).await {
             Ok(Ok(deadline)) => deadline,
             _ => {
@@ -208,18 +237,30 @@ impl RuntimeApi {
         lock(&self.shared.init_error).clone()
     }
 
-    /// Ends the invocation the function is running, if any, with `error_type`: what Lambda
-    /// answers when the runtime process dies mid-invocation.
+    /// Ends every invocation the function is running, if any, with `error_type`: what
+    /// Lambda answers when the runtime process dies mid-invocation.
     pub fn abort_in_flight(&self, error_type: &str, error_message: &str) {
-        let Some(request_id) = lock(&self.shared.in_flight).take() else {
-            return;
-        };
-        if let Some(done) = lock(&self.shared.waiting).remove(&request_id) {
-            let _ = done.send(Invocation::Error {
-                error_type: error_type.into(),
-                error_message: error_message.into(),
-            });
+        let running: Vec<String> = lock(&self.shared.in_flight).drain().collect();
+        for request_id in running {
+            self.shared.end(
+                &request_id,
+                Invocation::Error {
+                    error_type: error_type.into(),
+                    error_message: error_message.into(),
+                },
+            );
         }
+    }
+
+    /// How many invocations the function runs now: taken, neither answered nor past their
+    /// deadline.
+    pub fn in_flight(&self) -> usize {
+        lock(&self.shared.in_flight).len()
+    }
+
+    /// The most invocations the function ran at once so far.
+    pub fn peak_in_flight(&self) -> usize {
+        usize::try_from(self.shared.peak_in_flight.load(Ordering::Relaxed)).unwrap_or(usize::MAX)
     }
 
     /// When the function first asked for an invocation: the end of its init.
@@ -257,12 +298,26 @@ async fn connection(
         let path = head.path().to_owned();
         if head.method() == "GET" && path.ends_with("/runtime/invocation/next") {
             let _ = shared.first_poll.set(Instant::now());
-            let Some(pending) = queue.lock().await.recv().await else {
+            // A poll waits for the next invocation, or for its connection to close (a
+            // process killed while several of its workers poll): a closed one takes none.
+            let next = async { queue.lock().await.recv().await };
+            tokio::pin!(next);
+            let pending = tokio::select! {
+                pending = &mut next => pending,
+                read = reader.fill_buf() => match read {
+                    // A request sent before this one's answer: served after it.
+                    Ok(bytes) if !bytes.is_empty() => next.await,
+                    _ => None,
+                },
+            };
+            let Some(pending) = pending else {
                 return Ok(());
             };
             let timeout = shared.timeout();
-            *lock(&shared.in_flight) = Some(pending.request_id.clone());
-            let _ = pending.started.send(Instant::now() + timeout);
+            // Its invoker still waits (it gives up after START_TIMEOUT): in flight from now.
+            if pending.started.send(Instant::now() + timeout).is_ok() {
+                shared.take(&pending.request_id);
+            }
             let deadline = (unix_millis() + timeout.as_millis() as u64).to_string();
             let arn = format!("arn:aws:lambda:us-east-1:123456789012:function:{function_name}");
             let headers = [
@@ -295,9 +350,7 @@ async fn connection(
                     }
                 }
             };
-            if let Some(done) = lock(&shared.waiting).remove(request_id) {
-                let _ = done.send(invocation);
-            }
+            shared.end(request_id, invocation);
             accepted(&mut writer).await?;
         } else if path.ends_with("/runtime/init/error") {
             *lock(&shared.init_error) = Some(String::from_utf8_lossy(&body).into_owned());

@@ -17,7 +17,7 @@ mod charge;
 
 use std::time::Duration;
 
-use breaker_runtime::lambda::run;
+use breaker_runtime::lambda::run_concurrent;
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, service_fn};
 use payment_pipeline::rejected::{Rejection, log_rejected};
 use payment_pipeline::{Order, Pipeline};
@@ -29,11 +29,15 @@ use crate::charge::charge_or_buffer;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], Pipeline::from_env).await?;
-    let app = &app;
-    // breaker's `run` bounds the charge by the invocation's deadline (its scope), so a hung
-    // payment API times out, counts as a failure and is parked before the invocation ends.
-    // The event stays raw text: the amount is forwarded exactly as the caller wrote it.
-    run(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
+    // Shared by every invocation for the life of the process, several at once on Lambda
+    // Managed Instances.
+    let app: &'static Pipeline = Box::leak(Box::new(app));
+    // breaker's `run_concurrent` bounds each charge by its own invocation's deadline (its
+    // scope), so a hung payment API times out, counts as a failure and is parked before the
+    // invocation ends. It runs `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once where Lambda
+    // sets it (Managed Instances), else one at a time. The event stays raw text: the amount
+    // is forwarded exactly as the caller wrote it.
+    run_concurrent(service_fn(move |event: LambdaEvent<Box<RawValue>>| {
         handle(app, event.payload, event.context.deadline)
     }))
     .await

@@ -18,7 +18,7 @@ mod snapshot;
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use breaker_runtime::lambda::run;
+use breaker_runtime::lambda::run_concurrent;
 use breaker_runtime::{CircuitInfo, circuit_breaker};
 use lambda_runtime::{Diagnostic, Error, LambdaEvent, service_fn};
 use serde_json::Value;
@@ -43,10 +43,14 @@ async fn main() -> Result<(), Error> {
     if prime {
         prime_on_init(&app).await;
     }
-    let app = &app;
-    // breaker's `run` puts each invocation in its deadline scope: a `cost-explorer` call
-    // still running near the deadline is abandoned and counted, callback or not.
-    run(service_fn(move |event: LambdaEvent<Value>| {
+    // Shared by every invocation for the life of the process, several at once on Lambda
+    // Managed Instances.
+    let app: &'static App = Box::leak(Box::new(app));
+    // breaker's `run_concurrent` puts each invocation in its own deadline scope: a
+    // `cost-explorer` call still running near its deadline is abandoned and counted,
+    // callback or not. `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once where Lambda sets it
+    // (Managed Instances), else one at a time.
+    run_concurrent(service_fn(move |event: LambdaEvent<Value>| {
         handle(app, event.payload)
     }))
     .await

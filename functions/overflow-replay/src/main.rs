@@ -23,7 +23,7 @@ mod record;
 mod replay;
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use breaker_runtime::lambda::run;
+use breaker_runtime::lambda::run_concurrent;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use payment_pipeline::Pipeline;
 
@@ -32,10 +32,13 @@ use crate::replay::App;
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let app = circuit_env::start([payment_pipeline::CIRCUIT], app_from_env).await?;
-    let app = &app;
-    run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        // breaker's `run` scopes the invocation: guarded charges are abandoned before its
-        // deadline (counted, their outcome parked as unknown) rather than dying with it.
+    // Shared by every invocation for the life of the process, several at once on Lambda
+    // Managed Instances (`AWS_LAMBDA_MAX_CONCURRENCY`; else one at a time).
+    let app: &'static App = Box::leak(Box::new(app));
+    run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
+        // breaker's `run_concurrent` scopes each invocation: guarded charges are abandoned
+        // before its deadline (counted, their outcome parked as unknown) rather than dying
+        // with it.
         let records = &event.payload.records;
         let left = event
             .context

@@ -8,6 +8,7 @@ mod charge;
 mod cost_report;
 mod deadlines;
 mod init_errors;
+mod managed;
 mod outcomes;
 mod parked;
 mod pipeline;
