@@ -240,8 +240,8 @@ fn macro_path(c: &mut Criterion) {
 }
 
 /// The rate policies: 50 % of the last 100 calls, of the last 60 s, or slow calls (5 s)
-/// making 50 % of the last 100 calls.
-fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
+/// making 50 % of the last 100 calls; and the adaptive policy at its recommended setting.
+fn rate_policies() -> [(&'static str, CircuitBreaker); 4] {
     use breaker_runtime::SlidingWindow;
     [
         (
@@ -263,6 +263,13 @@ fn rate_policies() -> [(&'static str, CircuitBreaker); 3] {
             warmed(
                 "rate-slow",
                 policy_config(|b| b.slow_calls(Duration::from_secs(5), 50)),
+            ),
+        ),
+        (
+            "adaptive, recommended",
+            warmed(
+                "adaptive",
+                policy_config(|b| b.adaptive(breaker_runtime::AdaptivePolicy::default())),
             ),
         ),
     ]

@@ -227,7 +227,7 @@ mod imp {
             let counter = match outcome {
                 Outcome::Success => &self.success,
                 Outcome::Failure if kind.is_deadline() => &self.timeout,
-                Outcome::Failure | Outcome::OpenFor(_) => &self.failure,
+                Outcome::Failure | Outcome::OpenFor(_) | Outcome::Overloaded => &self.failure,
                 Outcome::Ignored => &self.ignored,
             };
             counter.increment(1);

@@ -23,7 +23,7 @@
 //! The formula needs about 19 requests to shed 95 % and, with a window of successes
 //! behind it, seconds more. A total outage opens the circuit, for the whole fleet, after
 //! [`consecutive_failures`](AdaptivePolicy::consecutive_failures) failures in a row (15 by
-//! default: at 30 % failing, a run that long comes once in 20 million calls), and the
+//! default: at 30 % failing, a run that long starts once in 100 million calls), and the
 //! fleet rule opens it for quiet fleets. Load sheds neither count towards the run nor end
 //! it: an overloaded downstream is shed, not opened.
 
