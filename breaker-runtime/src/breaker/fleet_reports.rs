@@ -269,6 +269,20 @@ impl FleetReports {
         )
     }
 
+    /// Whether this environment, after `calls` closed calls at `now`, makes `requests`
+    /// calls within `span` (millis): an adaptive policy's own counts then shed for it, and
+    /// it takes no part in a suspicion (as [`busy`](Self::busy) says why). A busy
+    /// environment's first reports in an epoch carry failures from before it read the
+    /// suspicion and successes sampled only after, which let a fleet failing 30 % of calls
+    /// trip the fleet rule.
+    pub(super) fn busy_over(&self, now: u64, calls: u64, requests: u32, span: u64) -> bool {
+        let Some(policy) = self.active() else {
+            return false;
+        };
+        self.lock()
+            .calls_within(now, calls, u64::from(requests), span, millis(policy.window))
+    }
+
     /// Whether a call admitted at `now` while a suspicion holds is sampled: with
     /// probability 1 / [`SAMPLE_WEIGHT`], from a hash of this environment's id, the time
     /// and its draws (reproducible in a simulation, which chooses the ids and the clock).

@@ -62,12 +62,20 @@ pub(super) enum FollowUp {
 pub(super) fn live_suspicion(circuit: &Circuit, now: u64) -> Option<u64> {
     let epoch = circuit.lock().record().live_suspicion(now / 1000)?;
     let counts = circuit.counts();
-    let busy = circuit.reports().busy(
-        now,
-        counts.calls(),
-        counts.consecutive().is_some(),
-        circuit.thresholds().failure_threshold,
-    );
+    let busy = match counts.throttle() {
+        Some(throttle) => circuit.reports().busy_over(
+            now,
+            counts.calls(),
+            throttle.minimum_requests(),
+            throttle.window_millis(),
+        ),
+        None => circuit.reports().busy(
+            now,
+            counts.calls(),
+            counts.consecutive().is_some(),
+            circuit.thresholds().failure_threshold,
+        ),
+    };
     (!busy).then_some(epoch)
 }
 

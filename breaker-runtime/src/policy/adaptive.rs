@@ -301,6 +301,16 @@ impl Throttle {
         self.lock().fleet = (share, until);
     }
 
+    /// The requests this environment's own failures term needs.
+    pub(crate) fn minimum_requests(&self) -> u32 {
+        self.policy.minimum_requests
+    }
+
+    /// The window, in milliseconds.
+    pub(crate) fn window_millis(&self) -> u64 {
+        self.policy.window.as_secs().saturating_mul(1000)
+    }
+
     /// Failures in a row.
     pub(crate) fn consecutive(&self) -> u32 {
         self.lock().consecutive
