@@ -1,7 +1,8 @@
 //! A model checker for breaker's shared-state protocol.
 //!
-//! A small fleet (breaker environments with their own clocks and caches, a Powertools
-//! environment, an operator) shares one item; [`stateright`] explores every interleaving
+//! A small fleet (breaker environments with their own clocks and caches, one invocation at
+//! a time or several sharing one cache and probe slot, a Powertools environment, an
+//! operator) shares one item; [`stateright`] explores every interleaving
 //! of their calls, probes, writes and lost answers, up to a horizon. Each breaker decides
 //! with the runtime's own `protocol::machine`; each write changes the item as the
 //! DynamoDB request `store/dynamodb` sends would ([`dynamodb`]), and is checked against

@@ -7,35 +7,68 @@ use breaker_runtime::CircuitState;
 
 use crate::fleet::{Action, Actor, Fleet, Reply, State, Store};
 
-/// The fleet's calls in one second: every probe ends with a success, every other
-/// environment calls (busy), in the model's order.
+/// The fleet's calls in one second: every probe ends with a success (a failure at its
+/// limit), every other environment calls (busy), in the model's order.
 fn one_second(model: &Fleet, state: &State) -> State {
     let mut state = state.clone();
     for (i, actor) in model.actors.iter().enumerate() {
-        let action = match (actor, state.actors[i].probe.is_some()) {
-            (Actor::Breaker { .. }, true) => Action::EndProbe {
+        let actions = match (actor, state.actors[i].probe.is_some()) {
+            (Actor::Breaker { .. }, _) => breaker_second(model, &state, i),
+            (Actor::Powertools { .. }, true) => vec![Action::PtEnd {
                 actor: i,
                 success: true,
-                reply: Reply::Answered,
-            },
-            (Actor::Breaker { .. }, false) => Action::Call {
-                actor: i,
-                quiet: false,
-                reply: Reply::Answered,
-            },
-            (Actor::Powertools { .. }, true) => Action::PtEnd {
-                actor: i,
-                success: true,
-            },
-            (Actor::Powertools { .. }, false) => Action::PtCall(i),
+            }],
+            (Actor::Powertools { .. }, false) => vec![Action::PtCall(i)],
             (Actor::Operator, _) => continue,
         };
-        if let Some(next) = model.step(&state, action) {
-            state = next;
+        for action in actions {
+            if let Some(next) = model.step(&state, action) {
+                state = next;
+            }
         }
     }
     state.t += 1;
     state
+}
+
+/// A breaker's steps in one second: its closed calls in flight succeed (fail at their
+/// limit), its probe ends, or its invocations call, the one with the most time left
+/// first (the others find the slot taken).
+fn breaker_second(model: &Fleet, state: &State, i: usize) -> Vec<Action> {
+    let mine = &state.actors[i];
+    let due: Vec<usize> = model.calls_due(state, i).collect();
+    let mut actions: Vec<Action> = (0..mine.calls.len())
+        .filter(|&n| mine.calls[n].is_some())
+        .map(|invocation| match due.contains(&invocation) {
+            true => Action::Trip {
+                actor: i,
+                invocation,
+                reply: Reply::Answered,
+            },
+            false => Action::Return {
+                actor: i,
+                invocation,
+            },
+        })
+        .collect();
+    if let Some(started) = mine.probe {
+        actions.push(Action::EndProbe {
+            actor: i,
+            invocation: mine.prober,
+            success: state.t < model.limit(mine.prober, started),
+            reply: Reply::Answered,
+        });
+        return actions;
+    }
+    let mut callers: Vec<usize> = (0..model.invocations(i)).collect();
+    callers.sort_by_key(|&n| std::cmp::Reverse(model.limit(n, state.t)));
+    actions.extend(callers.into_iter().map(|invocation| Action::Call {
+        actor: i,
+        invocation,
+        quiet: false,
+        reply: Reply::Answered,
+    }));
+    actions
 }
 
 // The properties as methods of the model, so that `fleet` lists them without importing

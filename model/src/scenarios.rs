@@ -8,7 +8,7 @@ use breaker_runtime::__protocol::Thresholds;
 use breaker_runtime::{CircuitBreakerConfig, RecoveryBackoff};
 use stateright::{Checker, Model};
 
-use crate::fleet::{Action, Actor, Fleet, Reply, State, Store};
+use crate::fleet::{Action, Actor, Deadlines, Fleet, Reply, State, Store};
 
 /// The thresholds of every model, in seconds that the model's clock counts: a 2 s
 /// recovery, a 4 s lease, 2 probe successes to close (the default's 3 in the models that
@@ -31,7 +31,11 @@ pub fn thresholds(backoff: RecoveryBackoff) -> Thresholds {
 }
 
 fn breaker(process: &'static str, skew: u64) -> Actor {
-    Actor::Breaker { process, skew }
+    Actor::Breaker {
+        process,
+        skew,
+        invocations: 1,
+    }
 }
 
 fn fleet(actors: Vec<Actor>, horizon: u64) -> Fleet {
@@ -41,6 +45,7 @@ fn fleet(actors: Vec<Actor>, horizon: u64) -> Fleet {
         // With the lease of 4 s: `call_timeout + 2 × store_timeout <= probe_lease` holds
         // for a store timeout of up to 0.5 s.
         call_timeout: 3,
+        deadlines: None,
         powertools_call: 6,
         horizon,
         replies: vec![Reply::Answered],
@@ -68,6 +73,24 @@ pub fn all(deep: bool) -> Vec<(&'static str, Fleet)> {
                 vec![breaker("A#0", 0), breaker("A#1", 0), breaker("B", 1)],
                 h(7, 10),
             )
+        }),
+        ("an environment running two invocations at once", {
+            // Lambda Managed Instances: A's two invocations share its cache and its one
+            // probe slot, and each ends at its own deadline (every 5 s, the second's 2 s
+            // after the first's), which may cut a probe or a closed call short before
+            // `call_timeout`. A closed call of one runs across the other's steps.
+            let concurrent = Actor::Breaker {
+                process: "A",
+                skew: 0,
+                invocations: 2,
+            };
+            let mut m = fleet(vec![concurrent, breaker("B", 1)], h(7, 11));
+            m.deadlines = Some(Deadlines {
+                secs: 5,
+                stagger: 2,
+            });
+            m.start_closed = true;
+            m
         }),
         ("answers lost after the write landed", {
             let mut m = fleet(vec![breaker("A", 0), breaker("B", 1)], h(7, 9));
@@ -233,7 +256,7 @@ fn trace(model: &Fleet, path: Vec<(State, Option<Action>)>) -> String {
         let r = state.item.read();
         let _ = writeln!(
             out,
-            "  t={} {:?} {:?} fc={} oa={:?} owner={:?} lease={:?} ps={} rc={} ov={:?} probes={:?}{}",
+            "  t={} {:?} {:?} fc={} oa={:?} owner={:?} lease={:?} ps={} rc={} ov={:?} probes={:?}{}{}",
             state.t,
             r.state,
             state.item.record.is_some(),
@@ -249,6 +272,7 @@ fn trace(model: &Fleet, path: Vec<(State, Option<Action>)>) -> String {
                 .iter()
                 .map(|a| (a.probe, a.revoked))
                 .collect::<Vec<_>>(),
+            invocations(&state),
             state
                 .disagreement
                 .as_ref()
@@ -263,27 +287,64 @@ fn trace(model: &Fleet, path: Vec<(State, Option<Action>)>) -> String {
     out
 }
 
+/// The invocations of the breakers that run several at once: which one's probe holds the
+/// slot, and when each closed call in flight started.
+fn invocations(state: &State) -> String {
+    state
+        .actors
+        .iter()
+        .filter(|a| !a.calls.is_empty())
+        .map(|a| format!(" prober={} calls={:?}", a.prober, a.calls))
+        .collect()
+}
+
 fn describe(model: &Fleet, action: &Action) -> String {
     let who = |i: usize| match &model.actors[i] {
         Actor::Breaker { process, .. } => format!("{process}#{i}"),
         Actor::Powertools { .. } => "Powertools".to_owned(),
         Actor::Operator => "operator".to_owned(),
     };
+    // An invocation named only where an environment runs several at once.
+    let by = |i: usize, invocation: usize| match model.invocations(i) {
+        1 => who(i),
+        _ => format!("{} invocation {invocation}", who(i)),
+    };
     match action {
         Action::Call {
             actor,
+            invocation,
             quiet,
             reply,
-        } => format!("{} calls (quiet: {quiet}, reply: {reply:?})", who(*actor)),
+        } => format!(
+            "{} calls (quiet: {quiet}, reply: {reply:?})",
+            by(*actor, *invocation)
+        ),
         Action::EndProbe {
             actor,
+            invocation,
             success,
             reply,
         } => format!(
             "{} probe ends (success: {success}, reply: {reply:?})",
-            who(*actor)
+            by(*actor, *invocation)
         ),
-        Action::Trip { actor, reply } => format!("{} trips (reply: {reply:?})", who(*actor)),
+        Action::Trip {
+            actor,
+            invocation,
+            reply,
+        } => match model.invocations(*actor) {
+            1 => format!("{} trips (reply: {reply:?})", who(*actor)),
+            _ => format!(
+                "{}'s closed call fails (reply: {reply:?})",
+                by(*actor, *invocation)
+            ),
+        },
+        Action::Run { actor, invocation } => {
+            format!("{} starts a closed call", by(*actor, *invocation))
+        }
+        Action::Return { actor, invocation } => {
+            format!("{}'s closed call succeeds", by(*actor, *invocation))
+        }
         Action::Suspect(actor) => format!("{} raises a suspicion", who(*actor)),
         Action::PtCall(actor) => format!("{} calls", who(*actor)),
         Action::PtEnd { actor, success } => {

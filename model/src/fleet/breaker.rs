@@ -38,12 +38,13 @@ impl Fleet {
         }
     }
 
-    /// What a breaker's call decides on the item it just read.
+    /// What a breaker's call decides on the item it just read; while another invocation's
+    /// probe holds the process's slot, the machine rejects it (`probe_in_flight`).
     pub(super) fn admission(&self, state: &State, actor: usize, quiet: bool) -> Admission {
         let record = self.effective(state, actor);
         let now = self.now_millis(state, actor);
         let mut local = Local {
-            probe_in_flight: false,
+            probe_in_flight: state.actors[actor].probe.is_some(),
             committed_opening: state.actors[actor].committed,
             verified: false,
             store_unreachable: self.alone(state, actor),
@@ -135,70 +136,94 @@ impl Fleet {
         settled.committed
     }
 
+    /// Whether a breaker's probe has reached its limit: it may only fail now.
     pub(super) fn breaker_probe_limit(&self, state: &State, actor: usize) -> bool {
-        state.actors[actor]
-            .probe
-            .is_some_and(|started| state.t >= started + self.call_timeout)
+        let mine = &state.actors[actor];
+        mine.probe
+            .is_some_and(|started| state.t >= self.limit(mine.prober, started))
     }
 
-    /// The steps a breaker may take now.
+    /// The steps a breaker may take now: its probe's end, its closed calls' ends, and each
+    /// idle invocation's call (one at a time: the one invocation, idle while no probe runs).
     pub(super) fn breaker_actions(&self, state: &State, i: usize, actions: &mut Vec<Action>) {
-        match state.actors[i].probe {
-            Some(_) => {
-                for success in [true, false] {
-                    if success && self.breaker_probe_limit(state, i) {
-                        continue;
-                    }
-                    for &reply in &self.replies {
-                        actions.push(Action::EndProbe {
-                            actor: i,
-                            success,
-                            reply,
-                        });
-                    }
+        let mine = &state.actors[i];
+        self.call_ends(state, i, actions);
+        if mine.probe.is_some() {
+            for success in [true, false] {
+                if success && self.breaker_probe_limit(state, i) {
+                    continue;
                 }
-            }
-            None => {
-                for quiet in [false, true] {
-                    match self.admission(state, i, quiet) {
-                        Admission::Probe | Admission::ElectAlone(_) => actions.push(Action::Call {
-                            actor: i,
-                            quiet,
-                            reply: Reply::Answered,
-                        }),
-                        Admission::Elect(_) => {
-                            for &reply in &self.replies {
-                                actions.push(Action::Call {
-                                    actor: i,
-                                    quiet,
-                                    reply,
-                                });
-                            }
-                        }
-                        _ => {}
-                    }
-                }
-                let now = self.now_millis(state, i);
-                if self.start_closed && machine::may_trip(&state.item.read(), now) {
-                    for &reply in &self.replies {
-                        actions.push(Action::Trip { actor: i, reply });
-                    }
-                    if state.item.read().live_suspicion(now / 1000).is_none() {
-                        actions.push(Action::Suspect(i));
-                    }
+                for &reply in &self.replies {
+                    actions.push(Action::EndProbe {
+                        actor: i,
+                        invocation: mine.prober,
+                        success,
+                        reply,
+                    });
                 }
             }
         }
+        let idle: Vec<usize> = (0..self.invocations(i))
+            .filter(|&n| self.idle(state, i, n))
+            .collect();
+        for &invocation in &idle {
+            for quiet in [false, true] {
+                let replies: &[Reply] = match self.admission(state, i, quiet) {
+                    Admission::Probe | Admission::ElectAlone(_) => &[Reply::Answered],
+                    Admission::Elect(_) => &self.replies,
+                    _ => &[],
+                };
+                for &reply in replies {
+                    actions.push(Action::Call {
+                        actor: i,
+                        invocation,
+                        quiet,
+                        reply,
+                    });
+                }
+            }
+        }
+        let now = self.now_millis(state, i);
+        if idle.is_empty() || !self.start_closed || !machine::may_trip(&state.item.read(), now) {
+            return;
+        }
+        match self.invocations(i) {
+            1 => {
+                for &reply in &self.replies {
+                    actions.push(Action::Trip {
+                        actor: i,
+                        invocation: 0,
+                        reply,
+                    });
+                }
+            }
+            _ => {
+                for &invocation in &idle {
+                    actions.push(Action::Run {
+                        actor: i,
+                        invocation,
+                    });
+                }
+            }
+        }
+        if state.item.read().live_suspicion(now / 1000).is_none() {
+            actions.push(Action::Suspect(i));
+        }
     }
 
-    /// A call on an open or half-open circuit: it elects, or probes.
+    /// A call on an open or half-open circuit by an idle invocation: it elects, or probes.
     pub(super) fn call(
         &self,
         state: &mut State,
         actor: usize,
+        invocation: usize,
         quiet: bool,
         reply: Reply,
     ) -> Option<()> {
+        // The slot is taken: the claim fails (`ProbeSlot::claim`), the call is rejected.
+        if !self.idle(state, actor, invocation) || state.actors[actor].probe.is_some() {
+            return None;
+        }
         let base = self.effective(state, actor);
         let admission = self.admission(state, actor, quiet);
         state.actors[actor].refused = self.refusals(state, actor).map(Refusals);
@@ -242,20 +267,30 @@ impl Fleet {
         }
         state.actors[actor].alone = alone;
         state.actors[actor].probe = Some(state.t);
+        state.actors[actor].prober = invocation;
         state.actors[actor].hand_over = quiet;
         state.actors[actor].revoked = false;
         Some(())
     }
 
-    /// The running probe ended: its outcome's write.
+    /// The running probe ended: its outcome's write, on the record the shared cache holds
+    /// now (`store::probe_base`).
     pub(super) fn end_probe(
         &self,
         state: &mut State,
         actor: usize,
+        invocation: usize,
         success: bool,
         reply: Reply,
     ) -> Option<()> {
-        let base = state.actors[actor].cache.0.clone();
+        let mine = &state.actors[actor];
+        if mine.probe.is_none()
+            || mine.prober != invocation
+            || (success && self.breaker_probe_limit(state, actor))
+        {
+            return None;
+        }
+        let base = mine.cache.0.clone();
         let outcome = match (success, self.open_for) {
             (true, _) => Outcome::Success,
             (false, Some(secs)) => Outcome::OpenFor(Duration::from_secs(secs)),
@@ -285,14 +320,20 @@ impl Fleet {
         }
         self.settle(state, actor, &base, &transition, heard, landed);
         state.actors[actor].probe = None;
+        state.actors[actor].prober = 0;
         state.actors[actor].revoked = false;
         state.actors[actor].alone = false;
         Some(())
     }
 
-    /// A trip of a circuit it reads closed.
-    pub(super) fn trip(&self, state: &mut State, actor: usize, reply: Reply) -> Option<()> {
-        let base = state.item.read();
+    /// A trip of a circuit that `base` shows closed.
+    pub(super) fn trip(
+        &self,
+        state: &mut State,
+        actor: usize,
+        base: CircuitRecord,
+        reply: Reply,
+    ) -> Option<()> {
         let now = self.now_millis(state, actor);
         let trip = machine::trip(
             self.id(actor),

@@ -4,6 +4,7 @@
 //! store's `RecordWrite::applied_to` on the way).
 
 mod breaker;
+mod invocations;
 mod operator;
 mod powertools;
 mod properties;
@@ -24,6 +25,10 @@ pub enum Actor {
         process: &'static str,
         /// Seconds its clock runs ahead of the true time (0 or 1).
         skew: u64,
+        /// The invocations it runs at once: 1, one at a time; more, a Lambda Managed
+        /// Instances environment, whose invocations share the value's cache and its one
+        /// probe slot, and whose closed calls run across each other's steps.
+        invocations: usize,
     },
     /// A Powertools (Python) environment. `resets_count`: 3.37.0, which forgets its probe
     /// successes when it wins an election (3.34.0 does not).
@@ -60,6 +65,17 @@ pub enum Store {
     RefusesElections,
 }
 
+/// When a breaker environment's invocations must end: each runs `secs`, and the next
+/// starts at its deadline; invocation `i` started `i × stagger` seconds after the first,
+/// so one invocation's deadline may cut its call short while another's runs on.
+#[derive(Clone, Copy, Debug)]
+pub struct Deadlines {
+    /// An invocation's time, whole seconds.
+    pub secs: u64,
+    /// How much later each invocation started than the one before it.
+    pub stagger: u64,
+}
+
 /// One model: who, with which thresholds, for how long.
 #[derive(Clone, Debug)]
 pub struct Fleet {
@@ -69,6 +85,9 @@ pub struct Fleet {
     pub thresholds: Thresholds,
     /// A breaker probe's `call_timeout`, whole seconds: it ends (as a failure) by then.
     pub call_timeout: u64,
+    /// The invocations' deadlines, which end a breaker's call (as a failure) before its
+    /// timeout when they come first; `None`: only the timeout.
+    pub deadlines: Option<Deadlines>,
     /// The longest a Powertools probe runs (it has no timeout of its own).
     pub powertools_call: u64,
     /// The last second the model explores.
@@ -94,8 +113,14 @@ pub struct ActorState {
     pub cache: Cached,
     /// The opening this breaker committed (trip or reopen), its first right.
     pub committed: Option<u64>,
-    /// The second its probe started, while one runs.
+    /// The second its probe started, while one runs: a breaker's one probe slot.
     pub probe: Option<u64>,
+    /// The invocation whose probe holds the slot (0 while none does).
+    pub prober: usize,
+    /// For each invocation of a breaker that runs several at once, the second its closed
+    /// call in flight started (empty for one at a time: its closed calls end as they
+    /// start).
+    pub calls: Vec<Option<u64>>,
     /// The running probe hands over at its end (it was a quiet call).
     pub hand_over: bool,
     /// An operator's write or a Powertools close, reopen or trip took the running probe's
@@ -146,6 +171,8 @@ pub enum Action {
     Call {
         /// The breaker.
         actor: usize,
+        /// Its invocation that calls.
+        invocation: usize,
         /// The call came after none for a cache age.
         quiet: bool,
         /// The election's answer.
@@ -155,7 +182,10 @@ pub enum Action {
     EndProbe {
         /// The breaker.
         actor: usize,
-        /// Success, or failure (a timeout at `call_timeout`).
+        /// Its invocation whose probe it is.
+        invocation: usize,
+        /// Success, or failure (at the latest at `call_timeout` or the invocation's
+        /// deadline).
         success: bool,
         /// The write's answer.
         reply: Reply,
@@ -163,12 +193,31 @@ pub enum Action {
     /// A breaker that reads the circuit closed, and no suspicion on it, raises one (the
     /// fleet's window counters looked like an outage) until the model's horizon is past.
     Suspect(usize),
-    /// A breaker that reads the circuit closed trips it.
+    /// A breaker's closed call fails: one at a time, a call that reads the circuit closed
+    /// and trips it; with several invocations, the invocation's call in flight, which
+    /// trips the circuit if the shared cache says it may (`store::opening`).
     Trip {
         /// The breaker.
         actor: usize,
+        /// Its invocation whose call failed.
+        invocation: usize,
         /// The trip's answer.
         reply: Reply,
+    },
+    /// An invocation of a breaker that runs several at once starts a closed call on the
+    /// circuit it reads closed (the read is adopted into the shared cache).
+    Run {
+        /// The breaker.
+        actor: usize,
+        /// Its invocation.
+        invocation: usize,
+    },
+    /// That closed call succeeds.
+    Return {
+        /// The breaker.
+        actor: usize,
+        /// Its invocation.
+        invocation: usize,
     },
     /// The Powertools environment's call elects it or probes.
     PtCall(usize),
@@ -198,6 +247,14 @@ impl Fleet {
         }
     }
 
+    /// How many invocations an actor runs at once.
+    pub(crate) fn invocations(&self, actor: usize) -> usize {
+        match self.actors[actor] {
+            Actor::Breaker { invocations, .. } => invocations,
+            _ => 1,
+        }
+    }
+
     fn skew(&self, actor: usize) -> u64 {
         match self.actors[actor] {
             Actor::Breaker { skew, .. } | Actor::Powertools { skew, .. } => skew,
@@ -224,18 +281,23 @@ impl Model for Fleet {
     type Action = Action;
 
     fn init_states(&self) -> Vec<State> {
-        let actor = ActorState {
+        let actor = |i: usize| ActorState {
             cache: Cached::default(),
             committed: None,
             probe: None,
+            prober: 0,
             hand_over: false,
             revoked: false,
             alone: false,
             refused: None,
             successes: 0,
             used: false,
+            calls: match self.invocations(i) {
+                1 => Vec::new(),
+                n => vec![None; n],
+            },
         };
-        let mut actors = vec![actor; self.actors.len()];
+        let mut actors: Vec<_> = (0..self.actors.len()).map(actor).collect();
         let item = match self.start_closed {
             true => Item::default(),
             false => {
@@ -272,7 +334,7 @@ impl Model for Fleet {
             return;
         }
         let probes_due = (0..self.actors.len()).any(|i| match self.actors[i] {
-            Actor::Breaker { .. } => self.breaker_probe_limit(state, i),
+            Actor::Breaker { .. } => self.breaker_due(state, i),
             Actor::Powertools { .. } => self.powertools_probe_limit(state, i),
             Actor::Operator => false,
         });
@@ -299,15 +361,23 @@ impl Model for Fleet {
             Action::Tick => state.t += 1,
             Action::Call {
                 actor,
+                invocation,
                 quiet,
                 reply,
-            } => self.call(&mut state, actor, quiet, reply)?,
+            } => self.call(&mut state, actor, invocation, quiet, reply)?,
             Action::EndProbe {
                 actor,
+                invocation,
                 success,
                 reply,
-            } => self.end_probe(&mut state, actor, success, reply)?,
-            Action::Trip { actor, reply } => self.trip(&mut state, actor, reply)?,
+            } => self.end_probe(&mut state, actor, invocation, success, reply)?,
+            Action::Trip {
+                actor,
+                invocation,
+                reply,
+            } => self.fail(&mut state, actor, invocation, reply)?,
+            Action::Run { actor, invocation } => self.run(&mut state, actor, invocation)?,
+            Action::Return { actor, invocation } => self.finish(&mut state, actor, invocation)?,
             Action::Suspect(actor) => self.suspect(&mut state, actor)?,
             Action::PtCall(actor) => {
                 if !self.powertools_call(&mut state, actor) {
