@@ -167,9 +167,10 @@ impl FleetReports {
     ///
     /// An abandoned call weighs against the calls that ended while it ran, not those of
     /// the span before: a call that hung for nine seconds is one of one in a Lambda
-    /// environment, which runs one invocation at a time, however many calls succeeded
-    /// before it started. Nor is it held back: the environment's own calls come one per
-    /// timeout.
+    /// environment that runs one invocation at a time, however many calls succeeded
+    /// before it started; in one that runs many at once (Managed Instances) it is one of
+    /// the other invocations' calls that ended meanwhile. Nor is it held back: one
+    /// invocation's calls come one per timeout.
     ///
     /// `epoch`: the end of the suspicion the cached record shows, if one holds; the report
     /// then goes to its counters.

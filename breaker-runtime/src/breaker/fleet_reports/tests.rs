@@ -179,6 +179,17 @@ fn an_abandoned_call_counts_against_the_calls_that_ended_while_it_ran() {
 }
 
 #[test]
+fn an_abandoned_call_of_a_managed_instance_counts_against_the_other_invocations_calls() {
+    let r = reports_from(0);
+    // Many invocations at once: the call hung from the 100th call on, and the other
+    // invocations ended 400 calls while it ran. It is one failure of those, not of one.
+    let report = r
+        .on_window_failure(19_000, 500, None, Some(100))
+        .expect("reported");
+    assert_eq!((report.failures, report.calls), (1, 400));
+}
+
+#[test]
 fn two_breakers_of_one_circuit_in_one_environment_are_one_reporter() {
     let store: Arc<dyn StateStore> = Arc::new(crate::store::InMemoryStore::new());
     let (first, second) = (
