@@ -96,10 +96,10 @@ for op in breaker-async failsafe-async recloser-async macro-async hand-written-a
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
 done
 # The trip policies (closed path) and the tower layer.
-for op in rate-calls-sync rate-time-sync slow-calls-sync; do
+for op in rate-calls-sync rate-time-sync slow-calls-sync adaptive-sync; do
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" -
 done
-for op in rate-calls-async rate-time-async slow-calls-async service-call-async layer-async \
+for op in rate-calls-async rate-time-async slow-calls-async adaptive-async service-call-async layer-async \
   layer-static-async; do
   printf '%-20s %12s %12s\n' "$op" "$(per_call "$op")" "$(per_call "$op" dyn)"
 done

@@ -54,9 +54,9 @@ async fn hand_written_async(n: u64) -> Result<u64, Failure> {
 const OPERATIONS: &str = "baseline, breaker-sync, breaker-async, failsafe-sync, failsafe-async, \
      recloser-sync, recloser-async, macro-sync, macro-async, hand-written-sync, \
      hand-written-async, rate-calls-sync, rate-calls-async, rate-time-sync, rate-time-async, \
-     slow-calls-sync, slow-calls-async, service-call-async, layer-async, layer-static-async \
-     (the last three with feature tower), durations-sync, durations-async (with feature \
-     metrics)";
+     slow-calls-sync, slow-calls-async, adaptive-sync, adaptive-async, service-call-async, \
+     layer-async, layer-static-async (the last three with feature tower), durations-sync, \
+     durations-async (with feature metrics)";
 
 fn main() {
     // `cargo bench` passes `--bench` ahead of the arguments given after `--`; given none,
@@ -113,6 +113,10 @@ fn main() {
         "count-slow-calls",
         policy_config(|b| b.slow_calls(Duration::from_secs(5), 50)),
     );
+    let adaptive = warmed(
+        "count-adaptive",
+        policy_config(|b| b.adaptive(breaker_runtime::AdaptivePolicy::default())),
+    );
     #[cfg(feature = "tower")]
     let layers = tower_rows::Layers::new(&breaker);
 
@@ -142,6 +146,9 @@ fn main() {
         ("slow-calls-sync", _) => Box::new(|| breaker_sync(&slow_calls)),
         ("slow-calls-async", false) => Box::new(|| breaker_async::<false>(&slow_calls)),
         ("slow-calls-async", true) => Box::new(|| breaker_async::<true>(&slow_calls)),
+        ("adaptive-sync", _) => Box::new(|| breaker_sync(&adaptive)),
+        ("adaptive-async", false) => Box::new(|| breaker_async::<false>(&adaptive)),
+        ("adaptive-async", true) => Box::new(|| breaker_async::<true>(&adaptive)),
         #[cfg(feature = "metrics")]
         ("durations-sync", _) => Box::new(|| breaker_sync(&timed)),
         #[cfg(feature = "metrics")]
