@@ -101,10 +101,14 @@ fn titled_svg<'p>(
 ) -> Result<DrawingArea<SVGBackend<'p>, Shift>, Box<dyn std::error::Error>> {
     let root = SVGBackend::new(path, size).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = format!(
-        "{} — {} environments, seed {}",
-        run.scenario.name, run.scenario.envs, run.scenario.seed
-    );
+    let s = &run.scenario;
+    let title = match s.concurrency {
+        0 | 1 => format!("{} — {} environments, seed {}", s.name, s.envs, s.seed),
+        n => format!(
+            "{} — {} environments × {n}, seed {}",
+            s.name, s.envs, s.seed
+        ),
+    };
     Ok(root.titled(&title, ("sans-serif", 20))?)
 }
 

@@ -271,7 +271,7 @@ mod tests {
         let mut shed = Downstream::new(50, HealthSchedule::always_up(), 1).with_capacity(capacity);
         assert!((0..10).all(|i| shed.call(i)
             == Some(Reply {
-                result: Err(DownstreamError::PLAIN),
+                result: Err(DownstreamError::LOAD_SHED),
                 latency_ms: 50
             })));
         let throttling = Health::Throttling {

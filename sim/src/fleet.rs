@@ -7,10 +7,12 @@
 //! scope, polled by this loop at the virtual instants something can happen to it: its
 //! start, the downstream's answer, its abandonment (call timeout or deadline minus margin)
 //! and the function timeout, past which Lambda ends the invocation and the environment
-//! starts again cold (a new breaker: new id, empty cache, local counts lost). The
-//! breaker's store requests hop to its store runtime thread and answer at once from the
-//! item model, at the virtual time of the poll that made them; their latencies lengthen
-//! the call.
+//! starts again cold (a new breaker: new id, empty cache, local counts lost). An
+//! environment with a concurrency above 1 (Managed Instances) runs that many invocations
+//! at once, each in a slot of its own, all through its one breaker; a function timeout
+//! ends only that invocation. The breaker's store requests hop to its store runtime thread
+//! and answer at once from the item model, at the virtual time of the poll that made
+//! them; their latencies lengthen the call.
 //!
 //! The approximation (docs/scale.md): the requests of one poll are applied at that poll's
 //! instant, in the order polls run. Each conditional write is atomic, so the outcomes are
@@ -99,17 +101,24 @@ impl Guard {
 #[derive(Debug)]
 struct Env {
     guard: Guard,
-    /// The rank of the key of the invocation in progress (keyed scenarios).
-    key: Option<u32>,
     clock: ManualClock,
     skew_ms: i64,
     /// Cold starts so far: part of the environment id, which is new at each.
     incarnation: u32,
-    /// The invocation in progress, if any.
-    flight: Option<Flight>,
-    /// Bumped when a flight ends, so a wake-up scheduled for it is recognised as stale.
-    token: u32,
+    /// The invocations in progress, one slot per worker, each with the rank of its key
+    /// (keyed scenarios).
+    flights: Vec<Option<(Flight, Option<u32>)>>,
+    /// Per slot: bumped when its flight ends, so a wake-up scheduled for it is recognised
+    /// as stale.
+    tokens: Vec<u32>,
 }
+
+/// A wake-up of a call in flight: (virtual ms, environment, slot, token).
+type Wake = (u64, u32, u32, u32);
+
+/// The slot of a wake-up that frees a worker whose call has returned and whose store
+/// requests' latency has passed.
+const RELEASE: u32 = u32::MAX;
 
 /// A finished run.
 #[derive(Debug)]
@@ -160,9 +169,9 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
         scenario.rate,
         scenario.start_spread_ms,
         scenario.seed,
-    );
-    // Wake-ups of calls in flight: (virtual ms, environment, token).
-    let mut wakes: BinaryHeap<Reverse<(u64, u32, u32)>> = BinaryHeap::new();
+    )
+    .with_concurrency(scenario.concurrency);
+    let mut wakes: BinaryHeap<Reverse<Wake>> = BinaryHeap::new();
     let mut requests: Vec<StoreRequest> = Vec::with_capacity(16);
     let mut next_second = 0u64;
     let mut keyed = scenario
@@ -176,9 +185,10 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
 
     loop {
         let next_start = traffic.peek();
-        let next_wake = wakes.peek().map(|Reverse((at, _, _))| *at);
-        // A wake-up carries the token of the flight it was scheduled for; a start none.
-        let (now, index, token) = match (next_start, next_wake) {
+        let next_wake = wakes.peek().map(|Reverse((at, ..))| *at);
+        // A wake-up carries the slot and token of the flight it was scheduled for; a start
+        // none.
+        let (now, index, woken) = match (next_start, next_wake) {
             (None, None) => break,
             (Some((start, _)), Some(wake)) if wake < start => pop_wake(&mut wakes),
             (None, Some(_)) => pop_wake(&mut wakes),
@@ -197,37 +207,50 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
             next_second += 1;
         }
         let env = &mut envs[index as usize];
-        if token.is_some_and(|token| token != env.token) {
-            // The flight this wake-up was for has ended.
-            continue;
-        }
-        if env.flight.is_none() {
-            env.key = key_draws.as_mut().map(|draws| draws.next(index));
-            if let (Some(keys), Some(rank)) = (&scenario.keys, env.key)
-                && matches!(keys.guarding, Guarding::OnlyKey(only) if only != rank)
-            {
-                // Another key's call, outside the measured traffic: it keeps the
-                // environment busy as long as a healthy call does.
-                traffic.schedule_next(index, now + scenario.downstream_latency_ms);
+        let slot = match woken {
+            Some((RELEASE, _)) => {
+                traffic.ended(index, now);
                 continue;
             }
-            let follows_schedule = match (&scenario.keys, env.key) {
-                (Some(keys), Some(rank)) => keys.fails(rank),
-                _ => true,
-            };
-            env.flight = Some(Flight::start(
-                &env.guard.breaker(env.key),
-                scenario,
-                now,
-                (epoch_ms, env.skew_ms),
-                follows_schedule,
-            ));
-        }
+            // The flight this wake-up was for has ended.
+            Some((slot, token)) if token != env.tokens[slot as usize] => continue,
+            Some((slot, _)) => slot as usize,
+            None => {
+                let key = key_draws.as_mut().map(|draws| draws.next(index));
+                if let (Some(keys), Some(rank)) = (&scenario.keys, key)
+                    && matches!(keys.guarding, Guarding::OnlyKey(only) if only != rank)
+                {
+                    // Another key's call, outside the measured traffic: it keeps its
+                    // worker busy as long as a healthy call does.
+                    let until = now + scenario.downstream_latency_ms;
+                    free_worker(&mut traffic, &mut wakes, scenario, (index, now, until));
+                    continue;
+                }
+                let follows_schedule = match (&scenario.keys, key) {
+                    (Some(keys), Some(rank)) => keys.fails(rank),
+                    _ => true,
+                };
+                let flight = Flight::start(
+                    &env.guard.breaker(key),
+                    scenario,
+                    now,
+                    (epoch_ms, env.skew_ms),
+                    follows_schedule,
+                );
+                // The traffic starts a call only when a worker is free.
+                let slot = env
+                    .flights
+                    .iter()
+                    .position(Option::is_none)
+                    .unwrap_or_else(|| unreachable!("a free worker"));
+                env.flights[slot] = Some((flight, key));
+                slot
+            }
+        };
         table.set_now(now);
         env.clock
             .set_unix_millis(epoch_ms.saturating_add_signed(now as i64 + env.skew_ms));
-        let flight = env
-            .flight
+        let (flight, _) = env.flights[slot]
             .as_mut()
             .unwrap_or_else(|| unreachable!("started above"));
         let polled = flight.poll(now, &mut downstream, &table);
@@ -237,43 +260,41 @@ pub fn run(scenario: &Scenario) -> Result<Run, CircuitBreakerConfigError> {
                 keyed.on_request(request);
             }
         }
-        match polled {
-            Polled::Waiting { until_ms } => {
-                for request in &requests {
-                    metrics.on_request(request);
-                }
-                wakes.push(Reverse((until_ms, index, env.token)));
+        if let Polled::Waiting { until_ms } = polled {
+            for request in &requests {
+                metrics.on_request(request);
             }
-            Polled::Done(result) => {
-                let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
-                env.token = env.token.wrapping_add(1);
-                let ended = flight.end_ms(now);
-                let call = flight.call(index, now, ended, result);
-                metrics.on_call(&call);
-                on_keyed_call(&mut keyed, env.key, &call);
-                for request in &requests {
-                    metrics.on_request(request);
-                }
-                traffic.schedule_next(index, ended);
-            }
-            Polled::Killed => {
-                // Lambda ended the invocation at its function timeout: the process and
-                // everything it counted are gone; the next invocation starts cold.
-                let flight = env.flight.take().unwrap_or_else(|| unreachable!("polled"));
-                let call = flight.call(index, now, now, Err(CallError::Killed));
-                metrics.on_call(&call);
-                on_keyed_call(&mut keyed, env.key, &call);
-                for request in &requests {
-                    metrics.on_request(request);
-                }
-                metrics.on_cold_start();
-                let (skew_ms, incarnation) = (env.skew_ms, env.incarnation + 1);
-                let token = env.token.wrapping_add(1);
-                *env = new_env(scenario, &table, epoch_ms, index, skew_ms, incarnation)?;
-                env.token = token;
-                traffic.schedule_next(index, now);
-            }
+            wakes.push(Reverse((until_ms, index, slot as u32, env.tokens[slot])));
+            continue;
         }
+        let (flight, key) = env.flights[slot]
+            .take()
+            .unwrap_or_else(|| unreachable!("polled"));
+        env.tokens[slot] = env.tokens[slot].wrapping_add(1);
+        let (ended, result) = match polled {
+            Polled::Done(result) => (flight.end_ms(now), result),
+            _ => (now, Err(CallError::Killed)),
+        };
+        let call = flight.call(index, now, ended, result);
+        metrics.on_call(&call);
+        if let Some(probe) = flight.probe_at_downstream(now) {
+            metrics.on_probe_at_downstream(probe);
+        }
+        on_keyed_call(&mut keyed, key, &call);
+        for request in &requests {
+            metrics.on_request(request);
+        }
+        if polled == Polled::Killed && scenario.concurrency <= 1 {
+            // Lambda ended the invocation at its function timeout: the process and
+            // everything it counted are gone; the next invocation starts cold. (On
+            // Managed Instances it ends the one invocation; the environment serves on.)
+            metrics.on_cold_start();
+            let tokens = std::mem::take(&mut env.tokens);
+            let (skew_ms, incarnation) = (env.skew_ms, env.incarnation + 1);
+            *env = new_env(scenario, &table, epoch_ms, index, skew_ms, incarnation)?;
+            env.tokens = tokens;
+        }
+        free_worker(&mut traffic, &mut wakes, scenario, (index, now, ended));
     }
     while next_second * 1000 < scenario.duration_ms {
         sample(&envs, &mut metrics, next_second);
@@ -298,9 +319,26 @@ fn on_keyed_call(keyed: &mut Option<KeyedMetrics>, key: Option<u32>, call: &crat
     }
 }
 
-fn pop_wake(wakes: &mut BinaryHeap<Reverse<(u64, u32, u32)>>) -> (u64, u32, Option<u32>) {
-    let Reverse((at, env, token)) = wakes.pop().unwrap_or_else(|| unreachable!("peeked"));
-    (at, env, Some(token))
+/// Environment `index`'s worker, busy at `now`, is free from `until`. A worker of an
+/// environment that runs one invocation at a time is the environment, which is busy
+/// until then whatever happens; one of many is freed by a wake-up then, so that the
+/// environment's other workers go on meanwhile.
+fn free_worker(
+    traffic: &mut Traffic,
+    wakes: &mut BinaryHeap<Reverse<Wake>>,
+    scenario: &Scenario,
+    (index, now, until): (u32, u64, u64),
+) {
+    if scenario.concurrency <= 1 || until <= now {
+        traffic.ended(index, until);
+    } else {
+        wakes.push(Reverse((until, index, RELEASE, 0)));
+    }
+}
+
+fn pop_wake(wakes: &mut BinaryHeap<Reverse<Wake>>) -> (u64, u32, Option<(u32, u32)>) {
+    let Reverse((at, env, slot, token)) = wakes.pop().unwrap_or_else(|| unreachable!("peeked"));
+    (at, env, Some((slot, token)))
 }
 
 /// Builds environment `index`'s breaker, clock and store adapter, at its `incarnation`.
@@ -341,14 +379,14 @@ fn new_env(
         }
         _ => Guard::Plain(CircuitBreaker::new(CIRCUIT, store, config)),
     };
+    let workers = scenario.concurrency.max(1) as usize;
     Ok(Env {
         guard,
-        key: None,
         clock,
         skew_ms,
         incarnation,
-        flight: None,
-        token: 0,
+        flights: std::iter::repeat_with(|| None).take(workers).collect(),
+        tokens: vec![0; workers],
     })
 }
 

@@ -384,6 +384,22 @@ impl Flight {
         now + self.last_poll_latency_ms
     }
 
+    /// A probe's downstream call, from its admission to the downstream's answer or, if it
+    /// had none by then, the poll at `decided_ms` that ended it. (A call's own end comes
+    /// one store latency later; the breaker frees its probe slot before that, since the
+    /// model answers at once.)
+    pub fn probe_at_downstream(&self, decided_ms: u64) -> Option<(u64, u64)> {
+        let admitted = self.slot.admitted_ms.get()? + self.latency_before_admission_ms;
+        let end = match self.slot.answer.get() {
+            Answer::At(at, _) => at.min(decided_ms),
+            Answer::NotYet | Answer::Never => decided_ms,
+        };
+        self.slot
+            .probe
+            .get()
+            .then_some((admitted, end.max(admitted)))
+    }
+
     /// The call as the metrics see it, decided at the poll at `decided_ms` and ended at
     /// `end_ms` with `result`.
     pub fn call(

@@ -15,7 +15,8 @@
 //! - [`rng`]: the seeded random streams;
 //! - [`model`]: DynamoDB's item, limits and client retries;
 //! - [`env_store`]: one environment's `StateStore` over the shared model;
-//! - [`traffic`]: Poisson arrivals, one invocation per environment at a time;
+//! - [`traffic`]: Poisson arrivals, up to an environment's concurrency at a time (one in a
+//!   Lambda environment, many on Managed Instances);
 //! - [`keys`]: a keyed scenario's keys: names, Zipf draws, which fail;
 //! - [`downstream`]: the protected service's latency, health and capacity schedules;
 //! - [`scenario`]: the situations the fleet is measured in;

@@ -6,6 +6,8 @@
 //! breaker-sim --scenario sparse --envs 200 --rate 0.25 --adaptive  # another shape, adaptive
 //! breaker-sim --json                            # one JSON object per scenario per line
 //! breaker-sim --scenario keyed --seed 1,2,3     # the keyed scenarios, three seeds each
+//! breaker-sim --scenario managed --no-charts    # Managed Instances: 200 × 64 at once
+//! breaker-sim --scenario outage --envs 1000 --concurrency 8 --rate 100  # another shape
 //! ```
 #![forbid(unsafe_code)]
 
@@ -15,7 +17,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use breaker_sim::scenario::{KEYED_NAMES, NAMES, Scenario};
+use breaker_sim::scenario::{KEYED_NAMES, MANAGED_NAMES, NAMES, Scenario};
 use breaker_sim::{chart, fleet, report};
 
 /// A deterministic fleet simulator: real circuit breakers, one virtual clock, DynamoDB's
@@ -28,8 +30,9 @@ struct Args {
     /// store-throttled, store-down-while-open, flapping, scale-100k, long-outage,
     /// recovery-capacity, recovery-capacity-slow-start, throttle-retry-after, brownout-capacity, keyed-rank100, keyed-rank100-alone,
     /// keyed-rank100-one-circuit, keyed-10pct, keyed-90pct, keyed-healthy,
-    /// keyed-background-5pct), `all` (every scenario of one circuit) or `keyed` (every
-    /// keyed one).
+    /// keyed-background-5pct, managed-outage, managed-background-1pct,
+    /// managed-background-5pct, managed-hang), `all` (every scenario of one circuit),
+    /// `keyed` (every keyed one) or `managed` (every Managed Instances one).
     #[arg(long, default_value = "all")]
     scenario: String,
     /// Environments, instead of the scenario's own fleet size.
@@ -38,6 +41,10 @@ struct Args {
     /// Calls per second in each environment, instead of the scenario's own rate.
     #[arg(long)]
     rate: Option<f64>,
+    /// Invocations each environment runs at once, sharing its breaker (Managed Instances'
+    /// `AWS_LAMBDA_MAX_CONCURRENCY`), instead of the scenario's own (1 but in `managed-*`).
+    #[arg(long)]
+    concurrency: Option<u32>,
     /// The breakers run the adaptive policy at its recommended setting
     /// (`AdaptivePolicy::default()`): a brownout sheds a share of the calls.
     #[arg(long)]
@@ -87,14 +94,17 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
         Scenario::all()
     } else if args.scenario == "keyed" {
         Scenario::all_keyed()
+    } else if args.scenario == "managed" {
+        Scenario::all_managed()
     } else {
         match Scenario::named(&args.scenario) {
             Some(scenario) => vec![scenario],
             None => bail!(
-                "unknown scenario '{}': one of {}, {}, all or keyed",
+                "unknown scenario '{}': one of {}, {}, {}, all, keyed or managed",
                 args.scenario,
                 NAMES.join(", "),
-                KEYED_NAMES.join(", ")
+                KEYED_NAMES.join(", "),
+                MANAGED_NAMES.join(", ")
             ),
         }
     };
@@ -123,6 +133,12 @@ fn scenarios(args: &Args) -> anyhow::Result<Vec<Scenario>> {
                 bail!("--rate must be above 0 and at most 1,000 calls per second");
             }
             scenario.rate = breaker_sim::traffic::Rate::PerEnv(rate);
+        }
+        if let Some(concurrency) = args.concurrency {
+            if !(1..=1_024).contains(&concurrency) {
+                bail!("--concurrency must be between 1 and 1,024");
+            }
+            scenario.concurrency = concurrency;
         }
         if args.adaptive {
             scenario.breaker.adaptive = Some(breaker_runtime::AdaptivePolicy::default());

@@ -17,13 +17,13 @@
 //!   also starts one, until cache age + lag later;
 //! - **report writes per second** outside every trip burst: the write units of failure
 //!   reports in each virtual second that no burst overlaps;
-//! - **non-probe calls while failing**: per environment, the downstream calls it started
-//!   (not as probes) while the downstream was down, hanging or throttling; the maximum is
-//!   reported;
+//! - **non-probe calls while failing**: per environment, the downstream calls its workers
+//!   started (not as probes) while the downstream was down, hanging or throttling, the most;
 //! - per virtual second: environments per state, calls, downstream calls, store units and
 //!   throttles, for the charts;
 //! - the downstream's return and its load against its capacity: the `capacity` module;
-//! - what a brownout costs, and how fast an outage is turned away: the `brownout` module.
+//! - what a brownout costs, and how fast an outage is turned away: the `brownout` module;
+//! - environments running many invocations at once: the `managed` module.
 //!
 //! The item's state is followed from the requests that won, so the metrics need nothing
 //! from the model but the log.
@@ -41,6 +41,7 @@ use breaker_runtime::{CircuitState, RecoveryBackoff};
 pub struct Metrics {
     scenario: String,
     envs: u32,
+    workers: managed::Workers,
     seed: u64,
     duration_ms: u64,
     burst_ms: u64,
@@ -133,6 +134,7 @@ impl Metrics {
             scenario.capacity.clone(),
         )
         .with_outage(&scenario.health)
+        .with_concurrency(scenario.concurrency)
     }
 
     /// The recovery timeout and its backoff the close latency counts from (30 s, none,
@@ -158,6 +160,7 @@ impl Metrics {
         Self {
             scenario: scenario.to_owned(),
             envs,
+            workers: managed::Workers::default(),
             seed,
             duration_ms,
             burst_ms,
@@ -437,6 +440,7 @@ impl Metrics {
 
 mod brownout;
 mod capacity;
+mod managed;
 mod summarize;
 mod windows;
 

@@ -26,6 +26,14 @@ fn thousands(n: u64) -> String {
     out
 }
 
+/// The fleet: environments, and the invocations each runs at once where that is not one.
+fn envs(s: &Summary) -> String {
+    match &s.managed {
+        None => thousands(u64::from(s.envs)),
+        Some(m) => format!("{} × {}", thousands(u64::from(s.envs)), m.concurrency),
+    }
+}
+
 /// The figures of `s`, as (name, value) rows.
 ///
 /// ```
@@ -37,7 +45,7 @@ fn thousands(n: u64) -> String {
 /// ```
 pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
     let mut rows = vec![
-        ("envs", thousands(u64::from(s.envs))),
+        ("envs", envs(s)),
         ("virtual time", format!("{} s", s.duration_s)),
         ("calls", thousands(s.calls)),
         ("rejected", thousands(s.rejected)),
@@ -153,6 +161,12 @@ pub fn rows(s: &Summary) -> Vec<(&'static str, String)> {
     ];
     rows.extend(capacity::rows(&s.capacity));
     rows.extend(capacity::brownout_rows(&s.brownout));
+    if let Some(m) = &s.managed {
+        rows.push((
+            "max probes at the downstream at once",
+            thousands(u64::from(m.max_probes_at_downstream)),
+        ));
+    }
     rows
 }
 
@@ -179,28 +193,38 @@ pub fn json_line(s: &Summary) -> Result<String, serde_json::Error> {
     serde_json::to_string(s)
 }
 
-/// A markdown table with one column per scenario.
+/// A markdown table with one column per scenario (and per seed, named, where the runs
+/// have more than one).
 pub fn markdown(summaries: &[Summary]) -> String {
-    let titles = summaries.iter().map(|s| s.scenario.as_str()).collect();
+    let seeds = summaries.iter().any(|s| s.seed != summaries[0].seed);
+    let titles = summaries
+        .iter()
+        .map(|s| match seeds {
+            true => format!("`{}` seed {}", s.scenario, s.seed),
+            false => format!("`{}`", s.scenario),
+        })
+        .collect();
     markdown_of(titles, summaries.iter().map(rows).collect())
 }
 
 /// A markdown table with one column of `rows` per title.
-fn markdown_of(titles: Vec<&str>, columns: Vec<Vec<(&'static str, String)>>) -> String {
+fn markdown_of(titles: Vec<String>, columns: Vec<Vec<(&'static str, String)>>) -> String {
     let mut out = String::from("| |");
     for title in &titles {
-        out.push_str(&format!(" `{title}` |"));
+        out.push_str(&format!(" {title} |"));
     }
     out.push_str("\n|---|");
     out.push_str(&"---:|".repeat(titles.len()));
     out.push('\n');
-    let Some(first) = columns.first() else {
+    // The longest column names the rows: a managed run has rows the others lack ("–").
+    let Some(longest) = columns.iter().max_by_key(|column| column.len()) else {
         return out;
     };
-    for (i, (name, _)) in first.iter().enumerate() {
+    for (name, _) in longest {
         out.push_str(&format!("| {name} |"));
         for column in &columns {
-            out.push_str(&format!(" {} |", column[i].1));
+            let value = column.iter().find(|(n, _)| n == name).map(|(_, v)| v);
+            out.push_str(&format!(" {} |", value.map_or("–", String::as_str)));
         }
         out.push('\n');
     }
@@ -315,7 +339,10 @@ pub fn keyed_table(s: &KeyedSummary) -> String {
 
 /// A markdown table with one column per keyed run.
 pub fn keyed_markdown(summaries: &[KeyedSummary]) -> String {
-    let titles = summaries.iter().map(|s| s.scenario.as_str()).collect();
+    let titles = summaries
+        .iter()
+        .map(|s| format!("`{}`", s.scenario))
+        .collect();
     markdown_of(titles, summaries.iter().map(keyed_rows).collect())
 }
 

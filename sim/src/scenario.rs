@@ -8,6 +8,7 @@ use crate::model::{FaultWindow, ModelConfig};
 use crate::traffic::Rate;
 
 mod keyed;
+mod managed;
 mod one_circuit;
 mod recovery;
 mod settings;
@@ -28,6 +29,11 @@ pub struct Scenario {
     pub about: String,
     /// Execution environments.
     pub envs: u32,
+    /// Invocations one environment runs at once, sharing its breaker, store client and
+    /// clock: 1 in a Lambda environment, more on Managed Instances
+    /// (`AWS_LAMBDA_MAX_CONCURRENCY`), where a function timeout ends one invocation and the
+    /// environment serves on.
+    pub concurrency: u32,
     /// Call rate.
     pub rate: Rate,
     /// Virtual time simulated, ms.
@@ -86,6 +92,15 @@ pub const NAMES: [&str; 18] = [
     "brownout-capacity",
 ];
 
+/// Every Managed Instances scenario (environments running many invocations at once), in
+/// the order `--scenario managed` runs them.
+pub const MANAGED_NAMES: [&str; 4] = [
+    "managed-outage",
+    "managed-background-1pct",
+    "managed-background-5pct",
+    "managed-hang",
+];
+
 /// Every keyed scenario (a circuit per key, and its comparisons), in the order `make sim`
 /// runs them.
 pub const KEYED_NAMES: [&str; 8] = [
@@ -106,6 +121,7 @@ impl Scenario {
             name: name.to_owned(),
             about: about.to_owned(),
             envs,
+            concurrency: 1,
             rate,
             duration_ms: s(duration_s),
             seed: 1,
@@ -135,6 +151,7 @@ impl Scenario {
         Self::one_circuit(name)
             .or_else(|| Self::recovery(name))
             .or_else(|| Self::keyed_named(name))
+            .or_else(|| Self::managed(name))
     }
 
     /// Every scenario of one circuit, in [`NAMES`] order.
@@ -145,6 +162,14 @@ impl Scenario {
     /// Every keyed scenario, in [`KEYED_NAMES`] order.
     pub fn all_keyed() -> Vec<Self> {
         KEYED_NAMES
+            .iter()
+            .filter_map(|name| Self::named(name))
+            .collect()
+    }
+
+    /// Every Managed Instances scenario, in [`MANAGED_NAMES`] order.
+    pub fn all_managed() -> Vec<Self> {
+        MANAGED_NAMES
             .iter()
             .filter_map(|name| Self::named(name))
             .collect()

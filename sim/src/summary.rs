@@ -215,6 +215,20 @@ pub struct Summary {
     pub capacity: CapacityFigures,
     /// What a brownout cost, and how fast an outage was turned away.
     pub brownout: BrownoutFigures,
+    /// Environments that ran many invocations at once; `None` (and left out of the JSON)
+    /// for one at a time, so those runs print as they did before concurrency existed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub managed: Option<ManagedFigures>,
+}
+
+/// The figures of environments that run many invocations at once ([`crate::metrics`]'s
+/// `managed` module defines each).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ManagedFigures {
+    /// Invocations one environment ran at once.
+    pub concurrency: u32,
+    /// Most probe calls at the downstream at once, fleet-wide (admission to answer).
+    pub max_probes_at_downstream: u32,
 }
 
 /// What a brownout cost, and how fast an outage was turned away ([`crate::metrics`]'s

@@ -61,7 +61,8 @@ fn an_unlimited_capacity_changes_no_figure() {
         assert_eq!(plain, explicit, "{name}");
         assert!(plain.capacity.capacity_per_s.iter().all(Option::is_none));
         // A finite capacity never reached slows no call (each rounds to the base latency)
-        // and sheds none: every figure but the capacity series stays.
+        // and sheds none: every figure but the capacity series, and the brownout figures
+        // measured against it, stays.
         let mut roomy = summary(&Scenario {
             capacity: CapacitySchedule::new(vec![(0, Capacity::PerSecond(1_000_000_000))]),
             ..scenario
@@ -69,6 +70,9 @@ fn an_unlimited_capacity_changes_no_figure() {
         assert!(roomy.capacity.capacity_per_s.iter().all(Option::is_some));
         assert_eq!(roomy.capacity.admitted_above_capacity, 0, "{name}");
         roomy.capacity.capacity_per_s = plain.capacity.capacity_per_s.clone();
+        let served = roomy.brownout.served_while_limited;
+        assert_eq!(served, roomy.downstream_calls - roomy.downstream_failures, "{name}");
+        roomy.brownout = plain.brownout.clone();
         assert_eq!(plain, roomy, "{name}");
     }
 }

@@ -157,6 +157,7 @@ impl Metrics {
             ),
             capacity,
             brownout,
+            managed: self.managed_figures(),
         }
     }
 }

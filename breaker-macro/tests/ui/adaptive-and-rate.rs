@@ -1,0 +1,13 @@
+use breaker_runtime::circuit_breaker;
+
+#[circuit_breaker(name = "quotes", adaptive = true, failure_rate = 50)]
+fn quote() -> Result<(), anyhow::Error> {
+    Ok(())
+}
+
+#[circuit_breaker(name = "search", window_calls = 20, failure_rate = 50, adaptive = true)]
+fn search() -> Result<(), anyhow::Error> {
+    Ok(())
+}
+
+fn main() {}
