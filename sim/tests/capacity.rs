@@ -71,7 +71,11 @@ fn an_unlimited_capacity_changes_no_figure() {
         assert_eq!(roomy.capacity.admitted_above_capacity, 0, "{name}");
         roomy.capacity.capacity_per_s = plain.capacity.capacity_per_s.clone();
         let served = roomy.brownout.served_while_limited;
-        assert_eq!(served, roomy.downstream_calls - roomy.downstream_failures, "{name}");
+        assert_eq!(
+            served,
+            roomy.downstream_calls - roomy.downstream_failures,
+            "{name}"
+        );
         roomy.brownout = plain.brownout.clone();
         assert_eq!(plain, roomy, "{name}");
     }
