@@ -96,6 +96,7 @@ bench-user:
 sim:
 	$(CARGO) run --release -p breaker-sim -- --markdown
 	$(CARGO) run --release -p breaker-sim -- --scenario keyed --seed 1,2,3 --markdown --no-charts
+	$(CARGO) run --release -p breaker-sim -- --scenario managed --seed 1,2,3 --markdown --no-charts
 
 # Mutation testing of the protocol and the store's requests (docs/testing.md); not part of
 # `make test` (proptest saves no failures: they are the mutants'). One file: make mutants MUTANTS_ARGS='-f breaker-runtime/src/protocol/write.rs'
