@@ -110,19 +110,11 @@ impl Options {
             {
                 return Err(rate_with_threshold(&key, threshold));
             }
-            let adaptive = settings.key("adaptive");
-            if knob.group == Group::Rate
-                && let Some(adaptive) = adaptive
-            {
-                return Err(rate_with_adaptive(&key, adaptive));
-            }
-            if text == "adaptive"
-                && let Some(rate) = settings.first_rate()
-            {
-                return Err(rate_with_adaptive(&key, rate));
-            }
             if knob.group.sets_config() {
                 settings.add(key, &value, knob)?;
+                if let Some((second, first)) = settings.adaptive_conflict() {
+                    return Err(rate_with_adaptive(second, first));
+                }
                 continue;
             }
             match text.as_str() {

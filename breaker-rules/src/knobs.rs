@@ -168,7 +168,7 @@ macro_rules! knobs {
                 => |builder, calls: u32| builder.minimum_calls(calls);
             adaptive: Tunable, Flag, default "`false`: all or nothing",
                 builder "`.adaptive(AdaptivePolicy::default())`", section "adaptive-shedding",
-                doc "in a brownout, shed a share of the calls computed from the recent successes, failures and load sheds (`Outcome::Overloaded`) instead of opening; opens for the whole fleet on a total outage (15 failures in a row, or the fleet rule); not with a rate policy"
+                doc "in a brownout, shed a share of the calls computed from the recent successes, failures and load sheds (`Outcome::Overloaded`) instead of opening; opens for the whole fleet on a total outage (15 failures in a row, or the fleet rule); not with a rate policy nor `failure_threshold`"
                 => |builder, enabled: bool| builder.adaptive_enabled(enabled);
             success_threshold: Tunable, Count, default "3", builder "`.success_threshold(n)`",
                 section "inline-tunables",

@@ -40,9 +40,11 @@ pub struct CircuitInfo {
     /// wait. It is the time of the environment that committed the opening (or holds the
     /// lease): that one probes first; every other environment may elect itself only
     /// after its busy fallback (its cache age, a second and its recovery jitter) more,
-    /// unless it is quiet, and learns of the probe from its next read. `None` when no such
-    /// time is known: closed, disabled or shadowed (calls run), or forced open until
-    /// released. An absolute time, so two reports of one state compare equal.
+    /// unless it is quiet, and learns of the probe from its next read. A closed circuit
+    /// gives one only for a call it turned away: the slow start's end, or the next second
+    /// for a shed call. `None` when no such time is known: closed, disabled or shadowed
+    /// (calls run), or forced open until released. An absolute time, so two reports of
+    /// one state compare equal.
     pub retry_after_unix_secs: Option<u64>,
     /// The key of a keyed circuit's call ([`KeyedCircuitBreaker`](crate::KeyedCircuitBreaker)),
     /// whose own circuit this is; `None` for a plain circuit. [`name`](Self::name) stays the
@@ -119,8 +121,10 @@ impl CircuitInfo {
 
     /// Why a call that got this report was rejected (what an `on_circuit_open` callback
     /// answers for): the circuit is open, or half-open with its probe busy, or closed a
-    /// moment ago and slow-starting, or closed and shedding a share of its calls; `None` for a closed circuit past its slow start, which
-    /// rejects nothing. Read from the state and the slow-start flag. An abandoned call's reason is [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
+    /// moment ago and slow-starting, or closed and shedding a share of its calls; `None`
+    /// for a closed circuit that turned nothing away. Read from the state and the
+    /// slow-start and shed flags. An abandoned call's reason is
+    /// [`CallAbandonedError::reason`](crate::CallAbandonedError::reason).
     ///
     /// ```
     /// use breaker_runtime::{CircuitInfo, CircuitState, StopReason};

@@ -23,9 +23,10 @@
 //! ```
 //!
 //! `run_concurrent` (feature `lambda-concurrent`) does the same for
-//! `lambda_runtime::run_concurrent`: on Lambda Managed Instances one execution environment runs up to
-//! `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once, each in its own deadline scope; with
-//! the variable unset (every other Lambda) it runs one at a time, as [`run`] does.
+//! `lambda_runtime::run_concurrent`: on Lambda Managed Instances one execution environment
+//! runs up to `AWS_LAMBDA_MAX_CONCURRENCY` invocations at once, each in its own deadline
+//! scope; with the variable unset (every other Lambda) it runs one at a time, as [`run`]
+//! does.
 //!
 //! A function that builds its own [`lambda_runtime::Runtime`] (other layers) adds
 //! [`DeadlineScopeLayer`]; other shapes (a handler driven by something else) call

@@ -80,13 +80,15 @@ pub(super) fn rate_with_threshold(second: &Ident, first: &Ident) -> syn::Error {
     )
 }
 
-/// `adaptive` and a rate policy's key: two ways to trip, as the builder says.
+/// `adaptive = true` and a key of another trip policy: two ways to trip, as the builder
+/// says.
 pub(super) fn rate_with_adaptive(second: &Ident, first: &Ident) -> syn::Error {
     syn::Error::new_spanned(
         second,
         format!(
-            "`{second}` cannot be combined with `{first}`; the adaptive policy and a rate \
-             policy (`failure_rate`, `slow_call_rate`) are two ways to trip: choose one"
+            "`{second}` cannot be combined with `{first}`; the adaptive policy, consecutive \
+             failures (`failure_threshold`) and a rate policy (`failure_rate`, \
+             `slow_call_rate`) are ways to trip: choose one"
         ),
     )
 }

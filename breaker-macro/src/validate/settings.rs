@@ -63,15 +63,22 @@ pub(super) struct Settings {
 }
 
 impl Settings {
-    /// The key as given, if it was.
-    /// The first rate policy's key given.
-    pub(super) fn first_rate(&self) -> Option<&Ident> {
-        self.given
+    /// `adaptive = true` and a key of another trip policy (a rate's, `failure_threshold`),
+    /// the later of the two first.
+    pub(super) fn adaptive_conflict(&self) -> Option<(&Ident, &Ident)> {
+        let adaptive = self
+            .given
             .iter()
-            .find(|s| s.knob.group == Group::Rate)
-            .map(|s| &s.key)
+            .position(|s| s.knob.key == "adaptive" && matches!(s.value, Checked::Flag(true)))?;
+        let other = self
+            .given
+            .iter()
+            .position(|s| s.knob.group == Group::Rate || s.knob.key == "failure_threshold")?;
+        let (first, second) = (adaptive.min(other), adaptive.max(other));
+        Some((&self.given[second].key, &self.given[first].key))
     }
 
+    /// The key as given, if it was.
     pub(super) fn key(&self, key: &str) -> Option<&Ident> {
         self.setting(key).map(|setting| &setting.key)
     }

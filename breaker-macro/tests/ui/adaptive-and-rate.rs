@@ -10,4 +10,15 @@ fn search() -> Result<(), anyhow::Error> {
     Ok(())
 }
 
+#[circuit_breaker(name = "ledger", failure_threshold = 3, adaptive = true)]
+fn ledger() -> Result<(), anyhow::Error> {
+    Ok(())
+}
+
+// `adaptive = false` turns nothing on: it goes with any policy.
+#[circuit_breaker(name = "rates", adaptive = false, failure_rate = 50)]
+fn rates() -> Result<(), anyhow::Error> {
+    Ok(())
+}
+
 fn main() {}

@@ -290,14 +290,16 @@ impl Circuit {
         let now = self.now();
         // The closed path judges by a recent time, which lags the clock by up to a tick.
         let lag = self.config.clock.recent_lag_millis();
-        let runs_closed = self
-            .seam(cache, now)
-            .runs_closed(machine::runs_closed(cache.record(), now), || {
-                self.would_be.closed()
-            });
+        let seam = self.seam(cache, now);
+        let runs_closed = seam.runs_closed(machine::runs_closed(cache.record(), now), || {
+            self.would_be.closed()
+        });
         // A slow start in its ramp, or an adaptive policy that sheds, keeps calls off the
-        // closed path: they set the share of calls admitted.
-        let shedding = self.counts.throttle().is_some_and(|t| t.share(now) > 0);
+        // closed path: they set the share of calls admitted. Neither a circuit in shadow nor
+        // an override that holds sheds (`shedding::admit`).
+        let shedding = seam == Seam::Store
+            && cache.record().live_override(now / 1000).is_none()
+            && self.counts.throttle().is_some_and(|t| t.share(now) > 0);
         let closed_until = match runs_closed && cache.ramp_from() == 0 && !shedding {
             true => cache.trusted_until().saturating_sub(lag),
             false => 0,

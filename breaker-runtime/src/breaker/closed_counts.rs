@@ -179,13 +179,15 @@ impl ClosedCounts {
     #[cold]
     fn count_adaptive(&self, throttle: &Throttle, outcome: Outcome) -> Option<u32> {
         let answer = match outcome {
-            Outcome::Success | Outcome::Ignored => Answer::Accepted,
+            Outcome::Success => Answer::Accepted,
             Outcome::Failure | Outcome::OpenFor(_) => Answer::Failed,
             Outcome::Overloaded => Answer::Overloaded,
+            // Changes nothing, as under every policy.
+            Outcome::Ignored => return None,
         };
-        if outcome != Outcome::Success {
-            self.count_call();
-        }
+        // A success comes here only from a sampled call, which the closed path's
+        // `note_success` did not count.
+        self.count_call();
         let counted = throttle.record(answer, self.clock.now_millis());
         counted.opens.then_some(counted.consecutive)
     }

@@ -23,7 +23,7 @@ impl CircuitBreakerConfigBuilder {
     /// [`StopReason::Shed`](crate::StopReason::Shed). It replaces the consecutive
     /// failures' trip: the circuit opens for the whole fleet on a total outage, after
     /// [`consecutive_failures`](AdaptivePolicy::consecutive_failures) failures in a row
-    /// (15), or by the fleet rule. Not with a rate policy.
+    /// (15), or by the fleet rule. Not with a rate policy nor `failure_threshold`.
     ///
     /// ```
     /// use breaker_runtime::{AdaptivePolicy, CircuitBreakerConfig};
@@ -56,6 +56,7 @@ impl CircuitBreakerConfigBuilder {
 pub(super) fn check_adaptive(
     policy: &AdaptivePolicy,
     c: &CircuitBreakerConfig,
+    threshold_set: bool,
 ) -> Result<(), CircuitBreakerConfigError> {
     for (field, k) in [
         ("adaptive multiplier", policy.multiplier),
@@ -77,10 +78,11 @@ pub(super) fn check_adaptive(
     }
     at_least_one("adaptive minimum_requests", policy.minimum_requests)?;
     at_least_one("adaptive consecutive_failures", policy.consecutive_failures)?;
-    if c.failure_rate.is_some() || c.slow_calls.is_some() {
+    if c.failure_rate.is_some() || c.slow_calls.is_some() || threshold_set {
         return Err(CircuitBreakerConfigError::Conflict(
-            "adaptive and a rate policy (failure_rate, slow_calls) are two ways to trip: \
-             choose one"
+            "adaptive, consecutive failures (failure_threshold) and a rate policy \
+             (failure_rate, slow_calls) are ways to trip: choose one (the adaptive policy \
+             opens after its own consecutive_failures)"
                 .to_owned(),
         ));
     }

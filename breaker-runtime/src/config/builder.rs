@@ -417,7 +417,7 @@ impl CircuitBreakerConfigBuilder {
         }
         check_max_open_for(c.max_open_for)?;
         if let Some(adaptive) = &c.adaptive {
-            super::adaptive_settings::check_adaptive(adaptive, c)?;
+            super::adaptive_settings::check_adaptive(adaptive, c, self.threshold_set)?;
         }
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {

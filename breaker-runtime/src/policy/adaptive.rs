@@ -110,7 +110,7 @@ impl AdaptivePolicy {
 
     /// The failures in a row that open the circuit for the whole fleet (default 15, at
     /// least 1): a total outage. Instead of the config's `failure_threshold`, which a
-    /// downstream failing a third of the calls meets by chance every few thousand calls.
+    /// downstream failing a third of the calls meets by chance every few hundred calls.
     pub const fn with_consecutive_failures(mut self, failures: u32) -> Self {
         self.consecutive_failures = failures;
         self

@@ -6,7 +6,9 @@ use crate::protocol::machine::Outcome;
 ///
 /// Implemented by [`EveryError`] (the default) and by every
 /// `Fn(&Result<Response, Error>) -> Outcome`, so a response can count as a failure (an
-/// HTTP 503) and an error can be ignored (a 404 turned into an error by the client).
+/// HTTP 500), as a load shed for the adaptive policy (`Outcome::Overloaded`: a 503 without
+/// `Retry-After`), or ask for an opening (`Outcome::OpenFor`: a 429 with one), and an error
+/// can be ignored (a 404 turned into an error by the client).
 pub trait Classify<Res, E> {
     /// How the request that ended with `result` counts.
     fn classify(&self, result: &Result<Res, E>) -> Outcome;

@@ -40,8 +40,12 @@ impl BreakerSettings {
         &self,
         builder: breaker_runtime::CircuitBreakerConfigBuilder,
     ) -> breaker_runtime::CircuitBreakerConfigBuilder {
+        // The adaptive policy opens on its own consecutive failures, not the threshold's.
+        let builder = match self.adaptive {
+            Some(policy) => builder.adaptive(policy),
+            None => builder.failure_threshold(self.failure_threshold),
+        };
         let builder = builder
-            .failure_threshold(self.failure_threshold)
             .recovery_timeout(self.recovery_timeout)
             .success_threshold(self.success_threshold)
             .local_cache_max_age(self.local_cache_max_age)
@@ -57,10 +61,6 @@ impl BreakerSettings {
         };
         let builder = match self.slow_start {
             Some(ramp) => builder.slow_start(ramp),
-            None => builder,
-        };
-        let builder = match self.adaptive {
-            Some(policy) => builder.adaptive(policy),
             None => builder,
         };
         match self.call_timeout {

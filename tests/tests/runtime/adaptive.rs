@@ -3,7 +3,8 @@
 //! serves and most of them served, the rest shed with `StopReason::Shed` and the next second as the time to
 //! retry, and the circuit never opens; one failing 30 % of calls whatever the load is not
 //! shed; a total outage opens the circuit for the whole fleet; a quiet environment sheds on
-//! the fleet's counters of a suspicion; keyed circuits shed per key.
+//! the fleet's counters of a suspicion; keyed circuits shed per key; a tower classifier
+//! marks load sheds; neither shadow nor an operator's disable sheds.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -118,25 +119,113 @@ async fn an_overloaded_downstream_is_shed_to_what_it_serves_and_never_opened() {
     assert!(failed * 4 <= admitted, "failed {failed} of {admitted}");
 }
 
+/// A reproducible draw below 1 (xorshift64*).
+fn draws(seed: u64) -> impl FnMut() -> f64 {
+    let mut x = seed.max(1);
+    move || {
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        (x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 11) as f64 / (1u64 << 53) as f64
+    }
+}
+
 #[tokio::test]
 async fn a_downstream_failing_a_third_whatever_the_load_is_not_shed_and_not_opened() {
     let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
     let clock = ManualClock::new();
     let env = environment("env-a", &store, &clock);
-    for i in 0..2_000u32 {
-        // Three in ten fail, never more than two in a row.
-        let answer = match i % 10 {
-            0 | 1 | 5 => Err("500"),
-            _ => Ok(()),
+    let mut draw = draws(7);
+    let (mut failed, mut run, mut longest) = (0, 0, 0);
+    for i in 0..5_000u32 {
+        let answer = match draw() < 0.3 {
+            true => Err("500"),
+            false => Ok(()),
         };
-        assert_ne!(
-            std::mem::discriminant(&call(&env, answer).await),
-            std::mem::discriminant(&Ended::Rejected(StopReason::Shed, None)),
-            "call {i}"
-        );
+        let ended = call(&env, answer).await;
+        assert!(!matches!(ended, Ended::Rejected(..)), "call {i}: {ended:?}");
+        run = match ended {
+            Ended::Failed => run + 1,
+            _ => 0,
+        };
+        longest = longest.max(run);
+        failed += u32::from(ended == Ended::Failed);
         clock.advance(Duration::from_millis(100));
     }
     assert_eq!(env.state(), CircuitState::Closed);
+    assert!((1_300..=1_700).contains(&failed), "failed {failed}");
+    // Runs the consecutive policy's five would have opened on.
+    assert!(longest >= 5, "longest run {longest}");
+}
+
+#[tokio::test]
+async fn a_tower_classifier_marks_load_sheds_and_the_layer_sheds() {
+    use breaker_runtime::tower::CircuitBreakerLayer;
+    use tower::{Layer, Service, ServiceExt, service_fn};
+    let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
+    let clock = ManualClock::new();
+    let breaker = environment("env-a", &store, &clock);
+    let layer =
+        CircuitBreakerLayer::new(breaker.clone()).classifier(|result: &Result<u16, BoxError>| {
+            match result {
+                Ok(503) => Outcome::Overloaded,
+                Ok(status) if *status >= 500 => Outcome::Failure,
+                Ok(_) => Outcome::Success,
+                Err(_) => Outcome::Failure,
+            }
+        });
+    let mut service = layer.layer(service_fn(|status: u16| async move {
+        Ok::<_, BoxError>(status)
+    }));
+    let mut shed = 0;
+    for _ in 0..200 {
+        match service.ready().await.unwrap().call(503).await {
+            Ok(status) => assert_eq!(status, 503),
+            Err(error) => {
+                let open = error
+                    .downcast_ref::<CircuitBreakerOpenError>()
+                    .expect("shed");
+                assert_eq!(open.reason(), StopReason::Shed);
+                shed += 1;
+            }
+        }
+        clock.advance(Duration::from_millis(50));
+    }
+    assert!(shed > 150, "shed {shed}");
+    assert_eq!(breaker.state(), CircuitState::Closed);
+}
+
+#[tokio::test]
+async fn neither_shadow_nor_an_operators_disable_sheds() {
+    use breaker_runtime::store::WriteOutcome;
+    use breaker_runtime::store::implement::{Override, OverrideKind};
+    let store: Arc<dyn StateStore> = Arc::new(InMemoryStore::new());
+    let clock = ManualClock::new();
+    let shadow = CircuitBreaker::new(
+        "shadowed",
+        Arc::clone(&store),
+        CircuitBreakerConfig::builder()
+            .adaptive(AdaptivePolicy::default())
+            .shadow(true)
+            .clock(clock.clone())
+            .build()
+            .expect("valid"),
+    );
+    let disabled = environment("env-b", &store, &clock);
+    let now = clock.unix_millis() / 1000;
+    let disable = RecordWrite::Override {
+        set: Override::new(OverrideKind::Disabled, "operator", now),
+        replaces: None,
+        expiration: Some(now + 3600),
+    };
+    assert_eq!(store.apply(CIRCUIT, &disable).await, Ok(WriteOutcome::Won));
+    for i in 0..200 {
+        for (name, breaker) in [("shadow", &shadow), ("disabled", &disabled)] {
+            let ended = call(breaker, Err("503 busy")).await;
+            assert_eq!(ended, Ended::Failed, "{name}, call {i}");
+        }
+        clock.advance(Duration::from_millis(50));
+    }
 }
 
 #[tokio::test]
