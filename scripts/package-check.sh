@@ -59,6 +59,11 @@ sys.exit(1 if failed else 0)
 # again: a copy left by an earlier run (the same version, older code) would be verified in
 # place of this one. Only our own crates are removed; Cargo unpacks them afresh.
 rm -rf "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/breaker-{rules,macro,runtime}-[0-9]*
+# Nor does Cargo rebuild a registry crate of the same version whose code changed, nor a path
+# crate unpacked with the archive's fixed file times: forget what earlier runs compiled of
+# our crates, in the verification's target and the quickstart's.
+rm -rf target/debug/.fingerprint/breaker-{rules,macro,runtime}-* \
+  "$work"/target/release/.fingerprint/breaker-{rules,macro,runtime}-*
 
 start=$SECONDS
 # Dependencies without debug info, as the workspace builds them (`[profile.dev.package."*"]`),
