@@ -149,7 +149,7 @@ pub(crate) const ALL: u32 = 10_000;
 /// How a finished call counts in the throttle.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Answer {
-    /// Succeeded, or an error the classifier ignores: the downstream took it.
+    /// Succeeded: the downstream took it.
     Accepted,
     /// Failed (or was abandoned).
     Failed,
@@ -247,8 +247,8 @@ impl Throttle {
         failures.max(load).max(fleet)
     }
 
-    /// This environment's two terms at `now`: failures against K, load sheds against the
-    /// overload K; 0 below the minimum requests.
+    /// This environment's two terms at `now`: failures against K (0 below the minimum
+    /// requests), load sheds against the overload K (0 in a window without one).
     fn terms(&self, state: &State, now: u64) -> (u32, u32) {
         let oldest = (now / 1000).saturating_sub(state.buckets.len() as u64 - 1);
         let mut sums = Bucket::default();
@@ -287,8 +287,8 @@ impl Throttle {
         (failures, load)
     }
 
-    /// The fleet's counters of a suspicion, as a report's answer showed them at `now`:
-    /// the failures term over the whole epoch so far, held until the epoch ends (`until`,
+    /// The fleet's counters of a suspicion, as a report's answer showed them: the
+    /// failures term over the whole epoch so far, held until the epoch ends (`until`,
     /// unix millis). The counters hold admitted calls only, so the share errs low.
     pub(crate) fn fleet_evidence(&self, tally: &EpochTally, until: u64) {
         let failures: u64 = tally.failures.iter().sum();
