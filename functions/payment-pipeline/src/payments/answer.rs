@@ -122,6 +122,18 @@ impl PaymentError {
         }
     }
 
+    /// A 429 or 503 without `Retry-After`: the provider turned the call away for load.
+    pub fn is_load_shed(&self) -> bool {
+        matches!(
+            self,
+            Self::Unavailable {
+                status: 429 | 503,
+                retry_after: None,
+                ..
+            }
+        )
+    }
+
     /// True for the errors that say the downstream is unwell: they count toward opening the
     /// circuit. A declined order says nothing about the API's health.
     pub fn is_downstream_failure(&self) -> bool {

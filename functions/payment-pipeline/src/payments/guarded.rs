@@ -165,7 +165,8 @@ mod tests {
         );
         assert_eq!(
             guarded_api_unwell(&throttled(None)),
-            breaker_runtime::Outcome::Failure
+            breaker_runtime::Outcome::Overloaded,
+            "a 429 without Retry-After is a load shed"
         );
         for kind in [FailureKind::CallTimeout, FailureKind::InvocationDeadline] {
             let error = CallAbandonedError::new(circuit(), kind, Duration::from_secs(3));

@@ -99,17 +99,21 @@ pub(crate) fn guarded_api_unwell(error: &GuardedError) -> Outcome {
 }
 
 /// What an admitted attempt that did not charge tells the circuit: nothing unless the
-/// payment API was unwell ([`payment_api_unwell`]); a failure; and when the API answered a
-/// 429 or 503 with `Retry-After`, a failure that opens the circuit for that long
-/// ([`Outcome::OpenFor`]), for every function sharing it.
+/// payment API was unwell ([`payment_api_unwell`]); a failure; when the API answered a 429
+/// or 503 with `Retry-After`, a failure that opens the circuit for that long
+/// ([`Outcome::OpenFor`]), for every function sharing it; and a 429 or 503 without one, a
+/// load shed ([`Outcome::Overloaded`]: a failure under the default policy, a share of calls
+/// shed under the adaptive one).
 pub fn payment_api_verdict(outcome: &NotCharged) -> Outcome {
     if !payment_api_unwell(outcome) {
         return Outcome::Ignored;
     }
     match &outcome.charged {
-        Charged::Failed(failed) => failed
-            .retry_after()
-            .map_or(Outcome::Failure, Outcome::OpenFor),
+        Charged::Failed(failed) => match (failed.retry_after(), failed.is_load_shed()) {
+            (Some(asked), _) => Outcome::OpenFor(asked),
+            (None, true) => Outcome::Overloaded,
+            (None, false) => Outcome::Failure,
+        },
         _ => Outcome::Failure,
     }
 }
