@@ -40,7 +40,8 @@ async fn an_invalid_order_or_a_conflict_sent_as_an_event_invocation_leaves_a_war
     charge.invoke(first).await.unwrap().expect_response();
     let other = json!({"order_id": "taken-000", "amount": 13, "currency": "EUR"});
     let _discarded = charge.invoke(other).await.unwrap();
-    let logs = logs_with(&charge, 1, |l| l.contains(r#""reason":"conflict""#)).await;
+    // The warning and the metric are two lines: wait for both, the metric's last.
+    let logs = logs_with(&charge, 2, |l| l.contains(r#""reason":"conflict""#)).await;
     assert_eq!(rejected_lines(&logs, "conflict"), 1, "{logs:#?}");
 }
 
