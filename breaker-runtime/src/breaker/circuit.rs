@@ -297,8 +297,7 @@ impl Circuit {
         // A slow start in its ramp, or an adaptive policy that sheds, keeps calls off the
         // closed path: they set the share of calls admitted. Neither a circuit in shadow nor
         // an override that holds sheds (`shedding::admit`).
-        let shedding = seam == Seam::Store
-            && cache.record().live_override(now / 1000).is_none()
+        let shedding = seam.turns_calls_away(cache.record(), now)
             && self.counts.throttle().is_some_and(|t| t.share(now) > 0);
         let closed_until = match runs_closed && cache.ramp_from() == 0 && !shedding {
             true => cache.trusted_until().saturating_sub(lag),

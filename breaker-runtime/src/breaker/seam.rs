@@ -37,6 +37,14 @@ impl Seam {
         self == Self::Store
     }
 
+    /// Whether a closed circuit may turn some of its calls away (a slow start's ramp, the
+    /// adaptive policy's shedding): only on the store, and not while an operator's
+    /// override holds on `record` at `now` (unix millis): in shadow and under an override
+    /// every call runs as they say.
+    pub(super) fn turns_calls_away(self, record: &CircuitRecord, now: u64) -> bool {
+        self == Self::Store && record.live_override(now / 1000).is_none()
+    }
+
     /// Whether calls may take the closed path, given that the cached record lets them
     /// (`record_runs_closed`) and whether the would-be record is closed (asked only in
     /// shadow, where calls the would-be record would reject take the slow path that says

@@ -24,7 +24,7 @@ pub(super) fn admit(
     let Some(throttle) = circuit.counts().throttle() else {
         return Ok(());
     };
-    if seam != Seam::Store || record.live_override(now / 1000).is_some() {
+    if !seam.turns_calls_away(record, now) {
         return Ok(());
     }
     let share = throttle.share(now);

@@ -56,7 +56,7 @@ pub(super) fn admit(
         }
         return Ok(());
     }
-    if seam != Seam::Store || record.live_override(now / 1000).is_some() {
+    if !seam.turns_calls_away(record, now) {
         return Ok(());
     }
     if circuit.reports().draw(10_000, now) < admitted_share(elapsed, ramp) {
