@@ -1,18 +1,7 @@
-//! The builder's adaptive policy: its setter and the checks of its settings.
+//! The builder's adaptive policy: its setters (their checks are in `checks`).
 
-use std::time::Duration;
-
-use super::CircuitBreakerConfig;
 use super::builder::CircuitBreakerConfigBuilder;
-use super::limits::{at_least, at_least_one, at_most};
-use crate::error::CircuitBreakerConfigError;
 use crate::policy::AdaptivePolicy;
-
-/// The multipliers' range: below 1 the formula sheds calls the downstream would serve.
-const MULTIPLIERS: std::ops::RangeInclusive<f64> = 1.0..=10.0;
-
-/// The longest adaptive window.
-const MAX_WINDOW: Duration = Duration::from_secs(600);
 
 impl CircuitBreakerConfigBuilder {
     /// Sheds a share of the calls in a brownout instead of all or nothing (opt-in; see
@@ -50,41 +39,4 @@ impl CircuitBreakerConfigBuilder {
             false => self,
         }
     }
-}
-
-/// The adaptive policy's settings in range, and no rate policy beside it.
-pub(super) fn check_adaptive(
-    policy: &AdaptivePolicy,
-    c: &CircuitBreakerConfig,
-    threshold_set: bool,
-) -> Result<(), CircuitBreakerConfigError> {
-    for (field, k) in [
-        ("adaptive multiplier", policy.multiplier),
-        ("adaptive overload_multiplier", policy.overload_multiplier),
-    ] {
-        if !MULTIPLIERS.contains(&k) {
-            return Err(CircuitBreakerConfigError::Conflict(format!(
-                "{field} must be from 1 to 10, got {k}"
-            )));
-        }
-    }
-    at_least("adaptive window", policy.window, Duration::from_secs(1))?;
-    at_most("adaptive window", policy.window, MAX_WINDOW)?;
-    if policy.window.subsec_nanos() != 0 {
-        return Err(CircuitBreakerConfigError::Conflict(format!(
-            "adaptive window must be whole seconds, got {:?}",
-            policy.window
-        )));
-    }
-    at_least_one("adaptive minimum_requests", policy.minimum_requests)?;
-    at_least_one("adaptive consecutive_failures", policy.consecutive_failures)?;
-    if c.failure_rate.is_some() || c.slow_calls.is_some() || threshold_set {
-        return Err(CircuitBreakerConfigError::Conflict(
-            "adaptive, consecutive failures (failure_threshold) and a rate policy \
-             (failure_rate, slow_calls) are ways to trip: choose one (the adaptive policy \
-             opens after its own consecutive_failures)"
-                .to_owned(),
-        ));
-    }
-    Ok(())
 }

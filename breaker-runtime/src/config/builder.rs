@@ -8,8 +8,8 @@ use breaker_rules::{
 };
 
 use super::checks::{
-    check_against_each_other, check_backoff, check_fleet_policy, check_max_open_for,
-    check_rate_policy, check_slow_start,
+    check_adaptive, check_against_each_other, check_backoff, check_fleet_policy,
+    check_max_open_for, check_rate_policy, check_slow_start,
 };
 use super::limits::{at_least, at_least_one, at_most};
 use super::{CircuitBreakerConfig, FleetPolicy, SlowCalls};
@@ -417,7 +417,7 @@ impl CircuitBreakerConfigBuilder {
         }
         check_max_open_for(c.max_open_for)?;
         if let Some(adaptive) = &c.adaptive {
-            super::adaptive_settings::check_adaptive(adaptive, c, self.threshold_set)?;
+            check_adaptive(adaptive, c, self.threshold_set)?;
         }
         check_against_each_other(c)?;
         if let Some(fleet) = c.fleet {
